@@ -1,0 +1,38 @@
+# tare: build, test, bench, lint. Everything a fresh machine needs is installed by the targets themselves.
+GO        ?= go
+BIN       ?= bin/tare
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X github.com/tare-dev/tare/internal/cli.Version=$(VERSION)
+GOLANGCI  ?= $(shell $(GO) env GOPATH)/bin/golangci-lint
+GOLANGCI_VERSION ?= v2.6.2
+
+.PHONY: build test test-short bench lint measure deps clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/tare
+
+# deps installs the peers the tests compare against (pidstat from sysstat).
+deps:
+	@command -v pidstat >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sysstat >/dev/null)
+
+# measure is the README's main command: install what is needed, build, and measure this node for a minute.
+measure: build
+	./$(BIN) measure --duration $${DURATION:-60s}
+
+test: deps
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+test-short:
+	$(GO) test -short -count=1 ./...
+
+bench: build deps
+	$(GO) run ./bench/overhead -tare ./$(BIN)
+
+lint:
+	@test -x $(GOLANGCI) || $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
+	$(GOLANGCI) run ./...
+	$(GO) mod tidy -diff
+
+clean:
+	rm -rf bin

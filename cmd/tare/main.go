@@ -1,0 +1,35 @@
+// Command tare measures what a Kubernetes node costs before any workload runs.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/tare-dev/tare/internal/cli"
+)
+
+func main() {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		fmt.Fprintln(os.Stderr, "tare: interrupted, finishing up (press Ctrl-C again to quit at once)")
+		cancel()
+		<-sigs
+		os.Exit(130)
+	}()
+	err := cli.Execute(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	cancel()
+	if err != nil {
+		var ec cli.ExitCoder
+		if errors.As(err, &ec) {
+			os.Exit(ec.ExitCode())
+		}
+		os.Exit(1)
+	}
+}

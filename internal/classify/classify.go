@@ -1,0 +1,165 @@
+package classify
+
+import (
+	"path"
+	"regexp"
+	"strings"
+)
+
+// Group kinds.
+const (
+	KindComponent = "component"
+	KindPod       = "pod"
+	KindKernel    = "kernel"
+	KindSelf      = "self"
+	KindOther     = "other"
+)
+
+// component maps an executable base name (or argv[0]) to the component it is.
+var components = map[string]string{
+	"kube-apiserver":           "kube-apiserver",
+	"kube-controller-manager":  "kube-controller-manager",
+	"kube-scheduler":           "kube-scheduler",
+	"kubelet":                  "kubelet",
+	"kube-proxy":               "kube-proxy",
+	"etcd":                     "etcd",
+	"coredns":                  "coredns",
+	"containerd":               "containerd",
+	"containerd-shim":          "containerd-shim",
+	"containerd-shim-runc-v1":  "containerd-shim",
+	"containerd-shim-runc-v2":  "containerd-shim",
+	"dockerd":                  "dockerd",
+	"docker-proxy":             "dockerd",
+	"cri-dockerd":              "cri-dockerd",
+	"crio":                     "cri-o",
+	"conmon":                   "cri-o",
+	"runc":                     "runc",
+	"crun":                     "runc",
+	"kwok":                     "kwok",
+	"kube-addon-manager":       "kube-addon-manager",
+	"flanneld":                 "flannel",
+	"calico-node":              "calico",
+	"cilium-agent":             "cilium",
+	"kindnetd":                 "kindnet",
+	"metrics-server":           "metrics-server",
+	"pause":                    "pause",
+	"k3s":                      "k3s",
+	"k3s-server":               "k3s",
+	"k3s-agent":                "k3s",
+	"cloud-controller-manager": "cloud-controller-manager",
+	"kubectl":                  "kubectl",
+	"etcdctl":                  "etcdctl",
+	"tare":                     "tare",
+}
+
+// hyperkube-style binaries take the component as their first argument.
+var multiCall = map[string]bool{"hyperkube": true, "k3s": true, "kube": true}
+
+// Component returns the Kubernetes component a process is, from its executable path, comm and redacted
+// command line, or "" if it is none of them.
+func Component(exe, comm, cmdline string) string {
+	fields := strings.Fields(cmdline)
+	var arg0, arg1 string
+	if len(fields) > 0 {
+		arg0 = path.Base(fields[0])
+	}
+	if len(fields) > 1 {
+		arg1 = fields[1]
+	}
+	for _, name := range []string{path.Base(strings.TrimSuffix(exe, " (deleted)")), arg0} {
+		if multiCall[name] && components[arg1] != "" {
+			return components[arg1]
+		}
+		if c := components[name]; c != "" {
+			return c
+		}
+	}
+	// comm is cut at 15 characters: kube-controller and containerd-shim are prefixes.
+	for name, c := range components {
+		if len(comm) == 15 && strings.HasPrefix(name, comm) {
+			return c
+		}
+	}
+	if c := components[comm]; c != "" {
+		return c
+	}
+	return ""
+}
+
+// Pod is what a cgroup path says about the pod a process runs in.
+type Pod struct {
+	UID       string // pod UID with dashes
+	Container string // container ID (64 hex) or "" for the pod-level cgroup
+	QoS       string // guaranteed, burstable or besteffort
+}
+
+var (
+	podSegment      = regexp.MustCompile(`^(?:kubepods-(?:burstable-|besteffort-)?)?pod([0-9a-fA-F_\-]{32,36})(?:\.slice)?$`)
+	containerSuffix = regexp.MustCompile(`^(?:cri-containerd-|docker-|crio-|containerd-)?([0-9a-f]{64})(?:\.scope)?$`)
+)
+
+// PodFromCgroup parses a cgroup path such as /kubepods/burstable/pod<uid>/<id> (cgroupfs driver) or
+// /kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid>.slice/cri-containerd-<id>.scope
+// (systemd driver), also nested inside another container (kind, minikube). ok is false outside a pod.
+func PodFromCgroup(p string) (Pod, bool) {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		if !strings.HasPrefix(s, "kubepods") {
+			continue
+		}
+		var pod Pod
+		for _, t := range segs[i:] {
+			switch {
+			case strings.Contains(t, "burstable") && pod.UID == "":
+				pod.QoS = "burstable"
+			case strings.Contains(t, "besteffort") && pod.UID == "":
+				pod.QoS = "besteffort"
+			}
+			if m := podSegment.FindStringSubmatch(t); m != nil {
+				pod.UID = strings.ReplaceAll(m[1], "_", "-")
+				continue
+			}
+			if m := containerSuffix.FindStringSubmatch(t); m != nil && pod.UID != "" {
+				pod.Container = m[1]
+			}
+		}
+		if pod.UID == "" {
+			return Pod{}, false
+		}
+		if pod.QoS == "" {
+			pod.QoS = "guaranteed"
+		}
+		return pod, true
+	}
+	return Pod{}, false
+}
+
+// Result is the group a process belongs to.
+type Result struct {
+	Group string
+	Kind  string
+	Pod   Pod
+	InPod bool
+}
+
+// Process classifies one process. A recognised component wins over its pod (kube-proxy or coredns running
+// as pods are still named as components); other pod processes are grouped per pod.
+func Process(exe, comm, cmdline, cgroup string, kernel, self bool) Result {
+	pod, inPod := PodFromCgroup(cgroup)
+	r := Result{Pod: pod, InPod: inPod}
+	switch {
+	case self:
+		r.Group, r.Kind = "tare (self)", KindSelf
+	case kernel:
+		r.Group, r.Kind = "kernel threads", KindKernel
+	default:
+		if c := Component(exe, comm, cmdline); c != "" {
+			r.Group, r.Kind = c, KindComponent
+		} else if inPod {
+			r.Group, r.Kind = "pod "+pod.UID, KindPod
+		} else {
+			r.Group, r.Kind = "other", KindOther
+		}
+	}
+	return r
+}

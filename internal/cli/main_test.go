@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tare-dev/tare/internal/summary"
+	"github.com/tare-dev/tare/internal/testload"
+)
+
+func TestMain(m *testing.M) {
+	testload.Main()
+	os.Exit(m.Run())
+}
+
+// run executes tare in-process.
+func run(ctx context.Context, args ...string) (stdout, stderr string, err error) {
+	var out, errb bytes.Buffer
+	err = Execute(ctx, args, strings.NewReader(""), &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+// measureJSON runs tare measure -o json and decodes the summary.
+func measureJSON(t *testing.T, args ...string) summary.Summary {
+	t.Helper()
+	out, errOut, err := run(context.Background(), append([]string{"measure", "-o", "json"}, args...)...)
+	if err != nil {
+		t.Fatalf("tare measure %v: %v\nstderr: %s", args, err, errOut)
+	}
+	var s summary.Summary
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("decoding measure output: %v\n%s", err, out)
+	}
+	return s
+}
+
+// helper is a running testload process; Stop closes its stdin and waits.
+type helper struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+}
+
+func startHelper(t *testing.T, mode string, args ...string) *helper {
+	t.Helper()
+	cmd := testload.Command(mode, args...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s helper: %v", mode, err)
+	}
+	h := &helper{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
+	t.Cleanup(h.stop)
+	return h
+}
+
+func (h *helper) pid() int { return h.cmd.Process.Pid }
+
+// line reads one line of the helper's output, failing after the deadline.
+func (h *helper) line(t *testing.T, timeout time.Duration) string {
+	t.Helper()
+	ch := make(chan string, 1)
+	go func() {
+		s, _ := h.out.ReadString('\n')
+		ch <- strings.TrimSpace(s)
+	}()
+	select {
+	case s := <-ch:
+		return s
+	case <-time.After(timeout):
+		t.Fatalf("helper %d printed nothing within %s", h.pid(), timeout)
+		return ""
+	}
+}
+
+func (h *helper) stop() {
+	h.stdin.Close()
+	done := make(chan struct{})
+	go func() { _ = h.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = h.cmd.Process.Kill()
+		<-done
+	}
+}
+
+func findProcess(s summary.Summary, pid int) (summary.Process, bool) {
+	for _, p := range s.Processes {
+		if p.PID == pid {
+			return p, true
+		}
+	}
+	return summary.Process{}, false
+}
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: taskstats and the proc connector require CAP_NET_ADMIN")
+	}
+}

@@ -1,0 +1,189 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tare-dev/tare/internal/record"
+	"github.com/tare-dev/tare/internal/sample"
+	"github.com/tare-dev/tare/internal/summary"
+)
+
+type measureOptions struct {
+	duration     time.Duration
+	interval     time.Duration
+	detail       time.Duration
+	match        string
+	record       string
+	top          int
+	unprivileged bool
+}
+
+func newMeasure(s streams, g *globalOptions) *cobra.Command {
+	o := &measureOptions{}
+	cmd := &cobra.Command{
+		Use:   "measure",
+		Short: "Sample the node and print where its CPU, memory and disk go",
+		Long: `Sample the node over a window and print:
+  - node CPU in millicores and % of all cores, split into user, nice, system, irq, softirq and steal,
+    with iowait and idle apart, load average and pressure (PSI);
+  - CPU (mean, p95, max), memory (RSS, PSS, private), disk bytes/s and threads per group
+    (Kubernetes component, pod, kernel threads, other) and per process;
+  - short-lived processes, credited with their command line to the process that spawned them;
+  - tare's own cost, apart from every group;
+  - a reconciliation: groups + tare + unattributed = node busy, with the counter resolution.
+
+` + summary.BusyDefinition + `.
+
+Per-process CPU comes from nanosecond counters: taskstats (as root) or per-thread schedstat. Without root
+tare measures what it can and lists what it could not read and why.`,
+		Example: `  # One minute, one sample per second (the default)
+  sudo tare measure
+
+  # Ten seconds at 10 Hz, only kube-* processes, JSON
+  sudo tare measure --duration 10s --interval 100ms --match 'kube-' -o json
+
+  # Keep every sample in a SQLite file, then summarise it again later
+  sudo tare measure --duration 5m --record node.db
+  tare report node.db`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runMeasure(cmd.Context(), s, g, o)
+		},
+	}
+	f := cmd.Flags()
+	f.DurationVar(&o.duration, "duration", time.Minute, "how long to measure")
+	f.DurationVar(&o.interval, "interval", time.Second, "time between samples (CPU series resolution)")
+	f.DurationVar(&o.detail, "detail-interval", 5*time.Second, "time between memory, disk and thread reads (rounded to a multiple of --interval)")
+	f.StringVar(&o.match, "match", "", "show only processes whose command line, name or group matches this regular expression")
+	f.StringVar(&o.record, "record", "", "write every sample to this SQLite file (must not exist)")
+	f.IntVar(&o.top, "top", 20, "processes and children rows shown in the table")
+	f.BoolVar(&o.unprivileged, "unprivileged", false, "use only sources that work without root (schedstat, cutime), even as root")
+	return cmd
+}
+
+func (o *measureOptions) validate() (*regexp.Regexp, error) {
+	switch {
+	case o.duration <= 0:
+		return nil, usageError("--duration must be positive, got %s", o.duration)
+	case o.interval <= 0:
+		return nil, usageError("--interval must be positive, got %s", o.interval)
+	case o.interval < 10*time.Millisecond:
+		return nil, usageError("--interval %s is below the 10ms floor: the sampler cannot keep up and would measure itself", o.interval)
+	case o.interval > o.duration:
+		return nil, usageError("--interval %s is longer than --duration %s: no interval would complete", o.interval, o.duration)
+	case o.detail < o.interval:
+		o.detail = o.interval
+	case o.top < 1:
+		return nil, usageError("--top must be at least 1, got %d", o.top)
+	}
+	if o.match == "" {
+		return nil, nil
+	}
+	re, err := regexp.Compile(o.match)
+	if err != nil {
+		return nil, usageError("--match: %w", err)
+	}
+	return re, nil
+}
+
+func runMeasure(ctx context.Context, s streams, g *globalOptions, o *measureOptions) error {
+	if err := g.validate(); err != nil {
+		return err
+	}
+	match, err := o.validate()
+	if err != nil {
+		return err
+	}
+	warn := func(msg string) { fmt.Fprintf(s.err, "warning: %s\n", msg) }
+	smp, err := sample.New(ctx, sample.Options{ProcRoot: g.procRoot, SysRoot: g.sysRoot, Interval: o.interval,
+		Detail: o.detail, Unprivileged: o.unprivileged}, warn)
+	if err != nil {
+		return err
+	}
+	defer smp.Close()
+	meta := smp.Meta()
+	meta.TareVersion, meta.Duration, meta.Started = Version, o.duration, time.Now()
+	var rec *record.Writer
+	if o.record != "" {
+		if rec, err = record.Create(ctx, o.record, meta); err != nil {
+			return err
+		}
+	}
+	samples, recErr := loop(ctx, smp, rec, o, warn)
+	meta = smp.Meta()
+	meta.TareVersion, meta.Duration, meta.Started = Version, o.duration, samples[0].Time
+	meta.Interrupted = ctx.Err() != nil
+	if rec != nil {
+		if err := rec.Finish(context.WithoutCancel(ctx), meta); err != nil && recErr == nil {
+			recErr = fmt.Errorf("finishing recording %s: %w", o.record, err)
+		}
+	}
+	sum := summary.Build(meta, samples, summary.Options{Match: match, Top: o.top})
+	if err := render(s, g, sum); err != nil {
+		return err
+	}
+	if recErr != nil {
+		return fmt.Errorf("the summary above is complete, but the recording is not: %w", recErr)
+	}
+	if len(samples) < 2 {
+		return errors.New("measurement stopped before the first interval completed: nothing was measured")
+	}
+	return nil
+}
+
+// loop samples until the window ends or ctx is cancelled; a cancelled window still gets a closing sample
+// so the summary covers everything up to the interruption. Samples are kept even if recording fails.
+func loop(ctx context.Context, smp *sample.Sampler, rec *record.Writer, o *measureOptions, warn func(string)) ([]sample.Sample, error) {
+	var samples []sample.Sample
+	var recErr error
+	keep := func(x sample.Sample) {
+		samples = append(samples, x)
+		if rec == nil || recErr != nil {
+			return
+		}
+		if err := rec.Append(context.WithoutCancel(ctx), x); err != nil {
+			recErr = err
+			warn(err.Error() + "; measuring on without recording")
+		}
+	}
+	first, err := smp.Sample()
+	if err != nil {
+		return []sample.Sample{{}}, err
+	}
+	keep(first)
+	end := first.Time.Add(o.duration)
+	tick := time.NewTicker(o.interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if x, err := smp.Sample(); err == nil && x.Time.Sub(samples[len(samples)-1].Time) > o.interval/10 {
+				keep(x)
+			}
+			return samples, recErr
+		case <-tick.C:
+		}
+		x, err := smp.Sample()
+		if err != nil {
+			warn(err.Error())
+			continue
+		}
+		keep(x)
+		if !x.Time.Add(o.interval / 2).Before(end) {
+			return samples, recErr
+		}
+	}
+}
+
+func render(s streams, g *globalOptions, sum summary.Summary) error {
+	if g.output == "json" {
+		return sum.JSON(s.out)
+	}
+	return sum.Table(s.out)
+}

@@ -1,0 +1,226 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/procfs"
+
+	"github.com/tare-dev/tare/internal/testload"
+)
+
+// TestMeasureGroundTruth: burners of known CPU rates are read within ±3%.
+func TestMeasureGroundTruth(t *testing.T) {
+	for _, mode := range []string{"privileged", "unprivileged"} {
+		t.Run(mode, func(t *testing.T) {
+			args := []string{"--duration", "6s", "--interval", "500ms"}
+			if mode == "privileged" {
+				requireRoot(t)
+			} else {
+				args = append(args, "--unprivileged")
+			}
+			rates := []int{50, 200, 1000}
+			helpers := map[int]*helper{}
+			for _, r := range rates {
+				h := startHelper(t, "burn", strconv.Itoa(r))
+				h.line(t, 10*time.Second)
+				helpers[r] = h
+			}
+			s := measureJSON(t, args...)
+			for _, r := range rates {
+				p, ok := findProcess(s, helpers[r].pid())
+				if !ok {
+					t.Fatalf("burner %dm (pid %d) missing from the summary", r, helpers[r].pid())
+				}
+				if rel := math.Abs(p.CPU.Mean-float64(r)) / float64(r); rel > 0.03 {
+					t.Errorf("burner %dm: tare reads %.1fm (%.1f%% off, allowed 3%%)", r, p.CPU.Mean, rel*100)
+				}
+				if p.CPU.N == 0 || p.CPU.Max < p.CPU.P95 || p.CPU.P95 <= 0 {
+					t.Errorf("burner %dm: implausible series summary %+v", r, p.CPU)
+				}
+			}
+			if !s.Reconcile.WithinTolerance {
+				t.Errorf("totals do not reconcile: %s", s.Reconcile.Explanation)
+			}
+		})
+	}
+}
+
+// TestMeasureStorm: ~20 children per second, each burning ~5 ms, are credited to their parent with ≥95% of
+// the CPU the parent's getrusage(RUSAGE_CHILDREN) reports, and show their command line.
+func TestMeasureStorm(t *testing.T) {
+	requireRoot(t)
+	h := startHelper(t, "storm", "1s", "20", "3s", "5ms")
+	s := measureJSON(t, "--duration", "6s", "--interval", "1s")
+	var res testload.StormResult
+	if err := json.Unmarshal([]byte(h.line(t, 10*time.Second)), &res); err != nil {
+		t.Fatalf("storm result: %v", err)
+	}
+	var credited float64
+	runs := 0
+	for _, c := range s.Children {
+		if c.ParentPID != h.pid() {
+			continue
+		}
+		credited += c.CPU * s.Window.Seconds * 1e6 // millicores over the window -> ns
+		// Go's runtime also forks one child that exits at once (its clone/pidfd probe): count only ours.
+		if strings.Contains(c.Cmdline, "storm-child --burn 5ms") {
+			runs += c.Runs
+		}
+	}
+	truth := float64(res.ChildrenCPUNs)
+	t.Logf("storm: %d children, ground truth %.1f ms, tare credited %.1f ms over %d runs", res.Children, truth/1e6, credited/1e6, runs)
+	if credited < 0.95*truth || credited > 1.05*truth {
+		t.Errorf("tare credited %.1f ms of children CPU to the parent, ground truth %.1f ms (want within 95%%-105%%)", credited/1e6, truth/1e6)
+	}
+	if runs < res.Children*95/100 || runs > res.Children {
+		t.Errorf("tare counted %d runs with the child's command line (storm-child --burn 5ms), the storm spawned %d", runs, res.Children)
+	}
+	parent, ok := findProcess(s, h.pid())
+	if !ok || parent.ChildrenCPU <= 0 {
+		t.Errorf("storm parent missing or without children CPU: %+v", parent)
+	}
+}
+
+// TestMeasureShellLoop: a shell loop running a short command every 2 s shows with its command line and rate.
+func TestMeasureShellLoop(t *testing.T) {
+	requireRoot(t)
+	sh := exec.Command("sh", "-c", "while :; do ls -l /proc/self/ >/dev/null; sleep 2; done")
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sh.Process.Kill(); _ = sh.Wait() })
+	s := measureJSON(t, "--duration", "9s", "--interval", "500ms")
+	for _, c := range s.Children {
+		if c.ParentPID == sh.Process.Pid && c.Cmdline == "ls -l /proc/self/" {
+			if c.Runs < 3 || c.PeriodSeconds < 1.6 || c.PeriodSeconds > 2.6 || c.PerMinute < 20 || c.PerMinute > 40 {
+				t.Errorf("loop child seen %d times, period %.2fs, %.1f/min: want ≥3 runs every ~2s", c.Runs, c.PeriodSeconds, c.PerMinute)
+			}
+			return
+		}
+	}
+	t.Errorf("the loop's ls command is not among the short-lived children: %+v", s.Children)
+}
+
+// TestMeasureAgreesWithPeers: on one busy process over the same window, tare agrees with pidstat and with
+// the /proc/PID/stat delta.
+func TestMeasureAgreesWithPeers(t *testing.T) {
+	if _, err := exec.LookPath("pidstat"); err != nil {
+		t.Skip("pidstat not installed (apt-get install sysstat)")
+	}
+	h := startHelper(t, "burn", "300")
+	h.line(t, 10*time.Second)
+	pfs, err := procfs.NewDefaultFS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := procStatTicks(t, pfs, h.pid())
+	var pidOut bytes.Buffer
+	ps := exec.Command("pidstat", "-u", "-p", strconv.Itoa(h.pid()), "1", "5")
+	ps.Stdout = &pidOut
+	ps.Env = append(os.Environ(), "LC_ALL=C")
+	if err := ps.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := measureJSON(t, "--duration", "5s", "--interval", "1s")
+	after := procStatTicks(t, pfs, h.pid())
+	if err := ps.Wait(); err != nil {
+		t.Fatalf("pidstat: %v", err)
+	}
+	p, ok := findProcess(s, h.pid())
+	if !ok {
+		t.Fatal("burner missing from the summary")
+	}
+	pidstatPct := pidstatAverage(t, pidOut.String())
+	statMC := float64(after-before) * 10 / s.Window.Seconds // 10 ms ticks -> millicores
+	t.Logf("tare %.1fm, pidstat %.1f%%, /proc/PID/stat %.1fm", p.CPU.Mean, pidstatPct, statMC)
+	if d := math.Abs(p.CPU.Mean/10 - pidstatPct); d > 2 {
+		t.Errorf("tare %.1f%% vs pidstat %.1f%%: %.1f points apart (allowed 2)", p.CPU.Mean/10, pidstatPct, d)
+	}
+	// /proc/PID/stat has 10 ms resolution at each end: allow 2 ticks over the window plus 2%.
+	if d := math.Abs(p.CPU.Mean - statMC); d > 20/s.Window.Seconds+0.02*statMC {
+		t.Errorf("tare %.1fm vs /proc/PID/stat delta %.1fm", p.CPU.Mean, statMC)
+	}
+}
+
+func procStatTicks(t *testing.T, pfs procfs.FS, pid int) uint {
+	t.Helper()
+	p, err := pfs.Proc(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := p.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.UTime + st.STime
+}
+
+func pidstatAverage(t *testing.T, out string) float64 {
+	t.Helper()
+	var header []string
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 2 && f[len(f)-1] == "Command" {
+			header = f
+		}
+		if len(f) > 0 && f[0] == "Average:" && header != nil {
+			for i, h := range header {
+				if h == "%CPU" {
+					// The Average line has no time column: shift by the header's time fields.
+					v, err := strconv.ParseFloat(f[i-(len(header)-len(f))], 64)
+					if err == nil {
+						return v
+					}
+				}
+			}
+		}
+	}
+	t.Fatalf("no Average %%CPU in pidstat output:\n%s", out)
+	return 0
+}
+
+// TestMeasureRedactsSecrets: secrets on a command line never appear in any output or in the recording.
+func TestMeasureRedactsSecrets(t *testing.T) {
+	h := startHelper(t, "idle", "--token=SECRET123", "--password", "SECRET456", "--marker=redact-test")
+	dir := t.TempDir()
+	db := filepath.Join(dir, "rec.db")
+	table, errOut, err := run(context.Background(), "measure", "--duration", "2s", "--record", db, "--match", "redact-test")
+	if err != nil {
+		t.Fatalf("measure: %v\n%s", err, errOut)
+	}
+	jsonOut, _, err := run(context.Background(), "measure", "--duration", "1s", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, _, err := run(context.Background(), "report", db, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table, "--marker=redact-test") || !strings.Contains(jsonOut, fmt.Sprintf(`"pid": %d`, h.pid())) {
+		t.Fatalf("the helper is not in the output, so the test proves nothing:\n%s", table)
+	}
+	files, _ := filepath.Glob(db + "*")
+	outputs := map[string]string{"table": table, "stderr": errOut, "json": jsonOut, "report": report}
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		outputs[f] = string(b)
+	}
+	for name, out := range outputs {
+		for _, secret := range []string{"SECRET123", "SECRET456"} {
+			if strings.Contains(out, secret) {
+				t.Errorf("%s contains %s", name, secret)
+			}
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Version is stamped at build time with -ldflags "-X github.com/tare-dev/tare/internal/cli.Version=...".
+var Version = "dev"
+
+// ExitCoder is an error that asks for a specific exit status.
+type ExitCoder interface {
+	error
+	ExitCode() int
+}
+
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+func (e exitError) ExitCode() int { return e.code }
+
+// usageError marks bad flags or arguments: exit status 2, like kubectl.
+func usageError(format string, a ...any) error {
+	return exitError{code: 2, err: fmt.Errorf(format, a...)}
+}
+
+// streams are the standard streams a verb may use.
+type streams struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// globalOptions are flags shared by every verb.
+type globalOptions struct {
+	output     string
+	kubeconfig string
+	procRoot   string
+	sysRoot    string
+}
+
+func (g *globalOptions) validate() error {
+	switch g.output {
+	case "table", "json":
+		return nil
+	}
+	return usageError("unknown output format %q: use -o table or -o json", g.output)
+}
+
+// Execute runs tare with args and returns the error to report; it has already been printed to stderr.
+func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	s := streams{in: stdin, out: stdout, err: stderr}
+	root := newRoot(s)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return nil
+	}
+	var ec ExitCoder
+	if !errors.As(err, &ec) && isCobraUsage(err) {
+		err = exitError{code: 2, err: err}
+	}
+	fmt.Fprintf(stderr, "Error: %v\n", err)
+	if errors.As(err, &ec) && ec.ExitCode() == 2 {
+		fmt.Fprintf(stderr, "Run 'tare %s --help' for usage.\n", strings.Join(commandPath(root, args), " "))
+	}
+	return err
+}
+
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown flag", "unknown shorthand", "unknown command", "invalid argument", "flag needs an argument", "accepts ", "requires "} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func commandPath(root *cobra.Command, args []string) []string {
+	cmd, _, err := root.Find(args)
+	if err != nil || cmd == root {
+		return nil
+	}
+	return strings.Fields(strings.TrimPrefix(cmd.CommandPath(), root.Name()+" "))
+}
+
+func newRoot(s streams) *cobra.Command {
+	g := &globalOptions{}
+	root := &cobra.Command{
+		Use:   "tare",
+		Short: "Measure what a Kubernetes node costs before any workload runs",
+		Long: `tare measures the overhead of a Kubernetes node (or any Linux host): node CPU, every component,
+pod and process, short-lived children credited to their parents, and its own cost, with totals that
+reconcile against the node's counters.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       Version,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVarP(&g.output, "output", "o", "table", "output format: table or json")
+	pf.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig used to name pods (default $KUBECONFIG or ~/.kube/config when present)")
+	pf.StringVar(&g.procRoot, "proc-root", "/proc", "where procfs is mounted (a host's /proc seen from a container)")
+	pf.StringVar(&g.sysRoot, "sys-root", "/sys", "where sysfs is mounted")
+	root.AddCommand(newMeasure(s, g), newReport(s, g))
+	return root
+}

@@ -1,0 +1,187 @@
+package record
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/tare-dev/tare/internal/sample"
+)
+
+// ErrNotRecording means the file is not a tare recording (another SQLite file, or not SQLite at all).
+var ErrNotRecording = errors.New("not a tare recording")
+
+// Recording is a measurement read back from a file.
+type Recording struct {
+	Meta    sample.Meta
+	Samples []sample.Sample
+}
+
+// Read loads a recording. A file cut short by a crash loads up to its last committed sample.
+func Read(ctx context.Context, path string) (Recording, error) {
+	if err := checkHeader(path); err != nil {
+		return Recording{}, err
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		return Recording{}, fmt.Errorf("opening recording %s: %w", path, err)
+	}
+	defer db.Close()
+	rec, err := readAll(ctx, db)
+	if err != nil {
+		return Recording{}, fmt.Errorf("reading recording %s: %w", path, err)
+	}
+	return rec, nil
+}
+
+// checkHeader rejects files that are not SQLite before the driver gives a vaguer error.
+func checkHeader(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("opening recording: %w", err)
+	}
+	defer f.Close()
+	hdr := make([]byte, 16)
+	if _, err := io.ReadFull(f, hdr); err != nil || string(hdr) != "SQLite format 3\x00" {
+		return fmt.Errorf("%s: %w (not a SQLite file; record one with tare measure --record FILE)", path, ErrNotRecording)
+	}
+	return nil
+}
+
+func readAll(ctx context.Context, db *sql.DB) (Recording, error) {
+	var rec Recording
+	meta := map[string]string{}
+	rows, err := db.QueryContext(ctx, "SELECT key, value FROM meta")
+	if err != nil {
+		return rec, fmt.Errorf("%w (no tare meta table: %v)", ErrNotRecording, err)
+	}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			rows.Close()
+			return rec, err
+		}
+		meta[k] = v
+	}
+	rows.Close()
+	if meta["format"] != formatName {
+		return rec, fmt.Errorf("%w (meta table does not say format=%s)", ErrNotRecording, formatName)
+	}
+	ver, err := strconv.Atoi(meta["schema_version"])
+	if err != nil || ver < 1 || ver > SchemaVersion {
+		return rec, fmt.Errorf("recording schema version %q is not supported by this tare (it reads 1 to %d): upgrade tare", meta["schema_version"], SchemaVersion)
+	}
+	if err := json.Unmarshal([]byte(meta["meta"]), &rec.Meta); err != nil {
+		return rec, fmt.Errorf("decoding recording meta: %w", err)
+	}
+	if rec.Samples, err = readSamples(ctx, db); err != nil {
+		return rec, err
+	}
+	idx := make(map[int]int, len(rec.Samples))
+	for i, s := range rec.Samples {
+		idx[s.Seq] = i
+	}
+	if err := readProcesses(ctx, db, rec.Samples, idx); err != nil {
+		return rec, err
+	}
+	if err := readProcSamples(ctx, db, rec.Samples, idx); err != nil {
+		return rec, err
+	}
+	return rec, readExits(ctx, db, rec.Samples, idx)
+}
+
+func readSamples(ctx context.Context, db *sql.DB) ([]sample.Sample, error) {
+	rows, err := db.QueryContext(ctx, "SELECT * FROM samples ORDER BY seq")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []sample.Sample
+	for rows.Next() {
+		var s sample.Sample
+		var t, el, tasks int64
+		var psi sql.NullString
+		c := &s.Node.CPU
+		if err := rows.Scan(&s.Seq, &t, &el, &c.User, &c.Nice, &c.System, &c.Idle, &c.Iowait, &c.IRQ, &c.SoftIRQ,
+			&c.Steal, &c.Guest, &c.GuestNice, &s.Node.Load1, &s.Node.Load5, &s.Node.Load15, &s.Node.Running, &tasks, &psi); err != nil {
+			return nil, err
+		}
+		s.Time, s.Elapsed, s.Node.TasksCPUNs = time.Unix(0, t), time.Duration(el), uint64(tasks)
+		if psi.Valid {
+			if err := json.Unmarshal([]byte(psi.String), &s.Node.Pressure); err != nil {
+				return nil, fmt.Errorf("sample %d pressure: %w", s.Seq, err)
+			}
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+func readProcesses(ctx context.Context, db *sql.DB, ss []sample.Sample, idx map[int]int) error {
+	rows, err := db.QueryContext(ctx, "SELECT * FROM processes ORDER BY id")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p sample.ProcInfo
+		var seq int
+		var start int64
+		if err := rows.Scan(&p.ID, &seq, &p.Key.PID, &start, &p.PPID, &p.ParentID, &p.Comm, &p.Cmdline, &p.Exe, &p.UID,
+			&p.Kernel, &p.Self, &p.Group, &p.GroupKind, &p.Cgroup, &p.PodUID, &p.Container, &p.PodNS, &p.PodName,
+			&p.FirstSeq, &p.BornSeq, &p.Seen); err != nil {
+			return err
+		}
+		p.Key.Start = uint64(start)
+		if i, ok := idx[seq]; ok {
+			ss[i].New = append(ss[i].New, p)
+		}
+	}
+	return rows.Err()
+}
+
+func readProcSamples(ctx context.Context, db *sql.DB, ss []sample.Sample, idx map[int]int) error {
+	rows, err := db.QueryContext(ctx, "SELECT * FROM process_samples ORDER BY seq, id")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p sample.ProcSample
+		var seq int
+		var cpu, rss, pss, priv, rb, wb int64
+		if err := rows.Scan(&seq, &p.ID, &cpu, &p.HasDetail, &rss, &pss, &priv, &rb, &wb, &p.Threads); err != nil {
+			return err
+		}
+		p.CPUNs, p.RSS, p.PSS, p.Private, p.ReadBytes, p.WriteBytes = uint64(cpu), uint64(rss), uint64(pss), uint64(priv), uint64(rb), uint64(wb)
+		if i, ok := idx[seq]; ok {
+			ss[i].Procs = append(ss[i].Procs, p)
+		}
+	}
+	return rows.Err()
+}
+
+func readExits(ctx context.Context, db *sql.DB, ss []sample.Sample, idx map[int]int) error {
+	rows, err := db.QueryContext(ctx, "SELECT seq, id FROM exits ORDER BY seq, id")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq int
+		var id int64
+		if err := rows.Scan(&seq, &id); err != nil {
+			return err
+		}
+		if i, ok := idx[seq]; ok {
+			ss[i].Exited = append(ss[i].Exited, id)
+		}
+	}
+	return rows.Err()
+}

@@ -1,0 +1,101 @@
+package redact
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Mask replaces every secret value.
+const Mask = "***"
+
+// sensitiveName matches flag or variable names whose value is a credential.
+var sensitiveName = regexp.MustCompile(`(?i)(token|passw(or)?d|passwd|pwd|secret|credential|api[-_]?key|access[-_]?key|private[-_]?key|auth[-_]?key|signing[-_]?key|bearer|cookie|session[-_]?id|^key$|^p$)`)
+
+// pathLike flags name a file that holds a secret, not the secret itself; showing the path is useful and safe.
+var pathLike = regexp.MustCompile(`(?i)(file|path|dir|directory|mode|ttl|duration|algorithm|type|name)$`)
+
+// bearer matches "Bearer <credential>" and "Basic <credential>" in headers.
+var bearer = regexp.MustCompile(`(?i)\b(bearer|basic)(\s+|%20)([A-Za-z0-9\-._~+/]+=*)`)
+
+// quotedPair matches "name": "value" and 'name'='value' pairs, as in JSON or YAML passed on a command line.
+var quotedPair = regexp.MustCompile(`(["']?)([A-Za-z0-9_.\-]+)(["']?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,;&}]+)`)
+
+// userinfo matches the password in scheme://user:password@host.
+var userinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]*):([^@\s/]*)@`)
+
+// Sensitive reports whether a flag or variable name carries a credential as its value.
+func Sensitive(name string) bool {
+	name = strings.TrimLeft(name, "-")
+	return sensitiveName.MatchString(name) && !pathLike.MatchString(name)
+}
+
+// Args returns a copy of argv with secret values masked. It understands --flag=value, --flag value,
+// NAME=value words, bearer/basic credentials and passwords in URLs.
+func Args(argv []string) []string {
+	out := make([]string, len(argv))
+	maskNext := false
+	for i, a := range argv {
+		if maskNext && !strings.HasPrefix(a, "-") {
+			out[i] = Mask
+			maskNext = false
+			continue
+		}
+		maskNext = false
+		if strings.HasPrefix(a, "-") && len(a) > 1 {
+			name, _, hasValue := strings.Cut(a, "=")
+			if Sensitive(name) {
+				if hasValue {
+					out[i] = name + "=" + Mask
+				} else {
+					out[i] = a
+					maskNext = true
+				}
+				continue
+			}
+			if hasValue {
+				out[i] = name + "=" + Text(a[len(name)+1:])
+				continue
+			}
+		}
+		out[i] = Text(a)
+	}
+	return out
+}
+
+// Text masks secrets in free text such as a log line or a joined command line.
+func Text(s string) string {
+	s = userinfo.ReplaceAllString(s, "$1:"+Mask+"@")
+	s = bearer.ReplaceAllString(s, "$1$2"+Mask)
+	s = quotedPair.ReplaceAllStringFunc(s, func(m string) string {
+		g := quotedPair.FindStringSubmatch(m)
+		if !Sensitive(g[2]) {
+			return m
+		}
+		val := Mask
+		if q := g[4][0]; q == '"' || q == '\'' {
+			val = string(q) + Mask + string(q)
+		}
+		return g[1] + g[2] + g[3] + val
+	})
+	return flagPairs(s)
+}
+
+// flagPairs masks "--password value" pairs inside a joined command line.
+func flagPairs(s string) string {
+	if !strings.Contains(s, "-") {
+		return s
+	}
+	fields := strings.Split(s, " ")
+	for i := 0; i+1 < len(fields); i++ {
+		f := fields[i]
+		if strings.HasPrefix(f, "-") && !strings.Contains(f, "=") && Sensitive(f) && !strings.HasPrefix(fields[i+1], "-") && fields[i+1] != "" {
+			fields[i+1] = Mask
+		}
+	}
+	return strings.Join(fields, " ")
+}
+
+// Join redacts argv and joins it with spaces, the form tare shows and stores.
+func Join(argv []string) string {
+	return strings.Join(Args(argv), " ")
+}

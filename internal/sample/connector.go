@@ -1,0 +1,218 @@
+package sample
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Proc connector constants from linux/connector.h and linux/cn_proc.h.
+const (
+	cnIdxProc       = 1
+	cnValProc       = 1
+	procCnListen    = 1
+	procEventFork   = 0x1
+	procEventExec   = 0x2
+	cnMsgLen        = 20
+	procEventHdrLen = 16
+)
+
+// ProcEvent is one fork or exec notification from the proc connector.
+type ProcEvent struct {
+	What      uint32
+	PID, TGID int // the process that exec'd, or the child of a fork
+	ParentPID int // fork only: the parent's TGID
+}
+
+// parseProcEvent decodes a proc connector message payload (after the netlink header).
+func parseProcEvent(p []byte) (ProcEvent, bool) {
+	if len(p) < cnMsgLen+procEventHdrLen+8 {
+		return ProcEvent{}, false
+	}
+	le := binary.LittleEndian
+	ev := p[cnMsgLen:]
+	what := le.Uint32(ev)
+	d := ev[procEventHdrLen:]
+	switch what {
+	case procEventExec:
+		return ProcEvent{What: what, PID: int(le.Uint32(d)), TGID: int(le.Uint32(d[4:]))}, true
+	case procEventFork:
+		if len(d) < 16 {
+			return ProcEvent{}, false
+		}
+		return ProcEvent{What: what, ParentPID: int(le.Uint32(d[4:])), PID: int(le.Uint32(d[8:])), TGID: int(le.Uint32(d[12:]))}, true
+	}
+	return ProcEvent{}, false
+}
+
+// ExecInfo is what tare captured of a process the moment it exec'd (or forked without exec'ing).
+type ExecInfo struct {
+	Cmdline string // redacted
+	Comm    string
+	PPID    int
+	Started time.Time // when the process was forked (or exec'd, if tare missed the fork)
+	At      time.Time // last update, for expiry
+}
+
+// ExecWatcher keeps the redacted command line of every process that exec'd recently, read from /proc the
+// moment the proc connector announces the exec, so that processes living a few milliseconds keep their
+// command line after they exit.
+type ExecWatcher struct {
+	fd     int
+	reader func(pid int) (cmdline, comm string, ppid int, err error)
+	sockMu sync.Mutex // held while reading the socket, so Sync and the loop never race
+	buf    []byte
+	mu     sync.Mutex
+	byPID  map[int]ExecInfo
+	lost   int
+	done   chan struct{}
+}
+
+// WatchExecs subscribes to proc connector events (needs CAP_NET_ADMIN) and serves them until ctx ends.
+func WatchExecs(ctx context.Context, reader func(pid int) (string, string, int, error)) (*ExecWatcher, error) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_CONNECTOR)
+	if err != nil {
+		return nil, fmt.Errorf("opening the proc connector: %w", err)
+	}
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20)
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: cnIdxProc}); err != nil {
+		unix.Close(fd)
+		if errors.Is(err, unix.EPERM) {
+			return nil, fmt.Errorf("proc connector needs CAP_NET_ADMIN: %w", ErrPermission)
+		}
+		return nil, fmt.Errorf("binding the proc connector: %w", err)
+	}
+	msg := make([]byte, nlmsgHdrLen+cnMsgLen+4)
+	le := binary.LittleEndian
+	le.PutUint32(msg[0:], uint32(len(msg)))
+	le.PutUint16(msg[4:], nlmsgDone)
+	le.PutUint32(msg[16:], cnIdxProc)
+	le.PutUint32(msg[20:], cnValProc)
+	le.PutUint16(msg[32:], 4)
+	le.PutUint32(msg[36:], procCnListen)
+	if err := unix.Sendto(fd, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		unix.Close(fd)
+		if errors.Is(err, unix.EPERM) {
+			return nil, fmt.Errorf("proc connector needs CAP_NET_ADMIN: %w", ErrPermission)
+		}
+		return nil, fmt.Errorf("subscribing to proc events: %w", err)
+	}
+	w := &ExecWatcher{fd: fd, reader: reader, byPID: map[int]ExecInfo{}, done: make(chan struct{}), buf: make([]byte, 64*1024)}
+	go w.loop(ctx)
+	return w, nil
+}
+
+func (w *ExecWatcher) loop(ctx context.Context) {
+	defer close(w.done)
+	defer unix.Close(w.fd)
+	fds := []unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLIN}}
+	for ctx.Err() == nil {
+		// Wait without holding the socket lock; the timeout lets the loop notice ctx.
+		if n, err := unix.Poll(fds, 200); err != nil || n == 0 {
+			continue
+		}
+		w.Sync()
+	}
+}
+
+// Sync handles every event queued on the socket now, so that a caller about to look up a process that just
+// exited sees its command line.
+func (w *ExecWatcher) Sync() {
+	w.sockMu.Lock()
+	defer w.sockMu.Unlock()
+	for {
+		n, _, err := unix.Recvfrom(w.fd, w.buf, unix.MSG_DONTWAIT)
+		if err != nil {
+			if errors.Is(err, unix.ENOBUFS) {
+				w.mu.Lock()
+				w.lost++
+				w.mu.Unlock()
+				continue
+			}
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return // EAGAIN: drained
+		}
+		_ = parseNetlinkMessages(w.buf[:n], func(_ uint16, p []byte) error {
+			if ev, ok := parseProcEvent(p); ok {
+				w.handle(ev)
+			}
+			return nil
+		})
+	}
+}
+
+func (w *ExecWatcher) handle(ev ProcEvent) {
+	if ev.PID != ev.TGID { // a thread, not a process
+		return
+	}
+	now := time.Now()
+	switch ev.What {
+	case procEventExec:
+		cmd, comm, ppid, err := w.reader(ev.TGID)
+		if err != nil {
+			return
+		}
+		w.mu.Lock()
+		started := now
+		if prev, ok := w.byPID[ev.TGID]; ok {
+			started = prev.Started
+		}
+		w.byPID[ev.TGID] = ExecInfo{Cmdline: cmd, Comm: comm, PPID: ppid, Started: started, At: now}
+		w.mu.Unlock()
+	case procEventFork:
+		w.mu.Lock()
+		parent, ok := w.byPID[ev.ParentPID]
+		w.mu.Unlock()
+		if ok { // a fork that does not exec keeps its parent's command line
+			parent.PPID, parent.Started, parent.At = ev.ParentPID, now, now
+			w.put(ev.TGID, parent)
+			return
+		}
+		if cmd, comm, ppid, err := w.reader(ev.TGID); err == nil {
+			w.put(ev.TGID, ExecInfo{Cmdline: cmd, Comm: comm, PPID: ppid, Started: now, At: now})
+		}
+	}
+}
+
+func (w *ExecWatcher) put(pid int, info ExecInfo) {
+	w.mu.Lock()
+	w.byPID[pid] = info
+	w.mu.Unlock()
+}
+
+// Lookup returns what was captured for pid, if anything.
+func (w *ExecWatcher) Lookup(pid int) (ExecInfo, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	info, ok := w.byPID[pid]
+	return info, ok
+}
+
+// Forget drops entries older than age, bounding memory on nodes with many processes.
+func (w *ExecWatcher) Forget(age time.Duration) {
+	cut := time.Now().Add(-age)
+	w.mu.Lock()
+	for pid, info := range w.byPID {
+		if info.At.Before(cut) {
+			delete(w.byPID, pid)
+		}
+	}
+	w.mu.Unlock()
+}
+
+// Lost reports how many event batches the kernel dropped because tare fell behind.
+func (w *ExecWatcher) Lost() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lost
+}
+
+// Wait blocks until the watcher's goroutine has stopped (after ctx ended).
+func (w *ExecWatcher) Wait() { <-w.done }

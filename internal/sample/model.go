@@ -1,0 +1,120 @@
+package sample
+
+import "time"
+
+// ProcKey identifies a process across PID reuse: the PID and its start time in clock ticks since boot.
+type ProcKey struct {
+	PID   int    `json:"pid"`
+	Start uint64 `json:"start_ticks"`
+}
+
+// ProcInfo is what does not change over a process's life (or changes rarely): who it is and where it runs.
+// Cmdline is always redacted.
+type ProcInfo struct {
+	ID        int64   `json:"id"`
+	Key       ProcKey `json:"key"`
+	PPID      int     `json:"ppid"`
+	ParentID  int64   `json:"parent_id,omitempty"` // ProcInfo.ID of the parent when tare knew it, else 0
+	Comm      string  `json:"comm"`
+	Cmdline   string  `json:"cmdline"`
+	Exe       string  `json:"exe,omitempty"`
+	UID       int     `json:"uid"`
+	Kernel    bool    `json:"kernel_thread,omitempty"`
+	Self      bool    `json:"self,omitempty"` // tare itself
+	Group     string  `json:"group"`
+	GroupKind string  `json:"group_kind"` // component, pod, kernel, other, self
+	Cgroup    string  `json:"cgroup,omitempty"`
+	PodUID    string  `json:"pod_uid,omitempty"`
+	Container string  `json:"container_id,omitempty"`
+	PodNS     string  `json:"pod_namespace,omitempty"`
+	PodName   string  `json:"pod_name,omitempty"`
+	FirstSeq  int     `json:"first_seq"`          // sample in which tare first saw it
+	BornSeq   int     `json:"born_seq,omitempty"` // sample interval in which it started, if it started during the window (else 0)
+	ExitSeq   int     `json:"exit_seq,omitempty"` // sample interval in which it ended, if it did (else 0)
+	Seen      bool    `json:"seen_alive"`         // false for processes known only from their exit notification
+	// StartTime is when the process started: from its start-time ticks, or from the proc connector's fork
+	// event for short-lived processes. Zero when unknown.
+	StartTime time.Time `json:"start_time,omitzero"`
+}
+
+// NodeCPU holds the cumulative /proc/stat counters, in seconds summed over all CPUs.
+type NodeCPU struct {
+	User, Nice, System, Idle, Iowait, IRQ, SoftIRQ, Steal, Guest, GuestNice float64
+}
+
+// Busy is the CPU time spent doing work: user+nice+system+irq+softirq+steal (guest time is already inside
+// user and nice). Idle and iowait are not busy. This is the definition tare documents everywhere.
+func (c NodeCPU) Busy() float64 {
+	return c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal
+}
+
+// Sub returns the difference c-o, field by field.
+func (c NodeCPU) Sub(o NodeCPU) NodeCPU {
+	return NodeCPU{c.User - o.User, c.Nice - o.Nice, c.System - o.System, c.Idle - o.Idle, c.Iowait - o.Iowait,
+		c.IRQ - o.IRQ, c.SoftIRQ - o.SoftIRQ, c.Steal - o.Steal, c.Guest - o.Guest, c.GuestNice - o.GuestNice}
+}
+
+// Pressure is one /proc/pressure/RESOURCE "some" (and, where present, "full") total stall time in microseconds.
+type Pressure struct {
+	SomeTotalUs uint64 `json:"some_total_us"`
+	FullTotalUs uint64 `json:"full_total_us"`
+}
+
+// Node is the node-wide part of a sample.
+type Node struct {
+	CPU        NodeCPU             `json:"cpu"`
+	Load1      float64             `json:"load1"`
+	Load5      float64             `json:"load5"`
+	Load15     float64             `json:"load15"`
+	Pressure   map[string]Pressure `json:"pressure,omitempty"` // cpu, io, memory; absent when the kernel lacks PSI
+	TasksCPUNs uint64              `json:"tasks_cpu_ns"`       // root cgroup CPU usage (cpuacct.usage or cpu.stat), 0 if unreadable
+	Running    int                 `json:"procs_running"`
+}
+
+// ProcSample is one process in one sample. CPUNs is the CPU it used since the previous sample (for the
+// first sample of a process born during the window: since it started). Detail fields are set only on
+// samples where HasDetail is true.
+type ProcSample struct {
+	ID         int64  `json:"id"`
+	CPUNs      uint64 `json:"cpu_ns"`
+	HasDetail  bool   `json:"has_detail,omitempty"`
+	RSS        uint64 `json:"rss_bytes,omitempty"`
+	PSS        uint64 `json:"pss_bytes,omitempty"`
+	Private    uint64 `json:"private_bytes,omitempty"`
+	ReadBytes  uint64 `json:"read_bytes,omitempty"` // cumulative, from /proc/PID/io
+	WriteBytes uint64 `json:"write_bytes,omitempty"`
+	Threads    int    `json:"threads,omitempty"`
+}
+
+// Sample is everything read at one tick. Seq 0 is the baseline: its deltas are zero.
+type Sample struct {
+	Seq     int           `json:"seq"`
+	Time    time.Time     `json:"time"`
+	Elapsed time.Duration `json:"elapsed_ns"` // since the previous sample (0 for the baseline)
+	Node    Node          `json:"node"`
+	Procs   []ProcSample  `json:"procs"`
+	// New lists processes first seen (or first known from their exit) in this sample.
+	New []ProcInfo `json:"new,omitempty"`
+	// Exited lists IDs of processes that ended in this interval.
+	Exited []int64 `json:"exited,omitempty"`
+}
+
+// Meta describes a measurement: where and how it was taken.
+type Meta struct {
+	Host         string        `json:"host"`
+	Kernel       string        `json:"kernel"`
+	CPUs         int           `json:"cpus"`
+	ClockTicks   int           `json:"clock_ticks"`
+	Interval     time.Duration `json:"interval_ns"`
+	Detail       time.Duration `json:"detail_interval_ns"`
+	Duration     time.Duration `json:"duration_ns"`
+	Started      time.Time     `json:"started"`
+	CPUSource    string        `json:"cpu_source"`  // taskstats or schedstat
+	ExitSource   string        `json:"exit_source"` // taskstats+connector or cutime
+	TareVersion  string        `json:"tare_version"`
+	SelfPID      int           `json:"self_pid"`
+	Limitations  []string      `json:"limitations,omitempty"`
+	Interrupted  bool          `json:"interrupted,omitempty"`
+	CgroupSource string        `json:"cgroup_source,omitempty"`
+	KernelHZ     int           `json:"kernel_hz,omitempty"` // CONFIG_HZ, the scheduler tick that /proc/stat samples
+}

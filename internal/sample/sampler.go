@@ -1,0 +1,484 @@
+package sample
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/procfs"
+	"golang.org/x/sys/unix"
+
+	"github.com/tare-dev/tare/internal/classify"
+)
+
+// userHZ is the unit of /proc/PID/stat times (sysconf(_SC_CLK_TCK), 100 on every Linux ABI).
+const userHZ = 100
+
+// Options configure a Sampler.
+type Options struct {
+	ProcRoot string
+	SysRoot  string
+	Interval time.Duration
+	// Detail is the cadence of the slower reads (smaps_rollup, io, thread count); a multiple of Interval.
+	Detail time.Duration
+	// Unprivileged forces the sources that work without root (schedstat, cutime), for tests and comparison.
+	Unprivileged bool
+	// SelfPID is tare's own PID, reported apart (defaults to os.Getpid()).
+	SelfPID int
+}
+
+type procState struct {
+	info     *ProcInfo
+	last     uint64 // cumulative CPU ns at the previous sample
+	credited uint64 // CPU ns credited to this process so far
+	lastCut  uint64 // cutime+cstime in ns
+	missing  int    // samples in a row the process was not listed without an exit notification
+	kernel   bool
+}
+
+type recentExit struct {
+	id    int64
+	ppid  int
+	total uint64
+	seq   int
+}
+
+// Sampler takes samples of the node. It is not safe for concurrent use.
+type Sampler struct {
+	opts         Options
+	pfs          procfs.FS
+	node         *NodeReader
+	ts           *TaskstatsClient
+	exits        *ExitListener
+	execs        *ExecWatcher
+	procs        map[int]*procState
+	recent       map[int]recentExit
+	reapedBy     map[int]int64     // parent PID -> synthetic "reaped children" process (unprivileged mode)
+	seenChildren map[int]uint64    // parent PID -> CPU credited to its children that ended (unprivileged mode)
+	teardown     map[int]*teardown // live ancestor PID -> children CPU expected in its cutime (privileged mode)
+	nextID       int64
+	seq          int
+	lastBoot     uint64
+	lastTime     time.Time
+	detailEvery  int
+	meta         Meta
+	denied       map[string]int
+	warned       map[string]bool
+	warn         func(string)
+}
+
+// New opens every source this host and privilege level allow and says what it could not open.
+// warn receives one-line warnings (nil discards them).
+func New(ctx context.Context, opts Options, warn func(string)) (*Sampler, error) {
+	if opts.ProcRoot == "" {
+		opts.ProcRoot = "/proc"
+	}
+	if opts.SysRoot == "" {
+		opts.SysRoot = "/sys"
+	}
+	if opts.SelfPID == 0 {
+		opts.SelfPID = os.Getpid()
+	}
+	if warn == nil {
+		warn = func(string) {}
+	}
+	pfs, err := procfs.NewFS(opts.ProcRoot)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", opts.ProcRoot, err)
+	}
+	node, err := NewNodeReader(opts.ProcRoot, opts.SysRoot)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sampler{opts: opts, pfs: pfs, node: node, procs: map[int]*procState{}, recent: map[int]recentExit{},
+		reapedBy: map[int]int64{}, seenChildren: map[int]uint64{}, teardown: map[int]*teardown{}, denied: map[string]int{}, warned: map[string]bool{}, warn: warn}
+	s.detailEvery = max(1, int(opts.Detail/opts.Interval))
+	host, _ := os.Hostname()
+	var uts unix.Utsname
+	_ = unix.Uname(&uts)
+	s.meta = Meta{Host: host, Kernel: unix.ByteSliceToString(uts.Release[:]), CPUs: onlineCPUs(opts.SysRoot),
+		ClockTicks: userHZ, Interval: opts.Interval, Detail: opts.Interval * time.Duration(s.detailEvery),
+		SelfPID: opts.SelfPID, CgroupSource: node.CgroupSource(), Limitations: append([]string(nil), node.Limitations...)}
+	s.openPrivileged(ctx)
+	return s, nil
+}
+
+func (s *Sampler) openPrivileged(ctx context.Context) {
+	s.meta.CPUSource, s.meta.ExitSource = "schedstat", "cutime"
+	if s.opts.Unprivileged {
+		s.meta.Limitations = append(s.meta.Limitations, "unprivileged sources forced: per-thread schedstat and parents' cutime/cstime")
+		return
+	}
+	ts, err := OpenTaskstats()
+	if err != nil {
+		s.meta.Limitations = append(s.meta.Limitations,
+			fmt.Sprintf("taskstats: %v; per-process CPU comes from per-thread schedstat (threads that exit between samples lose their last interval)", err))
+		return
+	}
+	exits, err := ListenExits(s.opts.SysRoot)
+	if err != nil {
+		ts.Close()
+		s.meta.Limitations = append(s.meta.Limitations, fmt.Sprintf("taskstats exit notifications: %v", err))
+		return
+	}
+	s.ts, s.exits, s.meta.CPUSource = ts, exits, "taskstats"
+	execs, err := WatchExecs(ctx, cmdlineReader(s.pfs))
+	if err != nil {
+		s.meta.Limitations = append(s.meta.Limitations,
+			fmt.Sprintf("proc connector: %v; short-lived processes are named by their 16-character comm only", err))
+		s.meta.ExitSource = "taskstats"
+		return
+	}
+	s.execs, s.meta.ExitSource = execs, "taskstats+connector"
+}
+
+// Meta describes the sources in use; Limitations grows as the sampler meets unreadable files.
+func (s *Sampler) Meta() Meta {
+	m := s.meta
+	m.Limitations = append([]string(nil), s.meta.Limitations...)
+	for _, kind := range sortedKeys(s.denied) {
+		m.Limitations = append(m.Limitations, fmt.Sprintf("%s of %d processes: permission denied (run as root to read other users' processes; as root, the kernel's ptrace access check refused it)", kind, s.denied[kind]))
+	}
+	if s.exits != nil && s.exits.Dropped > 0 {
+		m.Limitations = append(m.Limitations, fmt.Sprintf("%d batches of exit notifications were dropped by the kernel (socket buffer full)", s.exits.Dropped))
+	}
+	if s.execs != nil && s.execs.Lost() > 0 {
+		m.Limitations = append(m.Limitations, fmt.Sprintf("%d batches of exec notifications were dropped (some short-lived command lines are unknown)", s.execs.Lost()))
+	}
+	return m
+}
+
+// Close releases the netlink sockets. The exec watcher stops with the context given to New.
+func (s *Sampler) Close() {
+	if s.ts != nil {
+		s.ts.Close()
+	}
+	if s.exits != nil {
+		s.exits.Close()
+	}
+}
+
+// Sample takes one sample. The first call is the baseline: it records who is there and credits nothing.
+func (s *Sampler) Sample() (Sample, error) {
+	now := time.Now()
+	boot := bootTicks()
+	node, err := s.node.Read()
+	if err != nil {
+		return Sample{}, err
+	}
+	smp := Sample{Seq: s.seq, Time: now, Node: node}
+	if s.seq > 0 {
+		smp.Elapsed = now.Sub(s.lastTime)
+	}
+	if s.exits != nil {
+		recs, err := s.exits.Drain()
+		if err != nil {
+			s.warnOnce("drain", err.Error())
+		}
+		if s.execs != nil {
+			s.execs.Sync() // every exec that preceded these exits is queued by now
+		}
+		s.creditExits(&smp, mergeExits(recs))
+		s.creditTeardown(&smp)
+	}
+	pids, err := s.listPIDs()
+	if err != nil {
+		return Sample{}, err
+	}
+	detail := s.seq%s.detailEvery == 0
+	listed := make(map[int]bool, len(pids))
+	for _, pid := range pids {
+		listed[pid] = true
+	}
+	s.finishMissing(&smp, listed)
+	for _, pid := range pids {
+		if st, ok := s.procs[pid]; ok {
+			s.sampleKnown(&smp, st, detail)
+			continue
+		}
+		s.sampleNew(&smp, pid, boot, detail)
+	}
+	if s.execs != nil {
+		s.execs.Forget(2 * time.Minute)
+	}
+	for pid, r := range s.recent {
+		if s.seq-r.seq > 3 {
+			delete(s.recent, pid)
+		}
+	}
+	s.seq++
+	s.lastBoot, s.lastTime = boot, now
+	return smp, nil
+}
+
+// cpuOf returns the cumulative CPU (ns) of a process from the best source available.
+func (s *Sampler) cpuOf(pid int) (uint64, error) {
+	if s.ts != nil {
+		st, err := s.ts.TGID(pid)
+		return st.CPUNs, err
+	}
+	return schedstatCPU(s.pfs, pid)
+}
+
+func (s *Sampler) sampleKnown(smp *Sample, st *procState, detail bool) {
+	pid := st.info.Key.PID
+	cpu, err := s.cpuOf(pid)
+	if err != nil {
+		return // exited: its exit notification (or its absence from the next listing) settles it
+	}
+	ps := ProcSample{ID: st.info.ID}
+	if cpu > st.last {
+		ps.CPUNs = cpu - st.last
+	}
+	st.last = max(st.last, cpu)
+	st.credited += ps.CPUNs
+	st.missing = 0
+	if s.ts == nil {
+		s.creditReaped(smp, st)
+	}
+	if detail && !st.kernel {
+		s.addDetail(&ps, pid)
+	}
+	if ps.CPUNs > 0 || ps.HasDetail {
+		smp.Procs = append(smp.Procs, ps)
+	}
+}
+
+func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
+	id, err := readIdentity(s.pfs, s.opts.ProcRoot, pid)
+	if err != nil {
+		return // gone before we could read it; its exit notification credits it
+	}
+	cpu, err := s.cpuOf(pid)
+	if err != nil {
+		return
+	}
+	info := s.newInfo(pid, id.stat.Starttime, id.stat.PPID, id.stat.Comm, id.cmdline, id.exe, id.cgroup, id.kernel)
+	info.Seen = true
+	if boot >= id.stat.Starttime {
+		info.StartTime = time.Now().Add(-time.Duration(boot-id.stat.Starttime) * (time.Second / userHZ))
+	}
+	st := &procState{info: info, last: cpu, kernel: id.kernel,
+		lastCut: uint64(id.stat.CUTime+id.stat.CSTime) * (1e9 / userHZ)}
+	ps := ProcSample{ID: info.ID}
+	// Born during this interval (allowing 20 ms for the start-time tick): all its CPU is this interval's.
+	if s.seq > 0 && id.stat.Starttime+2 >= s.lastBoot {
+		info.BornSeq = s.seq
+		ps.CPUNs = cpu
+		st.credited = cpu
+		st.lastCut = 0
+	}
+	s.procs[pid] = st
+	smp.New = append(smp.New, *info)
+	if s.ts == nil && info.BornSeq > 0 {
+		s.creditReaped(smp, st)
+	}
+	if detail && !id.kernel {
+		s.addDetail(&ps, pid)
+	}
+	if ps.CPUNs > 0 || ps.HasDetail {
+		smp.Procs = append(smp.Procs, ps)
+	}
+}
+
+func (s *Sampler) newInfo(pid int, start uint64, ppid int, comm, cmdline, exe, cgroup string, kernel bool) *ProcInfo {
+	s.nextID++
+	self := pid == s.opts.SelfPID
+	c := classify.Process(exe, comm, cmdline, cgroup, kernel, self)
+	info := &ProcInfo{ID: s.nextID, Key: ProcKey{PID: pid, Start: start}, PPID: ppid, Comm: comm, Cmdline: cmdline,
+		Exe: exe, Kernel: kernel, Self: self, Group: c.Group, GroupKind: c.Kind, Cgroup: cgroup, FirstSeq: s.seq}
+	if c.InPod {
+		info.PodUID, info.Container = c.Pod.UID, c.Pod.Container
+	}
+	if parent, ok := s.procs[ppid]; ok {
+		info.ParentID = parent.info.ID
+	} else if r, ok := s.recent[ppid]; ok {
+		info.ParentID = r.id
+	}
+	return info
+}
+
+func (s *Sampler) addDetail(ps *ProcSample, pid int) {
+	d := readDetail(s.pfs, pid, false)
+	ps.HasDetail = true
+	ps.RSS, ps.PSS, ps.Private = d.rss, d.pss, d.private
+	ps.ReadBytes, ps.WriteBytes, ps.Threads = d.readB, d.writeB, d.threads
+	s.noteDenied("smaps_rollup", d.smapsErr)
+	s.noteDenied("io", d.ioErr)
+}
+
+func (s *Sampler) noteDenied(kind string, err error) {
+	if err != nil && errors.Is(err, os.ErrPermission) && s.seq == 0 {
+		s.denied[kind]++
+	}
+}
+
+// mergeExits keeps one record per process, the one with the most CPU (the thread-group total).
+func mergeExits(recs []ExitRecord) []ExitRecord {
+	byPID := map[int]int{}
+	var out []ExitRecord
+	for _, r := range recs {
+		if i, ok := byPID[r.PID]; ok {
+			if r.CPUNs > out[i].CPUNs {
+				out[i] = r
+			}
+			continue
+		}
+		byPID[r.PID] = len(out)
+		out = append(out, r)
+	}
+	return out
+}
+
+// creditExits settles processes that ended since the previous sample.
+func (s *Sampler) creditExits(smp *Sample, recs []ExitRecord) {
+	for _, r := range recs {
+		if st, ok := s.procs[r.PID]; ok {
+			ps := ProcSample{ID: st.info.ID}
+			if r.CPUNs > st.last {
+				ps.CPUNs = r.CPUNs - st.last
+			}
+			if ps.CPUNs > 0 {
+				smp.Procs = append(smp.Procs, ps)
+			}
+			smp.Exited = append(smp.Exited, st.info.ID)
+			s.recent[r.PID] = recentExit{id: st.info.ID, ppid: st.info.PPID, total: max(r.CPUNs, st.last), seq: s.seq}
+			delete(s.procs, r.PID)
+			s.expectReaped(r.PPID, st.info.ID, max(r.CPUNs, st.last))
+			continue
+		}
+		if rec, ok := s.recent[r.PID]; ok { // the group total of a process whose leader was reported first
+			if r.CPUNs > rec.total {
+				smp.Procs = append(smp.Procs, ProcSample{ID: rec.id, CPUNs: r.CPUNs - rec.total})
+				s.expectReaped(rec.ppid, rec.id, r.CPUNs-rec.total)
+				rec.total = r.CPUNs
+				s.recent[r.PID] = rec
+			}
+			continue
+		}
+		if s.seq == 0 {
+			continue // ended before the window opened
+		}
+		s.addTransient(smp, r)
+	}
+}
+
+// addTransient records a process that started and ended between two samples.
+func (s *Sampler) addTransient(smp *Sample, r ExitRecord) {
+	cmdline, ppid := "["+r.Comm+"]", r.PPID
+	var started time.Time
+	if s.execs != nil {
+		if e, ok := s.execs.Lookup(r.PID); ok {
+			cmdline, started = e.Cmdline, e.Started
+			if ppid <= 1 && e.PPID > 1 {
+				ppid = e.PPID // reparented to init after its parent exited
+			}
+		}
+	}
+	info := s.newInfo(r.PID, 0, ppid, r.Comm, cmdline, "", "", false)
+	info.StartTime = started
+	if parent := s.parentInfo(ppid); parent != nil {
+		// Credited to the group that spawned it.
+		info.Group, info.GroupKind, info.PodUID, info.Container = parent.Group, parent.GroupKind, parent.PodUID, parent.Container
+	}
+	info.BornSeq, info.ExitSeq = s.seq, s.seq
+	smp.New = append(smp.New, *info)
+	smp.Procs = append(smp.Procs, ProcSample{ID: info.ID, CPUNs: r.CPUNs})
+	smp.Exited = append(smp.Exited, info.ID)
+	s.recent[r.PID] = recentExit{id: info.ID, ppid: ppid, total: r.CPUNs, seq: s.seq}
+	s.expectReaped(ppid, info.ID, r.CPUNs)
+}
+
+func (s *Sampler) parentInfo(ppid int) *ProcInfo {
+	if p, ok := s.procs[ppid]; ok {
+		return p.info
+	}
+	return nil
+}
+
+// finishMissing settles processes that vanished from /proc without an exit notification: after two samples
+// with taskstats (the notification may still be on its way), at once without it.
+func (s *Sampler) finishMissing(smp *Sample, listed map[int]bool) {
+	limit := 0
+	if s.exits != nil {
+		limit = 2
+	}
+	for pid, st := range s.procs {
+		if listed[pid] {
+			continue
+		}
+		st.missing++
+		if st.missing <= limit {
+			continue
+		}
+		smp.Exited = append(smp.Exited, st.info.ID)
+		if s.ts == nil {
+			s.reapedCredit(st)
+		}
+		s.recent[pid] = recentExit{id: st.info.ID, ppid: st.info.PPID, total: st.last, seq: s.seq}
+		delete(s.procs, pid)
+	}
+}
+
+func (s *Sampler) listPIDs() ([]int, error) {
+	d, err := os.Open(s.opts.ProcRoot)
+	if err != nil {
+		return nil, fmt.Errorf("listing processes in %s: %w", s.opts.ProcRoot, err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("listing processes in %s: %w", s.opts.ProcRoot, err)
+	}
+	pids := make([]int, 0, len(names))
+	for _, n := range names {
+		if n[0] < '0' || n[0] > '9' {
+			continue
+		}
+		if pid, err := strconv.Atoi(n); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	sort.Ints(pids) // parents usually have lower PIDs: they get IDs first
+	return pids, nil
+}
+
+func (s *Sampler) warnOnce(key, msg string) {
+	if !s.warned[key] {
+		s.warned[key] = true
+		s.warn(msg)
+	}
+}
+
+func bootTicks() uint64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts) != nil {
+		return 0
+	}
+	return uint64(ts.Nano()) / (1e9 / userHZ)
+}
+
+func onlineCPUs(sysRoot string) int {
+	b, err := readBounded(sysRoot + "/devices/system/cpu/online")
+	if err != nil {
+		return 1
+	}
+	n, err := parseCPUList(string(b))
+	if err != nil || n == 0 {
+		return 1
+	}
+	return n
+}
+
+func sortedKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

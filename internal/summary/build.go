@@ -1,0 +1,382 @@
+package summary
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/tare-dev/tare/internal/sample"
+	"github.com/tare-dev/tare/internal/stats"
+)
+
+type procAcc struct {
+	info    sample.ProcInfo
+	series  []float64 // own CPU, millicores per interval (nil until it uses CPU)
+	total   uint64
+	kids    uint64
+	memN    int
+	rss     float64
+	pss     float64
+	priv    float64
+	threads int
+	ioFirst *ioPoint
+	ioLast  *ioPoint
+}
+
+type ioPoint struct {
+	t           time.Time
+	read, write uint64
+}
+
+// Build analyses a series of samples. samples[0] is the baseline. It never fails: a series too short to
+// say anything yields an empty summary with a warning.
+func Build(meta sample.Meta, samples []sample.Sample, opts Options) Summary {
+	s := Summary{Meta: meta, BusyDefinition: BusyDefinition, top: opts.Top,
+		Groups: []Group{}, Processes: []Process{}, Children: []Children{}}
+	if s.top == 0 {
+		s.top = 20
+	}
+	if opts.Match != nil {
+		s.Filter = opts.Match.String()
+	}
+	s.Node.EffortNote = EffortNote
+	s.Node.CPUs = meta.CPUs
+	if len(samples) < 2 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("only %d sample(s): at least two are needed to measure anything; measure for longer than one interval", len(samples)))
+		if len(samples) == 1 {
+			s.Window.Start, s.Window.End = samples[0].Time, samples[0].Time
+		}
+		return s
+	}
+	first, last := samples[0], samples[len(samples)-1]
+	n := len(samples) - 1
+	secs := last.Time.Sub(first.Time).Seconds()
+	s.Window = Window{Start: first.Time, End: last.Time, Seconds: round(secs, 3), Intervals: n}
+	procs := map[int64]*procAcc{}
+	s.buildNode(samples, secs)
+	for i, smp := range samples {
+		for _, info := range smp.New {
+			procs[info.ID] = &procAcc{info: info}
+		}
+		for _, id := range smp.Exited {
+			if p := procs[id]; p != nil {
+				p.info.ExitSeq = smp.Seq
+			}
+		}
+		if i == 0 {
+			for _, ps := range smp.Procs {
+				if p := procs[ps.ID]; p != nil {
+					p.addDetail(ps, smp.Time)
+				}
+			}
+			continue
+		}
+		el := smp.Elapsed.Seconds()
+		for _, ps := range smp.Procs {
+			p := procs[ps.ID]
+			if p == nil {
+				continue
+			}
+			if ps.CPUNs > 0 {
+				if p.series == nil {
+					p.series = make([]float64, n)
+				}
+				p.series[i-1] += mc(ps.CPUNs, el)
+				p.total += ps.CPUNs
+			}
+			p.addDetail(ps, smp.Time)
+		}
+	}
+	s.assemble(procs, samples, secs, opts)
+	return s
+}
+
+func (p *procAcc) addDetail(ps sample.ProcSample, t time.Time) {
+	if !ps.HasDetail {
+		return
+	}
+	p.memN++
+	p.rss += float64(ps.RSS)
+	p.pss += float64(ps.PSS)
+	p.priv += float64(ps.Private)
+	p.threads = ps.Threads
+	pt := &ioPoint{t: t, read: ps.ReadBytes, write: ps.WriteBytes}
+	if p.ioFirst == nil {
+		p.ioFirst = pt
+	}
+	p.ioLast = pt
+}
+
+func (s *Summary) buildNode(samples []sample.Sample, secs float64) {
+	first, last := samples[0].Node, samples[len(samples)-1].Node
+	busy := make([]float64, 0, len(samples)-1)
+	var loadSum float64
+	for i := 1; i < len(samples); i++ {
+		d := samples[i].Node.CPU.Sub(samples[i-1].Node.CPU)
+		busy = append(busy, d.Busy()/samples[i].Elapsed.Seconds()*1000)
+		loadSum += samples[i].Node.Load1
+	}
+	d := last.CPU.Sub(first.CPU)
+	k := 1000 / secs
+	s.Node.Busy = stats.Describe(busy)
+	s.Node.Busy.Mean = d.Busy() * k // time-weighted
+	if s.Node.CPUs > 0 {
+		s.Node.BusyPercent = s.Node.Busy.Mean / float64(s.Node.CPUs) / 10
+	}
+	s.Node.Split = map[string]float64{"user": d.User * k, "nice": d.Nice * k, "system": d.System * k,
+		"irq": d.IRQ * k, "softirq": d.SoftIRQ * k, "steal": d.Steal * k}
+	s.Node.Iowait, s.Node.Idle = d.Iowait*k, d.Idle*k
+	s.Node.Load = [3]float64{last.Load1, last.Load5, last.Load15}
+	s.Node.LoadMean1 = loadSum / float64(len(samples)-1)
+	for res, p := range last.Pressure {
+		f, ok := first.Pressure[res]
+		if !ok {
+			continue
+		}
+		if s.Node.Pressure == nil {
+			s.Node.Pressure = map[string]Pressure{}
+		}
+		us := secs * 1e6
+		s.Node.Pressure[res] = Pressure{SomePercent: float64(p.SomeTotalUs-f.SomeTotalUs) / us * 100,
+			FullPercent: float64(p.FullTotalUs-f.FullTotalUs) / us * 100}
+	}
+}
+
+// transient reports whether a process started and ended inside the window.
+func transient(info sample.ProcInfo) bool {
+	return info.BornSeq > 0 && info.ExitSeq > 0 && !info.Self
+}
+
+// ancestor returns the nearest long-lived ancestor of a short-lived process, or nil.
+func ancestor(procs map[int64]*procAcc, p *procAcc) *procAcc {
+	seen := 0
+	for cur := p; cur.info.ParentID != 0 && seen < 64; seen++ {
+		parent := procs[cur.info.ParentID]
+		if parent == nil {
+			return nil
+		}
+		if !transient(parent.info) {
+			return parent
+		}
+		cur = parent
+	}
+	return nil
+}
+
+func (s *Summary) assemble(procs map[int64]*procAcc, samples []sample.Sample, secs float64, opts Options) {
+	n := len(samples) - 1
+	groups := map[string]*Group{}
+	groupSeries := map[string][]float64{}
+	children := map[string]*Children{}
+	ids := make([]int64, 0, len(procs))
+	for id := range procs {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	var selfNs, groupNs uint64
+	// Short-lived processes first: their CPU moves to their long-lived ancestor.
+	owner := map[int64]*procAcc{}
+	for _, id := range ids {
+		p := procs[id]
+		owner[id] = p
+		if !transient(p.info) {
+			continue
+		}
+		a := ancestor(procs, p)
+		if a == nil {
+			continue
+		}
+		owner[id] = a
+		a.kids += p.total
+		key := fmt.Sprintf("%d\x00%s", a.info.ID, p.info.Cmdline)
+		c := children[key]
+		if c == nil {
+			c = &Children{ParentPID: a.info.Key.PID, ParentCmdline: a.info.Cmdline, Group: a.info.Group, Cmdline: p.info.Cmdline}
+			children[key] = c
+		}
+		c.Runs++
+		c.ns += p.total
+		start := p.info.StartTime
+		if start.IsZero() {
+			start = samples[min(p.info.BornSeq, len(samples)-1)].Time
+		}
+		c.starts = append(c.starts, start)
+	}
+	for _, id := range ids {
+		p := procs[id]
+		o := owner[id]
+		if p.info.Self {
+			selfNs += p.total
+			continue
+		}
+		groupNs += p.total
+		gname, gkind := o.info.Group, o.info.GroupKind
+		if matches(opts, o.info) || opts.Match == nil {
+			g := groups[gname]
+			if g == nil {
+				g = &Group{Name: gname, Kind: gkind}
+				groups[gname] = g
+				groupSeries[gname] = make([]float64, n)
+			}
+			for i, v := range p.series {
+				groupSeries[gname][i] += v
+			}
+			if o != p {
+				g.ChildrenCPU += mc(p.total, secs)
+				continue
+			}
+			g.Processes++
+			g.RSS += p.memMean(p.rss)
+			g.PSS += p.memMean(p.pss)
+			g.Private += p.memMean(p.priv)
+			g.Threads += p.threads
+			r, w := p.ioRates()
+			g.ReadBps += r
+			g.WriteBps += w
+		}
+	}
+	busyNs := s.Node.Busy.Mean / 1000 * secs * 1e9
+	for name, g := range groups {
+		g.CPU = stats.Describe(groupSeries[name])
+		g.CPU.Mean = mcFromSeries(groupSeries[name], samples)
+		g.SharePct = pct(g.CPU.Mean/1000*secs*1e9, busyNs)
+		s.Groups = append(s.Groups, *g)
+	}
+	sortGroups(s.Groups)
+	for _, id := range ids {
+		p := procs[id]
+		if owner[id] != p || (p.total == 0 && p.kids == 0 && p.memN == 0) {
+			continue
+		}
+		row := p.row(n, secs)
+		if p.info.Self {
+			s.Self = &row
+			continue
+		}
+		if matches(opts, p.info) || opts.Match == nil {
+			s.Processes = append(s.Processes, row)
+		}
+	}
+	sort.SliceStable(s.Processes, func(i, j int) bool {
+		return s.Processes[i].CPU.Mean+s.Processes[i].ChildrenCPU > s.Processes[j].CPU.Mean+s.Processes[j].ChildrenCPU
+	})
+	for _, c := range children {
+		c.CPU = mc(c.ns, secs)
+		c.CPUPerRunMs = float64(c.ns) / 1e6 / float64(c.Runs)
+		c.PerMinute = float64(c.Runs) / secs * 60
+		c.PeriodSeconds = meanGap(c.starts)
+		c.SharePct = pct(float64(c.ns), busyNs)
+		if opts.Match == nil || opts.Match.MatchString(c.Cmdline) || opts.Match.MatchString(c.ParentCmdline) {
+			s.Children = append(s.Children, *c)
+		}
+	}
+	sort.Slice(s.Children, func(i, j int) bool { return s.Children[i].CPU > s.Children[j].CPU })
+	s.reconcile(samples, secs, groupNs, selfNs)
+}
+
+func mcFromSeries(series []float64, samples []sample.Sample) float64 {
+	var ns float64
+	for i, v := range series {
+		ns += v / 1000 * samples[i+1].Elapsed.Seconds()
+	}
+	total := samples[len(samples)-1].Time.Sub(samples[0].Time).Seconds()
+	if total <= 0 {
+		return 0
+	}
+	return ns / total * 1000
+}
+
+func matches(opts Options, info sample.ProcInfo) bool {
+	if opts.Match == nil {
+		return false
+	}
+	return opts.Match.MatchString(info.Cmdline) || opts.Match.MatchString(info.Comm) || opts.Match.MatchString(info.Group)
+}
+
+func (p *procAcc) memMean(sum float64) float64 {
+	if p.memN == 0 {
+		return 0
+	}
+	return sum / float64(p.memN)
+}
+
+func (p *procAcc) ioRates() (float64, float64) {
+	if p.ioFirst == nil || p.ioLast == nil {
+		return 0, 0
+	}
+	dt := p.ioLast.t.Sub(p.ioFirst.t).Seconds()
+	if dt <= 0 || p.ioLast.read < p.ioFirst.read || p.ioLast.write < p.ioFirst.write {
+		return 0, 0
+	}
+	return float64(p.ioLast.read-p.ioFirst.read) / dt, float64(p.ioLast.write-p.ioFirst.write) / dt
+}
+
+func (p *procAcc) row(n int, secs float64) Process {
+	series := p.series
+	if series == nil {
+		series = make([]float64, n)
+	}
+	// A process that lived for part of the window is described over the intervals it lived in.
+	lo, hi := 0, n
+	if p.info.BornSeq > 0 {
+		lo = min(p.info.BornSeq-1, n)
+	}
+	if p.info.ExitSeq > 0 {
+		hi = min(max(p.info.ExitSeq, lo+1), n)
+	}
+	cpu := stats.Describe(series[lo:hi])
+	cpu.Mean = mc(p.total, secs)
+	r, w := p.ioRates()
+	return Process{PID: p.info.Key.PID, PPID: p.info.PPID, Comm: p.info.Comm, Cmdline: p.info.Cmdline,
+		Group: p.info.Group, Kind: p.info.GroupKind, PodUID: p.info.PodUID, Container: p.info.Container,
+		CPU: cpu, ChildrenCPU: mc(p.kids, secs), Started: p.info.BornSeq > 0, Exited: p.info.ExitSeq > 0,
+		Memory: Memory{RSS: p.memMean(p.rss), PSS: p.memMean(p.pss), Private: p.memMean(p.priv), Threads: p.threads},
+		Disk:   Disk{ReadBps: r, WriteBps: w}, id: p.info.ID, total: p.total, kids: p.kids}
+}
+
+func meanGap(ts []time.Time) float64 {
+	if len(ts) < 2 {
+		return 0
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+	return ts[len(ts)-1].Sub(ts[0]).Seconds() / float64(len(ts)-1)
+}
+
+func pct(part, whole float64) float64 {
+	if whole <= 0 {
+		return 0
+	}
+	return part / whole * 100
+}
+
+// reconcile checks groups + self + unattributed = node busy, and states the counter resolution: /proc/stat
+// charges whole scheduler ticks to user/system (tick sampling) and is printed in 10 ms units, while
+// process counters are exact nanoseconds.
+func (s *Summary) reconcile(samples []sample.Sample, secs float64, groupNs, selfNs uint64) {
+	r := &s.Reconcile
+	r.NodeBusy = s.Node.Busy.Mean
+	r.Groups = mc(groupNs, secs)
+	r.Self = mc(selfNs, secs)
+	r.Unattributed = r.NodeBusy - r.Groups - r.Self
+	hz := float64(s.Meta.KernelHZ)
+	if hz <= 0 {
+		hz = 250
+	}
+	busySec := r.NodeBusy / 1000 * secs
+	tick := 1 / hz
+	resSec := 1.96*math.Sqrt(math.Max(busySec, tick)*tick) + 2*6*0.01
+	r.Resolution = resSec / secs * 1000
+	irq := s.Node.Split["irq"] + s.Node.Split["softirq"] + s.Node.Split["steal"]
+	r.WithinTolerance = math.Abs(r.Unattributed) <= r.Resolution+irq
+	first, last := samples[0].Node.TasksCPUNs, samples[len(samples)-1].Node.TasksCPUNs
+	if first > 0 && last >= first {
+		r.TasksCgroup = mc(last-first, secs)
+		r.TasksGap = r.TasksCgroup - r.Groups - r.Self
+	}
+	r.Explanation = fmt.Sprintf("groups %.1fm + tare %.1fm + unattributed %.1fm = node busy %.1fm; /proc/stat resolution ±%.1fm (95%%, %g Hz tick sampling and 10 ms units)",
+		r.Groups, r.Self, r.Unattributed, r.NodeBusy, r.Resolution, hz)
+	if r.TasksCgroup > 0 {
+		r.Explanation += fmt.Sprintf("; root cgroup task time %.1fm, %+.1fm from the processes' nanosecond counters", r.TasksCgroup, r.TasksGap)
+	}
+}

@@ -1,0 +1,166 @@
+package summary
+
+import (
+	"math"
+	"regexp"
+	"sort"
+	"time"
+
+	"github.com/tare-dev/tare/internal/sample"
+	"github.com/tare-dev/tare/internal/stats"
+)
+
+// BusyDefinition is stated in --help and in the JSON output.
+const BusyDefinition = "busy = user + nice + system + irq + softirq + steal from /proc/stat (guest time is inside user); iowait and idle are not busy"
+
+// EffortNote explains why tare leads with busy/idle time rather than load average (seed 004).
+const EffortNote = "idle time is the better effort metric: load average counts runnable tasks, so a poller that wakes for a microsecond weighs as much as a job that runs for hours; busy/idle time measures the CPU actually used and what is left"
+
+// Options shape a summary.
+type Options struct {
+	Match *regexp.Regexp // keep only processes (and their groups) whose command line, comm or group matches
+	Top   int            // processes and children shown in tables (0: 20); JSON keeps all
+}
+
+// Summary is the result of a measurement. All CPU figures are millicores (1000 = one core busy).
+type Summary struct {
+	Meta           sample.Meta    `json:"meta"`
+	BusyDefinition string         `json:"busy_definition"`
+	Window         Window         `json:"window"`
+	Node           Node           `json:"node"`
+	Groups         []Group        `json:"groups"`
+	Processes      []Process      `json:"processes"`
+	Children       []Children     `json:"short_lived_children"`
+	Self           *Process       `json:"self,omitempty"`
+	Reconcile      Reconciliation `json:"reconciliation"`
+	Filter         string         `json:"filter,omitempty"`
+	Warnings       []string       `json:"warnings,omitempty"`
+	top            int
+}
+
+// Window is the measured span.
+type Window struct {
+	Start     time.Time `json:"start"`
+	End       time.Time `json:"end"`
+	Seconds   float64   `json:"seconds"`
+	Intervals int       `json:"intervals"`
+}
+
+// Node is the node-wide CPU picture.
+type Node struct {
+	CPUs        int                 `json:"cpus"`
+	Busy        stats.Summary       `json:"busy_millicores"`
+	BusyPercent float64             `json:"busy_percent_of_all_cores"`
+	Split       map[string]float64  `json:"busy_split_millicores"` // user, nice, system, irq, softirq, steal
+	Iowait      float64             `json:"iowait_millicores"`
+	Idle        float64             `json:"idle_millicores"`
+	Load        [3]float64          `json:"load_average"` // at the end of the window
+	LoadMean1   float64             `json:"load1_mean"`
+	Pressure    map[string]Pressure `json:"pressure,omitempty"`
+	EffortNote  string              `json:"effort_note"`
+}
+
+// Pressure is the share of the window in which some (or all) runnable tasks stalled on a resource.
+type Pressure struct {
+	SomePercent float64 `json:"some_percent"`
+	FullPercent float64 `json:"full_percent"`
+}
+
+// Group is a Kubernetes component, a pod, kernel threads or other processes.
+type Group struct {
+	Name        string        `json:"name"`
+	Kind        string        `json:"kind"`
+	Processes   int           `json:"processes"`
+	CPU         stats.Summary `json:"cpu_millicores"` // per-interval series; Mean is the window mean
+	ChildrenCPU float64       `json:"children_cpu_millicores"`
+	SharePct    float64       `json:"share_of_busy_percent"`
+	Memory
+	Disk
+}
+
+// Memory in bytes, mean over the detail samples (summed over processes for groups).
+type Memory struct {
+	RSS     float64 `json:"rss_bytes"`
+	PSS     float64 `json:"pss_bytes"`
+	Private float64 `json:"private_bytes"`
+	Threads int     `json:"threads"`
+}
+
+// Disk in bytes per second over the window.
+type Disk struct {
+	ReadBps  float64 `json:"read_bytes_per_second"`
+	WriteBps float64 `json:"write_bytes_per_second"`
+}
+
+// Process is one long-lived process (or a short-lived one whose parent tare did not know).
+type Process struct {
+	PID         int           `json:"pid"`
+	PPID        int           `json:"ppid"`
+	Comm        string        `json:"comm"`
+	Cmdline     string        `json:"cmdline"`
+	Group       string        `json:"group"`
+	Kind        string        `json:"kind"`
+	PodUID      string        `json:"pod_uid,omitempty"`
+	Container   string        `json:"container_id,omitempty"`
+	CPU         stats.Summary `json:"cpu_millicores"`
+	ChildrenCPU float64       `json:"children_cpu_millicores"`
+	Started     bool          `json:"started_in_window,omitempty"`
+	Exited      bool          `json:"exited_in_window,omitempty"`
+	Memory
+	Disk
+	id     int64
+	series []float64
+	total  uint64 // own CPU ns
+	kids   uint64 // children CPU ns
+}
+
+// Children aggregates short-lived processes with one command line under the long-lived process that
+// spawned them.
+type Children struct {
+	ParentPID     int     `json:"parent_pid"`
+	ParentCmdline string  `json:"parent_cmdline"`
+	Group         string  `json:"group"`
+	Cmdline       string  `json:"cmdline"`
+	Runs          int     `json:"runs"`
+	CPU           float64 `json:"cpu_millicores"`
+	CPUPerRunMs   float64 `json:"cpu_per_run_ms"`
+	PerMinute     float64 `json:"runs_per_minute"`
+	PeriodSeconds float64 `json:"mean_period_seconds,omitempty"`
+	SharePct      float64 `json:"share_of_busy_percent"`
+	starts        []time.Time
+	ns            uint64
+}
+
+// Reconciliation checks that the parts add up to the node total.
+type Reconciliation struct {
+	NodeBusy        float64 `json:"node_busy_millicores"`
+	Groups          float64 `json:"groups_millicores"`
+	Self            float64 `json:"self_millicores"`
+	Unattributed    float64 `json:"unattributed_millicores"`
+	Resolution      float64 `json:"counter_resolution_millicores"`
+	WithinTolerance bool    `json:"within_resolution"`
+	TasksCgroup     float64 `json:"tasks_cgroup_millicores,omitempty"`
+	TasksGap        float64 `json:"processes_vs_cgroup_gap_millicores,omitempty"`
+	Explanation     string  `json:"explanation"`
+}
+
+func mc(ns uint64, seconds float64) float64 {
+	if seconds <= 0 {
+		return 0
+	}
+	return float64(ns) / 1e9 / seconds * 1000
+}
+
+func round(x float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(x*p) / p
+}
+
+func sortGroups(gs []Group) {
+	sort.Slice(gs, func(i, j int) bool {
+		if gs[i].CPU.Mean != gs[j].CPU.Mean {
+			return gs[i].CPU.Mean > gs[j].CPU.Mean
+		}
+		return gs[i].Name < gs[j].Name
+	})
+}

@@ -1,0 +1,170 @@
+package testload
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// EnvMode selects the helper mode when a test binary starts.
+const EnvMode = "TARE_TESTLOAD"
+
+// Main runs the helper mode named in $TARE_TESTLOAD and exits; it returns at once when the variable is
+// unset, so TestMain can call it first.
+func Main() {
+	mode := os.Getenv(EnvMode)
+	if mode == "" {
+		return
+	}
+	args := os.Args[1:]
+	var err error
+	switch mode {
+	case "burn":
+		err = burn(args)
+	case "storm":
+		err = storm(args)
+	case "child":
+		err = child(args)
+	case "idle":
+		waitStdin()
+	default:
+		err = fmt.Errorf("unknown %s mode %q", EnvMode, mode)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// Command returns a command that runs the current test binary in mode with args. The helper lives until its
+// stdin closes (or the command is killed).
+func Command(mode string, args ...string) *exec.Cmd {
+	self, _ := os.Executable()
+	cmd := exec.Command(self, args...)
+	cmd.Env = append(os.Environ(), EnvMode+"="+mode)
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+func waitStdin() {
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+}
+
+func processCPU() time.Duration {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts)
+	return time.Duration(ts.Nano())
+}
+
+// burn uses exactly MILLICORES of CPU from now on, regulated against its own CPU clock every 5 ms, on
+// enough threads to catch up after being preempted. Args: MILLICORES.
+func burn(args []string) error {
+	if len(args) < 1 {
+		return fmt.Errorf("burn needs MILLICORES")
+	}
+	mc, err := strconv.Atoi(args[0])
+	if err != nil || mc <= 0 {
+		return fmt.Errorf("burn: bad millicores %q", args[0])
+	}
+	workers := mc/700 + 1
+	start, cpu0 := time.Now(), processCPU()
+	var stop sync.WaitGroup
+	for range workers {
+		stop.Add(1)
+		go func() {
+			defer stop.Done()
+			runtime.LockOSThread()
+			for {
+				target := time.Duration(float64(time.Since(start)) * float64(mc) / 1000)
+				if processCPU()-cpu0 < target {
+					spin(200 * time.Microsecond)
+					continue
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+	}
+	fmt.Println("ready")
+	waitStdin()
+	return nil
+}
+
+func spin(d time.Duration) {
+	end := processCPU() + d
+	x := 1.0
+	for processCPU() < end {
+		for i := 0; i < 1000; i++ {
+			x = x*1.0000001 + 1e-9
+		}
+	}
+	_ = x
+}
+
+// StormResult is what the storm helper prints when its storm is over: the CPU of all the children it
+// reaped, from getrusage(RUSAGE_CHILDREN), and their number.
+type StormResult struct {
+	ChildrenCPUNs int64 `json:"children_cpu_ns"`
+	Children      int   `json:"children"`
+}
+
+// storm waits DELAY, then spawns RATE children per second for DURATION, each burning BURN of CPU, reaps
+// them, prints a StormResult and idles until stdin closes. Args: DELAY RATE DURATION BURN.
+func storm(args []string) error {
+	if len(args) < 4 {
+		return fmt.Errorf("storm needs DELAY RATE DURATION BURN")
+	}
+	delay, err1 := time.ParseDuration(args[0])
+	rate, err2 := strconv.Atoi(args[1])
+	dur, err3 := time.ParseDuration(args[2])
+	if err1 != nil || err2 != nil || err3 != nil || rate <= 0 {
+		return fmt.Errorf("storm: bad arguments %q", args)
+	}
+	time.Sleep(delay)
+	self, _ := os.Executable()
+	env := append(os.Environ(), EnvMode+"=child")
+	n := 0
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	end := time.Now().Add(dur)
+	for time.Now().Before(end) {
+		<-tick.C
+		cmd := exec.Command(self, "storm-child", "--burn", args[3])
+		cmd.Env = env
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("storm child: %w", err)
+		}
+		n++
+	}
+	tick.Stop()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		return err
+	}
+	ns := ru.Utime.Nano() + ru.Stime.Nano()
+	out, _ := json.Marshal(StormResult{ChildrenCPUNs: ns, Children: n})
+	fmt.Println(string(out))
+	waitStdin()
+	return nil
+}
+
+// child burns BURN of CPU and exits. Args: storm-child --burn BURN.
+func child(args []string) error {
+	if len(args) < 3 {
+		return fmt.Errorf("child needs storm-child --burn BURN")
+	}
+	d, err := time.ParseDuration(args[2])
+	if err != nil {
+		return fmt.Errorf("child: %w", err)
+	}
+	spin(d)
+	return nil
+}

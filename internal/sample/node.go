@@ -3,8 +3,10 @@ package sample
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -137,4 +139,32 @@ func readBounded(path string) ([]byte, error) {
 		}
 	}
 	return buf, nil
+}
+
+// kernelHZ reads CONFIG_HZ, the scheduler tick /proc/stat samples at, from /proc/config.gz (0 if unknown).
+func kernelHZ(procRoot string) int {
+	f, err := os.Open(filepath.Join(procRoot, "config.gz"))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return 0
+	}
+	b, err := io.ReadAll(io.LimitReader(zr, 4<<20))
+	if err != nil {
+		return 0
+	}
+	return parseKernelHZ(b)
+}
+
+func parseKernelHZ(b []byte) int {
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "CONFIG_HZ="); ok {
+			hz, _ := strconv.Atoi(strings.TrimSpace(v))
+			return hz
+		}
+	}
+	return 0
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/prometheus/procfs"
 )
 
 // Without taskstats, processes that start and end between two samples are found through their parents:
@@ -13,15 +15,7 @@ import (
 // are unknown.
 
 // creditReaped credits the children a live process reaped since the previous sample.
-func (s *Sampler) creditReaped(smp *Sample, st *procState) {
-	p, err := s.pfs.Proc(st.info.Key.PID)
-	if err != nil {
-		return
-	}
-	stat, err := p.Stat()
-	if err != nil {
-		return
-	}
+func (s *Sampler) creditReaped(smp *Sample, st *procState, stat *procfs.ProcStat) {
 	cut := uint64(stat.CUTime+stat.CSTime) * (1e9 / userHZ)
 	if cut <= st.lastCut {
 		st.lastCut = cut

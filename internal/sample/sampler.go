@@ -102,7 +102,7 @@ func New(ctx context.Context, opts Options, warn func(string)) (*Sampler, error)
 	_ = unix.Uname(&uts)
 	s.meta = Meta{Host: host, Kernel: unix.ByteSliceToString(uts.Release[:]), CPUs: onlineCPUs(opts.SysRoot),
 		ClockTicks: userHZ, Interval: opts.Interval, Detail: opts.Interval * time.Duration(s.detailEvery),
-		SelfPID: opts.SelfPID, CgroupSource: node.CgroupSource(), Limitations: append([]string(nil), node.Limitations...)}
+		SelfPID: opts.SelfPID, KernelHZ: kernelHZ(opts.ProcRoot), CgroupSource: node.CgroupSource(), Limitations: append([]string(nil), node.Limitations...)}
 	s.openPrivileged(ctx)
 	return s, nil
 }
@@ -197,7 +197,7 @@ func (s *Sampler) Sample() (Sample, error) {
 	s.finishMissing(&smp, listed)
 	for _, pid := range pids {
 		if st, ok := s.procs[pid]; ok {
-			s.sampleKnown(&smp, st, detail)
+			s.sampleKnown(&smp, st, boot, detail)
 			continue
 		}
 		s.sampleNew(&smp, pid, boot, detail)
@@ -224,11 +224,29 @@ func (s *Sampler) cpuOf(pid int) (uint64, error) {
 	return schedstatCPU(s.pfs, pid)
 }
 
-func (s *Sampler) sampleKnown(smp *Sample, st *procState, detail bool) {
+func (s *Sampler) sampleKnown(smp *Sample, st *procState, boot uint64, detail bool) {
 	pid := st.info.Key.PID
+	var stat *procfs.ProcStat
+	if s.ts == nil { // unprivileged: stat gives cutime, and the start time that reveals PID reuse
+		if stat = s.readStat(pid); stat == nil {
+			return
+		}
+		if stat.Starttime != st.info.Key.Start {
+			s.finish(smp, st)
+			s.sampleNew(smp, pid, boot, detail)
+			return
+		}
+	}
 	cpu, err := s.cpuOf(pid)
 	if err != nil {
 		return // exited: its exit notification (or its absence from the next listing) settles it
+	}
+	if cpu < st.last { // counters never go back: the PID now belongs to another process
+		if stat = s.readStat(pid); stat != nil && stat.Starttime != st.info.Key.Start {
+			s.finish(smp, st)
+			s.sampleNew(smp, pid, boot, detail)
+			return
+		}
 	}
 	ps := ProcSample{ID: st.info.ID}
 	if cpu > st.last {
@@ -238,7 +256,7 @@ func (s *Sampler) sampleKnown(smp *Sample, st *procState, detail bool) {
 	st.credited += ps.CPUNs
 	st.missing = 0
 	if s.ts == nil {
-		s.creditReaped(smp, st)
+		s.creditReaped(smp, st, stat)
 	}
 	if detail && !st.kernel {
 		s.addDetail(&ps, pid)
@@ -246,6 +264,28 @@ func (s *Sampler) sampleKnown(smp *Sample, st *procState, detail bool) {
 	if ps.CPUNs > 0 || ps.HasDetail {
 		smp.Procs = append(smp.Procs, ps)
 	}
+}
+
+func (s *Sampler) readStat(pid int) *procfs.ProcStat {
+	p, err := s.pfs.Proc(pid)
+	if err != nil {
+		return nil
+	}
+	st, err := p.Stat()
+	if err != nil {
+		return nil
+	}
+	return &st
+}
+
+// finish settles a process that ended without an exit notification (or whose PID was reused).
+func (s *Sampler) finish(smp *Sample, st *procState) {
+	smp.Exited = append(smp.Exited, st.info.ID)
+	if s.ts == nil {
+		s.reapedCredit(st)
+	}
+	s.recent[st.info.Key.PID] = recentExit{id: st.info.ID, ppid: st.info.PPID, total: st.last, seq: s.seq}
+	delete(s.procs, st.info.Key.PID)
 }
 
 func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
@@ -275,7 +315,7 @@ func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
 	s.procs[pid] = st
 	smp.New = append(smp.New, *info)
 	if s.ts == nil && info.BornSeq > 0 {
-		s.creditReaped(smp, st)
+		s.creditReaped(smp, st, &id.stat)
 	}
 	if detail && !id.kernel {
 		s.addDetail(&ps, pid)
@@ -415,12 +455,7 @@ func (s *Sampler) finishMissing(smp *Sample, listed map[int]bool) {
 		if st.missing <= limit {
 			continue
 		}
-		smp.Exited = append(smp.Exited, st.info.ID)
-		if s.ts == nil {
-			s.reapedCredit(st)
-		}
-		s.recent[pid] = recentExit{id: st.info.ID, ppid: st.info.PPID, total: st.last, seq: s.seq}
-		delete(s.procs, pid)
+		s.finish(smp, st)
 	}
 }
 

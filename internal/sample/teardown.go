@@ -55,12 +55,8 @@ func (s *Sampler) creditTeardown(smp *Sample) {
 			delete(s.teardown, pid)
 			continue
 		}
-		p, err := s.pfs.Proc(pid)
-		if err != nil {
-			continue
-		}
-		stat, err := p.Stat()
-		if err != nil {
+		stat := s.readStat(pid)
+		if stat == nil {
 			continue
 		}
 		cut := uint64(stat.CUTime+stat.CSTime) * (1e9 / userHZ)

@@ -25,7 +25,7 @@ type procAcc struct {
 }
 
 type ioPoint struct {
-	t           time.Time
+	at          float64 // seconds since the window opened (monotonic)
 	read, write uint64
 }
 
@@ -51,11 +51,13 @@ func Build(meta sample.Meta, samples []sample.Sample, opts Options) Summary {
 	}
 	first, last := samples[0], samples[len(samples)-1]
 	n := len(samples) - 1
-	secs := last.Time.Sub(first.Time).Seconds()
+	secs := windowSeconds(samples) // monotonic: the sum of the intervals, immune to wall-clock steps
 	s.Window = Window{Start: first.Time, End: last.Time, Seconds: round(secs, 3), Intervals: n}
 	procs := map[int64]*procAcc{}
 	s.buildNode(samples, secs)
+	at := 0.0
 	for i, smp := range samples {
+		at += smp.Elapsed.Seconds()
 		for _, info := range smp.New {
 			procs[info.ID] = &procAcc{info: info}
 		}
@@ -67,7 +69,7 @@ func Build(meta sample.Meta, samples []sample.Sample, opts Options) Summary {
 		if i == 0 {
 			for _, ps := range smp.Procs {
 				if p := procs[ps.ID]; p != nil {
-					p.addDetail(ps, smp.Time)
+					p.addDetail(ps, at)
 				}
 			}
 			continue
@@ -85,14 +87,14 @@ func Build(meta sample.Meta, samples []sample.Sample, opts Options) Summary {
 				p.series[i-1] += mc(ps.CPUNs, el)
 				p.total += ps.CPUNs
 			}
-			p.addDetail(ps, smp.Time)
+			p.addDetail(ps, at)
 		}
 	}
 	s.assemble(procs, samples, secs, opts)
 	return s
 }
 
-func (p *procAcc) addDetail(ps sample.ProcSample, t time.Time) {
+func (p *procAcc) addDetail(ps sample.ProcSample, at float64) {
 	if !ps.HasDetail {
 		return
 	}
@@ -101,7 +103,7 @@ func (p *procAcc) addDetail(ps sample.ProcSample, t time.Time) {
 	p.pss += float64(ps.PSS)
 	p.priv += float64(ps.Private)
 	p.threads = ps.Threads
-	pt := &ioPoint{t: t, read: ps.ReadBytes, write: ps.WriteBytes}
+	pt := &ioPoint{at: at, read: ps.ReadBytes, write: ps.WriteBytes}
 	if p.ioFirst == nil {
 		p.ioFirst = pt
 	}
@@ -280,7 +282,7 @@ func mcFromSeries(series []float64, samples []sample.Sample) float64 {
 	for i, v := range series {
 		ns += v / 1000 * samples[i+1].Elapsed.Seconds()
 	}
-	total := samples[len(samples)-1].Time.Sub(samples[0].Time).Seconds()
+	total := windowSeconds(samples)
 	if total <= 0 {
 		return 0
 	}
@@ -305,7 +307,7 @@ func (p *procAcc) ioRates() (float64, float64) {
 	if p.ioFirst == nil || p.ioLast == nil {
 		return 0, 0
 	}
-	dt := p.ioLast.t.Sub(p.ioFirst.t).Seconds()
+	dt := p.ioLast.at - p.ioFirst.at
 	if dt <= 0 || p.ioLast.read < p.ioFirst.read || p.ioLast.write < p.ioFirst.write {
 		return 0, 0
 	}
@@ -379,4 +381,12 @@ func (s *Summary) reconcile(samples []sample.Sample, secs float64, groupNs, self
 	if r.TasksCgroup > 0 {
 		r.Explanation += fmt.Sprintf("; root cgroup task time %.1fm, %+.1fm from the processes' nanosecond counters", r.TasksCgroup, r.TasksGap)
 	}
+}
+
+func windowSeconds(samples []sample.Sample) float64 {
+	var d time.Duration
+	for _, x := range samples[1:] {
+		d += x.Elapsed
+	}
+	return d.Seconds()
 }

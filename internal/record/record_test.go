@@ -1,0 +1,273 @@
+package record
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tare-dev/tare/internal/sample"
+	"github.com/tare-dev/tare/internal/summary"
+)
+
+const envChild = "TARE_RECORD_CHILD"
+
+func TestMain(m *testing.M) {
+	if path := os.Getenv(envChild); path != "" {
+		os.Exit(recordForever(path))
+	}
+	os.Exit(m.Run())
+}
+
+// recordForever records real samples of this machine every 50 ms and prints the count after each commit,
+// until killed.
+func recordForever(path string) int {
+	ctx := context.Background()
+	s, err := sample.New(ctx, sample.Options{Interval: 50 * time.Millisecond, Detail: 50 * time.Millisecond}, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	w, err := Create(ctx, path, s.Meta())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for {
+		x, err := s.Sample()
+		if err == nil {
+			err = w.Append(ctx, x)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Println(w.Samples())
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// liveSamples takes n real samples of this machine.
+func liveSamples(t *testing.T, n int) (sample.Meta, []sample.Sample) {
+	t.Helper()
+	s, err := sample.New(context.Background(), sample.Options{Interval: 20 * time.Millisecond, Detail: 40 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var out []sample.Sample
+	for range n {
+		x, err := s.Sample()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, x)
+		time.Sleep(20 * time.Millisecond)
+	}
+	return s.Meta(), out
+}
+
+func writeRecording(t *testing.T, path string, meta sample.Meta, ss []sample.Sample) {
+	t.Helper()
+	ctx := context.Background()
+	w, err := Create(ctx, path, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range ss {
+		if err := w.Append(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Finish(ctx, meta); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRoundTrip: a recording read back gives the same summary as the live samples.
+func TestRoundTrip(t *testing.T) {
+	t.Parallel()
+	meta, ss := liveSamples(t, 6)
+	path := filepath.Join(t.TempDir(), "r.db")
+	writeRecording(t, path, meta, ss)
+	rec, err := Read(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Samples) != len(ss) {
+		t.Fatalf("read %d samples, wrote %d", len(rec.Samples), len(ss))
+	}
+	var live, back bytes.Buffer
+	if err := summary.Build(meta, ss, summary.Options{}).JSON(&live); err != nil {
+		t.Fatal(err)
+	}
+	if err := summary.Build(rec.Meta, rec.Samples, summary.Options{}).JSON(&back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(live.String(), back.String()); diff != "" {
+		t.Errorf("summary from the recording differs from the live one (-live +recording):\n%s", diff)
+	}
+}
+
+// TestKill9: kill -9 mid-run leaves a readable file with every sample up to the last committed one.
+func TestKill9(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "killed.db")
+	self, _ := os.Executable()
+	cmd := exec.Command(self, "-test.run=^$")
+	cmd.Env = append(os.Environ(), envChild+"="+path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	committed := 0
+	var acc string
+	for committed < 10 {
+		n, err := out.Read(buf)
+		if err != nil {
+			t.Fatalf("recorder stopped early: %v", err)
+		}
+		acc += string(buf[:n])
+		lines := strings.Fields(acc)
+		committed, _ = strconv.Atoi(lines[len(lines)-1])
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	rec, err := Read(context.Background(), path)
+	if err != nil {
+		t.Fatalf("recording unreadable after kill -9: %v", err)
+	}
+	if len(rec.Samples) < committed {
+		t.Errorf("read %d samples after kill -9, %d were committed", len(rec.Samples), committed)
+	}
+	s := summary.Build(rec.Meta, rec.Samples, summary.Options{})
+	if s.Window.Intervals < committed-1 {
+		t.Errorf("summary covers %d intervals", s.Window.Intervals)
+	}
+}
+
+func TestBadFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	meta, ss := liveSamples(t, 4)
+	good := filepath.Join(dir, "good.db")
+	writeRecording(t, good, meta, ss)
+	goodBytes, _ := os.ReadFile(good)
+
+	garbage := filepath.Join(dir, "garbage.db")
+	_ = os.WriteFile(garbage, []byte("this is not a database at all, just text\n"), 0o600)
+	empty := filepath.Join(dir, "empty.db")
+	_ = os.WriteFile(empty, nil, 0o600)
+	truncated := filepath.Join(dir, "truncated.db")
+	_ = os.WriteFile(truncated, goodBytes[:len(goodBytes)/3], 0o600)
+	foreign := filepath.Join(dir, "foreign.db")
+	db, err := sql.Open("sqlite", foreign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE users(id INTEGER, name TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	future := filepath.Join(dir, "future.db")
+	_ = os.WriteFile(future, goodBytes, 0o600)
+	db, _ = sql.Open("sqlite", future)
+	if _, err := db.Exec("UPDATE meta SET value = '99' WHERE key = 'schema_version'"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	tests := []struct {
+		name, path, want string
+		notRecording     bool
+	}{
+		{"missing", filepath.Join(dir, "nope.db"), "no such file", false},
+		{"garbage", garbage, "not a tare recording", true},
+		{"empty", empty, "not a tare recording", true},
+		{"foreign sqlite", foreign, "not a tare recording", true},
+		{"newer schema", future, "upgrade tare", false},
+		{"truncated", truncated, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec, err := Read(context.Background(), tt.path)
+			if tt.want == "" { // a damaged file: an error, or fewer samples; never a panic
+				if err == nil && len(rec.Samples) > len(ss) {
+					t.Errorf("truncated file gave %d samples", len(rec.Samples))
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Read(%s) error %v, want it to say %q", tt.name, err, tt.want)
+			}
+			if errors.Is(err, ErrNotRecording) != tt.notRecording {
+				t.Errorf("errors.Is(ErrNotRecording) = %v", !tt.notRecording)
+			}
+		})
+	}
+	if _, err := Create(context.Background(), good, meta); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("Create over an existing file: %v", err)
+	}
+}
+
+// TestFullDisk: when the disk fills up, Append fails with a clear error and the file keeps every sample
+// written before.
+func TestFullDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=160k", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount tmpfs: %v %s", err, out)
+	}
+	defer func() { _ = exec.Command("umount", dir).Run() }()
+	meta, ss := liveSamples(t, 3)
+	path := filepath.Join(dir, "full.db")
+	ctx := context.Background()
+	w, err := Create(ctx, path, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var appendErr error
+	written := 0
+	for i := 0; i < 100000 && appendErr == nil; i++ {
+		x := ss[i%len(ss)]
+		x.Seq = i
+		x.New = nil
+		if appendErr = w.Append(ctx, x); appendErr == nil {
+			written++
+		}
+	}
+	_ = w.Close()
+	if appendErr == nil {
+		t.Fatal("160 KiB never filled up")
+	}
+	if !strings.Contains(appendErr.Error(), "full") || !strings.Contains(appendErr.Error(), "keeps the") {
+		t.Errorf("full-disk error does not say what happened: %v", appendErr)
+	}
+	rec, err := Read(ctx, path)
+	if err != nil {
+		t.Fatalf("recording unreadable after a full disk: %v", err)
+	}
+	if len(rec.Samples) != written {
+		t.Errorf("read %d samples, %d were committed before the disk filled", len(rec.Samples), written)
+	}
+}

@@ -1,0 +1,282 @@
+package sample
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/procfs"
+
+	"github.com/tare-dev/tare/internal/classify"
+)
+
+const fixtureProc, fixtureSys = "testdata/root/proc", "testdata/root/sys"
+
+func fixtureFS(t *testing.T) procfs.FS {
+	t.Helper()
+	fs, err := procfs.NewFS(fixtureProc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+func TestNodeReaderFixture(t *testing.T) {
+	t.Parallel()
+	r, err := NewNodeReader(fixtureProc, fixtureSys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := r.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first line of the captured /proc/stat, in USER_HZ ticks.
+	b, _ := os.ReadFile(filepath.Join(fixtureProc, "stat"))
+	f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0])
+	tick := func(i int) float64 { v, _ := strconv.ParseFloat(f[i], 64); return v / 100 }
+	want := NodeCPU{tick(1), tick(2), tick(3), tick(4), tick(5), tick(6), tick(7), tick(8), tick(9), tick(10)}
+	if diff := cmp.Diff(want, n.CPU); diff != "" {
+		t.Errorf("node CPU (-want +got):\n%s", diff)
+	}
+	if got, want := n.CPU.Busy(), want.User+want.Nice+want.System+want.IRQ+want.SoftIRQ+want.Steal; got != want {
+		t.Errorf("Busy() = %v, want %v", got, want)
+	}
+	if len(n.Pressure) != 3 {
+		t.Errorf("pressure for %d resources, want cpu, memory, io", len(n.Pressure))
+	}
+	usage, _ := os.ReadFile(filepath.Join(fixtureSys, "fs/cgroup/cpuacct/cpuacct.usage"))
+	if strconv.FormatUint(n.TasksCPUNs, 10) != strings.TrimSpace(string(usage)) {
+		t.Errorf("tasks CPU %d, want %s", n.TasksCPUNs, usage)
+	}
+}
+
+func TestReadIdentityFixture(t *testing.T) {
+	t.Parallel()
+	fs := fixtureFS(t)
+	tests := []struct {
+		pid       int
+		cmdline   string
+		kernel    bool
+		kind      string
+		podUID    string
+		container string
+	}{
+		{10101, "sleep 300", false, classify.KindPod, "0f6d8b8e-1111-4c3a-9d2e-5a7c3f0e9b21", strings.Repeat("a", 64)},
+		{2, "[kthreadd]", true, classify.KindKernel, "", ""},
+		{1405, "bash /dev/fd/3", false, classify.KindOther, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(strconv.Itoa(tt.pid), func(t *testing.T) {
+			t.Parallel()
+			id, err := readIdentity(fs, fixtureProc, tt.pid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if id.cmdline != tt.cmdline || id.kernel != tt.kernel {
+				t.Errorf("cmdline %q kernel %v, want %q %v", id.cmdline, id.kernel, tt.cmdline, tt.kernel)
+			}
+			c := classify.Process(id.exe, id.stat.Comm, id.cmdline, id.cgroup, id.kernel, false)
+			if c.Kind != tt.kind || c.Pod.UID != tt.podUID || c.Pod.Container != tt.container {
+				t.Errorf("classified %+v, want kind %s pod %s container %s", c, tt.kind, tt.podUID, tt.container)
+			}
+		})
+	}
+}
+
+func TestReadIdentityGone(t *testing.T) {
+	t.Parallel()
+	_, err := readIdentity(fixtureFS(t), fixtureProc, 999999)
+	if !errors.Is(err, ErrGone) {
+		t.Errorf("missing pid: %v, want ErrGone", err)
+	}
+	if _, err := readIdentity(fixtureFS(t), fixtureProc, 4242); err == nil {
+		t.Error("corrupt stat accepted")
+	}
+}
+
+func TestReadDetailFixture(t *testing.T) {
+	t.Parallel()
+	fs := fixtureFS(t)
+	d := readDetail(fs, 10101, false)
+	if d.smapsErr != nil || d.ioErr != nil || d.rss == 0 || d.pss == 0 || d.threads != 1 {
+		t.Errorf("sleep detail %+v", d)
+	}
+	d = readDetail(fs, 1, false)
+	if d.smapsErr == nil || d.ioErr == nil {
+		t.Errorf("unreadable smaps_rollup and io not reported: %+v", d)
+	}
+	if d.threads < 2 {
+		t.Errorf("threads %d, want the captured multi-threaded count", d.threads)
+	}
+}
+
+func TestSchedstatFixture(t *testing.T) {
+	t.Parallel()
+	got, err := schedstatCPU(fixtureFS(t), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want uint64
+	tasks, _ := filepath.Glob(filepath.Join(fixtureProc, "1/task/*/schedstat"))
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		v, _ := strconv.ParseUint(strings.Fields(string(b))[0], 10, 64)
+		want += v
+	}
+	if got != want || len(tasks) < 2 {
+		t.Errorf("schedstat sum %d over %d threads, want %d", got, len(tasks), want)
+	}
+}
+
+func TestParseTaskstatsFixtures(t *testing.T) {
+	t.Parallel()
+	var reply TaskstatsReply
+	b, _ := os.ReadFile("testdata/taskstats_tgid_reply.bin")
+	err := parseNetlinkMessages(b, func(_ uint16, p []byte) error {
+		var err error
+		reply, err = parseTaskstatsPayload(p)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply.TGIDStats == nil || reply.TGID == 0 || reply.TGIDStats.CPUNs == 0 {
+		t.Fatalf("TGID reply %+v", reply)
+	}
+	var exits []ExitRecord
+	b, _ = os.ReadFile("testdata/taskstats_exit_notification.bin")
+	err = parseNetlinkMessages(b, func(_ uint16, p []byte) error {
+		r, err := parseTaskstatsPayload(p)
+		if rec, ok := exitFromReply(r); ok {
+			exits = append(exits, rec)
+		}
+		return err
+	})
+	if err != nil || len(exits) != 1 || exits[0].PID == 0 || exits[0].PPID == 0 || exits[0].Comm == "" {
+		t.Fatalf("exit notification: %v %+v", err, exits)
+	}
+}
+
+func TestParseTaskstatsCorrupt(t *testing.T) {
+	t.Parallel()
+	b, _ := os.ReadFile("testdata/taskstats_tgid_reply.bin")
+	for _, n := range []int{0, 3, 17, 30, len(b) / 2} {
+		_ = parseNetlinkMessages(b[:n], func(_ uint16, p []byte) error {
+			_, err := parseTaskstatsPayload(p)
+			return err
+		}) // must not panic
+	}
+	bad := append([]byte(nil), b...)
+	binary.LittleEndian.PutUint32(bad, 1<<20)
+	if err := parseNetlinkMessages(bad, func(uint16, []byte) error { return nil }); err == nil {
+		t.Error("oversized netlink length accepted")
+	}
+}
+
+func TestExitFromReply(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		in   TaskstatsReply
+		want *ExitRecord
+	}{
+		{"single-threaded process", TaskstatsReply{PIDStats: &TaskStats{PID: 7, TGID: 7, PPID: 1, Comm: "sh", CPUNs: 5}},
+			&ExitRecord{PID: 7, PPID: 1, Comm: "sh", CPUNs: 5}},
+		{"one thread of a live process", TaskstatsReply{PIDStats: &TaskStats{PID: 8, TGID: 7, CPUNs: 5}}, nil},
+		{"last thread: the group total", TaskstatsReply{TGID: 7, PIDStats: &TaskStats{PID: 9, TGID: 7, PPID: 1, Comm: "go"}, TGIDStats: &TaskStats{CPUNs: 50}},
+			&ExitRecord{PID: 7, PPID: 1, Comm: "go", CPUNs: 50}},
+		{"old kernel without ac_tgid", TaskstatsReply{PIDStats: &TaskStats{PID: 7, PPID: 1, CPUNs: 5}}, &ExitRecord{PID: 7, PPID: 1, CPUNs: 5}},
+		{"empty", TaskstatsReply{}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, ok := exitFromReply(tt.in)
+			if (tt.want != nil) != ok || (ok && got != *tt.want) {
+				t.Errorf("exitFromReply = %+v, %v; want %+v", got, ok, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseProcEvent(t *testing.T) {
+	t.Parallel()
+	mk := func(what uint32, vals ...uint32) []byte {
+		b := make([]byte, cnMsgLen+procEventHdrLen+24)
+		binary.LittleEndian.PutUint32(b[cnMsgLen:], what)
+		for i, v := range vals {
+			binary.LittleEndian.PutUint32(b[cnMsgLen+procEventHdrLen+4*i:], v)
+		}
+		return b
+	}
+	tests := []struct {
+		name string
+		in   []byte
+		want ProcEvent
+		ok   bool
+	}{
+		{"exec", mk(procEventExec, 100, 100), ProcEvent{What: procEventExec, PID: 100, TGID: 100}, true},
+		{"fork", mk(procEventFork, 10, 10, 11, 11), ProcEvent{What: procEventFork, ParentPID: 10, PID: 11, TGID: 11}, true},
+		{"exit is ignored", mk(0x80000000, 5, 5), ProcEvent{}, false},
+		{"short", make([]byte, 10), ProcEvent{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, ok := parseProcEvent(tt.in)
+			if ok != tt.ok || got != tt.want {
+				t.Errorf("parseProcEvent = %+v %v, want %+v %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+func TestParseCgroupUsage(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, file, in string
+		want           uint64
+		err            bool
+	}{
+		{"v1", "cpuacct.usage", "123456789\n", 123456789, false},
+		{"v2", "cpu.stat", "usage_usec 1500\nuser_usec 1000\nsystem_usec 500\n", 1500000, false},
+		{"v2 without usage", "cpu.stat", "nr_periods 0\n", 0, true},
+		{"v1 garbage", "cpuacct.usage", "x", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := parseCgroupUsage(tt.file, []byte(tt.in))
+			if (err != nil) != tt.err || got != tt.want {
+				t.Errorf("parseCgroupUsage = %d, %v; want %d, err %v", got, err, tt.want, tt.err)
+			}
+		})
+	}
+}
+
+func TestParseCPUList(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]int{"0-1\n": 2, "0": 1, "0-3,8,10-11": 7, "": 0} {
+		if got, err := parseCPUList(in); err != nil || got != want {
+			t.Errorf("parseCPUList(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	if _, err := parseCPUList("a-b"); err == nil {
+		t.Error("bad cpu list accepted")
+	}
+}
+
+func TestKernelHZ(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]int{"CONFIG_HZ_250=y\nCONFIG_HZ=250\n": 250, "# CONFIG_HZ is not set\n": 0, "CONFIG_HZ=1000": 1000} {
+		if got := parseKernelHZ([]byte(in)); got != want {
+			t.Errorf("parseKernelHZ(%q) = %d, want %d", in, got, want)
+		}
+	}
+}

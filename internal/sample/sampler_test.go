@@ -1,0 +1,129 @@
+package sample
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestSamplerFixtureUnprivileged(t *testing.T) {
+	t.Parallel()
+	s, err := New(context.Background(), Options{ProcRoot: fixtureProc, SysRoot: fixtureSys, Interval: time.Second,
+		Detail: time.Second, Unprivileged: true, SelfPID: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	first, err := s.Sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, p := range first.New {
+		seen[p.Key.PID] = true
+	}
+	for _, pid := range []int{1, 2, 1405, 10101} {
+		if !seen[pid] {
+			t.Errorf("pid %d missing from the first sample", pid)
+		}
+	}
+	if seen[4242] {
+		t.Error("the corrupt pid 4242 was not skipped")
+	}
+	second, err := s.Sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range second.Procs {
+		if p.CPUNs != 0 {
+			t.Errorf("static fixture produced CPU %d for id %d", p.CPUNs, p.ID)
+		}
+	}
+	if s.Meta().CPUSource != "schedstat" {
+		t.Errorf("cpu source %q, want schedstat", s.Meta().CPUSource)
+	}
+}
+
+// TestSamplerExitAndPIDReuse: a process that exits mid-window is settled once, and a new process that gets
+// its PID is a new process, not a continuation.
+func TestSamplerExitAndPIDReuse(t *testing.T) {
+	for _, unpriv := range []bool{false, true} {
+		t.Run("unprivileged="+strconv.FormatBool(unpriv), func(t *testing.T) {
+			if !unpriv && os.Geteuid() != 0 {
+				t.Skip("needs root for taskstats")
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			s, err := New(ctx, Options{Interval: 100 * time.Millisecond, Detail: time.Second, Unprivileged: unpriv}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			a := exec.Command("sleep", "30")
+			if err := a.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pid := a.Process.Pid
+			if _, err := s.Sample(); err != nil {
+				t.Fatal(err)
+			}
+			_ = a.Process.Kill()
+			_ = a.Wait()
+			b, reused := startWithPID(pid)
+			if b != nil {
+				defer func() { _ = b.Process.Kill(); _ = b.Wait() }()
+			}
+			var exited, reborn bool
+			deadline := time.Now().Add(3 * time.Second)
+			for time.Now().Before(deadline) && !(exited && (reborn || !reused)) {
+				smp, err := s.Sample()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, id := range smp.Exited {
+					if id == 0 {
+						t.Error("exit of id 0")
+					}
+					exited = true
+				}
+				for _, p := range smp.New {
+					if p.Key.PID == pid && p.Cmdline == "sleep 31" {
+						reborn = true
+					}
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if !exited {
+				t.Error("the killed process was never settled as exited")
+			}
+			if reused && !reborn {
+				t.Error("the process that reused the PID was not seen as new")
+			}
+			if !reused {
+				t.Log("could not force PID reuse through ns_last_pid; checked the exit only")
+			}
+		})
+	}
+}
+
+// startWithPID tries to start "sleep 31" with the given PID through /proc/sys/kernel/ns_last_pid.
+func startWithPID(pid int) (*exec.Cmd, bool) {
+	for range 20 {
+		if os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0o644) != nil {
+			return nil, false
+		}
+		c := exec.Command("sleep", "31")
+		if err := c.Start(); err != nil {
+			return nil, false
+		}
+		if c.Process.Pid == pid {
+			return c, true
+		}
+		_ = c.Process.Kill()
+		_ = c.Wait()
+	}
+	return nil, false
+}

@@ -210,9 +210,32 @@ func (s *Sampler) Sample() (Sample, error) {
 			delete(s.recent, pid)
 		}
 	}
+	smp.Procs = coalesce(smp.Procs)
 	s.seq++
 	s.lastBoot, s.lastTime = boot, now
 	return smp, nil
+}
+
+// coalesce merges rows for the same process (an exit remainder and a teardown credit, say) into one.
+func coalesce(ps []ProcSample) []ProcSample {
+	at := make(map[int64]int, len(ps))
+	out := ps[:0]
+	for _, p := range ps {
+		i, ok := at[p.ID]
+		if !ok {
+			at[p.ID] = len(out)
+			out = append(out, p)
+			continue
+		}
+		q := &out[i]
+		q.CPUNs += p.CPUNs
+		if p.HasDetail && !q.HasDetail {
+			cpu := q.CPUNs
+			*q = p
+			q.CPUNs = cpu
+		}
+	}
+	return out
 }
 
 // cpuOf returns the cumulative CPU (ns) of a process from the best source available.

@@ -127,3 +127,13 @@ func startWithPID(pid int) (*exec.Cmd, bool) {
 	}
 	return nil, false
 }
+
+func TestCoalesce(t *testing.T) {
+	t.Parallel()
+	in := []ProcSample{{ID: 1, CPUNs: 5}, {ID: 2, CPUNs: 1}, {ID: 1, CPUNs: 7, HasDetail: true, RSS: 9}}
+	got := coalesce(in)
+	want := []ProcSample{{ID: 1, CPUNs: 12, HasDetail: true, RSS: 9}, {ID: 2, CPUNs: 1}}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("coalesce = %+v, want %+v", got, want)
+	}
+}

@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tare-dev/tare/internal/record"
+)
+
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage.db")
+	if err := os.WriteFile(garbage, []byte("not sqlite"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	existing := filepath.Join(dir, "exists.db")
+	if err := os.WriteFile(existing, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"unknown flag", []string{"measure", "--durration", "1s"}, 2, "unknown flag: --durration"},
+		{"unknown verb", []string{"mesure"}, 2, "unknown command"},
+		{"zero duration", []string{"measure", "--duration", "0s"}, 2, "--duration must be positive"},
+		{"negative duration", []string{"measure", "--duration", "-5s"}, 2, "--duration must be positive"},
+		{"not a duration", []string{"measure", "--duration", "soon"}, 2, "invalid argument"},
+		{"zero interval", []string{"measure", "--interval", "0s"}, 2, "--interval must be positive"},
+		{"interval longer than duration", []string{"measure", "--duration", "1s", "--interval", "2s"}, 2, "longer than --duration"},
+		{"interval too short", []string{"measure", "--duration", "1s", "--interval", "1ms"}, 2, "below the 10ms floor"},
+		{"bad output", []string{"measure", "-o", "yaml"}, 2, "unknown output format"},
+		{"bad regexp", []string{"measure", "--match", "("}, 2, "--match"},
+		{"stray argument", []string{"measure", "now"}, 2, "unknown command"},
+		{"report without file", []string{"report"}, 2, "accepts 1 arg"},
+		{"report missing file", []string{"report", filepath.Join(dir, "nope.db")}, 1, "no such file"},
+		{"report garbage", []string{"report", garbage}, 1, "not a tare recording"},
+		{"record over a file", []string{"measure", "--duration", "1s", "--record", existing}, 1, "already exists"},
+		{"record in a missing dir", []string{"measure", "--duration", "1s", "--record", filepath.Join(dir, "no", "r.db")}, 1, "no such file"},
+		{"bad proc root", []string{"measure", "--duration", "1s", "--proc-root", filepath.Join(dir, "noproc")}, 1, "noproc"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out, errOut, err := run(context.Background(), tt.args...)
+			if err == nil {
+				t.Fatalf("tare %v succeeded; stdout:\n%s", tt.args, out)
+			}
+			code := 1
+			var ec ExitCoder
+			if errors.As(err, &ec) {
+				code = ec.ExitCode()
+			}
+			if code != tt.code {
+				t.Errorf("exit code %d, want %d (%v)", code, tt.code, err)
+			}
+			if !strings.Contains(errOut, tt.want) {
+				t.Errorf("stderr %q does not say %q", errOut, tt.want)
+			}
+			if strings.Contains(errOut, "panic") || strings.Contains(out, "panic") {
+				t.Errorf("panic in output")
+			}
+		})
+	}
+}
+
+// TestMeasureInterrupted: Ctrl-C (a cancelled context) stops early, still prints the summary of what was
+// measured, and the recording keeps every sample.
+func TestMeasureInterrupted(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "r.db")
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		cancel()
+	}()
+	start := time.Now()
+	out, errOut, err := run(ctx, "measure", "--duration", "60s", "--interval", "200ms", "--record", db)
+	if err != nil {
+		t.Fatalf("interrupted measure failed: %v\n%s", err, errOut)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Errorf("measure took %s after Ctrl-C", time.Since(start))
+	}
+	for _, want := range []string{"interrupted", "CPU busy", "RECONCILIATION"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary after Ctrl-C lacks %q:\n%s", want, out)
+		}
+	}
+	rec, err := record.Read(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Samples) < 5 || !rec.Meta.Interrupted {
+		t.Errorf("recording after Ctrl-C: %d samples, interrupted=%v", len(rec.Samples), rec.Meta.Interrupted)
+	}
+}
+
+// TestMeasureUnprivilegedSaysWhatIsMissing: without taskstats tare says what it could not use and why.
+func TestMeasureUnprivilegedSaysWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	out, _, err := run(context.Background(), "measure", "--duration", "1s", "--unprivileged")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "limitation:") || !strings.Contains(out, "cpu source schedstat") {
+		t.Errorf("unprivileged run does not state its limitations:\n%s", out)
+	}
+}
+
+func TestHelpStatesBusyDefinition(t *testing.T) {
+	t.Parallel()
+	out, _, err := run(context.Background(), "measure", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"busy = user + nice + system + irq + softirq + steal", "--record", "Examples:", "--match"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("measure --help lacks %q", want)
+		}
+	}
+}

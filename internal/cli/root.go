@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -45,6 +47,7 @@ type globalOptions struct {
 	kubeconfig string
 	procRoot   string
 	sysRoot    string
+	cpuProfile string
 }
 
 func (g *globalOptions) validate() error {
@@ -113,6 +116,26 @@ reconcile against the node's counters.`,
 	pf.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig used to name pods (default $KUBECONFIG or ~/.kube/config when present)")
 	pf.StringVar(&g.procRoot, "proc-root", "/proc", "where procfs is mounted (a host's /proc seen from a container)")
 	pf.StringVar(&g.sysRoot, "sys-root", "/sys", "where sysfs is mounted")
+	pf.StringVar(&g.cpuProfile, "cpu-profile", "", "write a Go CPU profile of tare itself to this file (to study tare's own overhead)")
+	_ = pf.MarkHidden("cpu-profile")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if g.cpuProfile == "" {
+			return nil
+		}
+		f, err := os.Create(g.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("creating the CPU profile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("starting the CPU profile: %w", err)
+		}
+		root.PersistentPostRun = func(*cobra.Command, []string) {
+			pprof.StopCPUProfile()
+			f.Close()
+		}
+		return nil
+	}
 	root.AddCommand(newMeasure(s, g), newReport(s, g))
 	return root
 }

@@ -69,6 +69,7 @@ type ExecWatcher struct {
 	buf    []byte
 	mu     sync.Mutex
 	byPID  map[int]ExecInfo
+	born   map[int]bool // processes forked since the last NewPIDs
 	lost   int
 	done   chan struct{}
 }
@@ -102,7 +103,7 @@ func WatchExecs(ctx context.Context, reader func(pid int) (string, string, int, 
 		}
 		return nil, fmt.Errorf("subscribing to proc events: %w", err)
 	}
-	w := &ExecWatcher{fd: fd, reader: reader, byPID: map[int]ExecInfo{}, done: make(chan struct{}), buf: make([]byte, 64*1024)}
+	w := &ExecWatcher{fd: fd, reader: reader, byPID: map[int]ExecInfo{}, born: map[int]bool{}, done: make(chan struct{}), buf: make([]byte, 64*1024)}
 	go w.loop(ctx)
 	return w, nil
 }
@@ -169,6 +170,7 @@ func (w *ExecWatcher) handle(ev ProcEvent) {
 	case procEventFork:
 		w.mu.Lock()
 		parent, ok := w.byPID[ev.ParentPID]
+		w.born[ev.TGID] = true
 		w.mu.Unlock()
 		if ok { // a fork that does not exec keeps its parent's command line
 			parent.PPID, parent.Started, parent.At = ev.ParentPID, now, now
@@ -185,6 +187,19 @@ func (w *ExecWatcher) put(pid int, info ExecInfo) {
 	w.mu.Lock()
 	w.byPID[pid] = info
 	w.mu.Unlock()
+}
+
+// NewPIDs returns the processes forked since the previous call, after handling every queued event.
+func (w *ExecWatcher) NewPIDs() []int {
+	w.Sync()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]int, 0, len(w.born))
+	for pid := range w.born {
+		out = append(out, pid)
+	}
+	clear(w.born)
+	return out
 }
 
 // Lookup returns what was captured for pid, if anything.

@@ -103,11 +103,11 @@ func TestReadIdentityGone(t *testing.T) {
 func TestReadDetailFixture(t *testing.T) {
 	t.Parallel()
 	fs := fixtureFS(t)
-	d := readDetail(fs, 10101, false)
+	d := readDetail(fs, fixtureProc, 10101, nil, true)
 	if d.smapsErr != nil || d.ioErr != nil || d.rss == 0 || d.pss == 0 || d.threads != 1 {
 		t.Errorf("sleep detail %+v", d)
 	}
-	d = readDetail(fs, 1, false)
+	d = readDetail(fs, fixtureProc, 1, nil, true)
 	if d.smapsErr == nil || d.ioErr == nil {
 		t.Errorf("unreadable smaps_rollup and io not reported: %+v", d)
 	}
@@ -278,5 +278,76 @@ func TestKernelHZ(t *testing.T) {
 		if got := parseKernelHZ([]byte(in)); got != want {
 			t.Errorf("parseKernelHZ(%q) = %d, want %d", in, got, want)
 		}
+	}
+}
+
+func TestParseProcStat(t *testing.T) {
+	t.Parallel()
+	b, _ := os.ReadFile(filepath.Join(fixtureProc, "1/stat"))
+	if st, err := parseProcStat(b); err != nil || st.NumThreads < 2 || st.PPID != 0 {
+		t.Errorf("fixture pid 1: %+v, %v", st, err)
+	}
+	odd := []byte("42 (a) b) (c) S 1 42 42 0 -1 4194560 100 0 0 0 5 3 -1 2 20 0 7 0 100 1000 50 18446744073709551615\n")
+	want := procStat{Comm: "a) b) (c", PPID: 1, Flags: 4194560, UTime: 5, STime: 3, CUTime: -1, CSTime: 2, NumThreads: 7, Starttime: 100}
+	if st, err := parseProcStat(odd); err != nil || st != want {
+		t.Errorf("comm with parentheses: %+v, %v; want %+v", st, err, want)
+	}
+	for _, bad := range []string{"42 (x) S 1", "no comm", "42 (x) S a b c d e f g h i j k l m n o p q r s t u"} {
+		if _, err := parseProcStat([]byte(bad)); err == nil {
+			t.Errorf("bad stat %q accepted", bad)
+		}
+	}
+	if got := parseStatmRSS([]byte("2000 150 100 10 0 300 0\n")); got != 150 {
+		t.Errorf("parseStatmRSS = %d, want 150", got)
+	}
+}
+
+func TestParseIOFixture(t *testing.T) {
+	t.Parallel()
+	b, _ := os.ReadFile(filepath.Join(fixtureProc, "10101/io"))
+	r, w, err := parseIO(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := fixtureFS(t).Proc(10101)
+	want, err := p.IO() // procfs as the reference parser
+	if err != nil || r != want.ReadBytes || w != want.WriteBytes {
+		t.Errorf("parseIO = %d, %d; procfs says %d, %d (%v)", r, w, want.ReadBytes, want.WriteBytes, err)
+	}
+	if _, _, err := parseIO([]byte("rchar: 1\n")); err == nil {
+		t.Error("io without read_bytes accepted")
+	}
+}
+
+func TestParseCgroupFile(t *testing.T) {
+	t.Parallel()
+	b, _ := os.ReadFile(filepath.Join(fixtureProc, "10101/cgroup"))
+	cgs, err := parseCgroupFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := fixtureFS(t).Proc(10101)
+	ref, _ := p.Cgroups()
+	if len(cgs) != len(ref) {
+		t.Fatalf("%d lines, procfs %d", len(cgs), len(ref))
+	}
+	for i := range ref {
+		if cgs[i].hierarchy != ref[i].HierarchyID || cgs[i].path != ref[i].Path {
+			t.Errorf("line %d: %+v, procfs %+v", i, cgs[i], ref[i])
+		}
+	}
+	tests := []struct{ in, want string }{
+		{"0::/system.slice/containerd.service\n", "/system.slice/containerd.service"},
+		{"2:cpu,cpuacct:/a\n1:name=systemd:/b\n0::/c\n", "/a"},
+		{"1:memory:/x\n0::/kubepods.slice/p:odd\n", "/kubepods.slice/p:odd"},
+	}
+	for _, tt := range tests {
+		cgs, err := parseCgroupFile([]byte(tt.in))
+		if err != nil || pickCgroup(cgs) != tt.want {
+			t.Errorf("pickCgroup(%q) = %q, %v; want %q", tt.in, pickCgroup(cgs), err, tt.want)
+		}
+	}
+	if _, err := parseCgroupFile([]byte("garbage")); err == nil {
+		t.Error("garbage accepted")
 	}
 }

@@ -19,7 +19,7 @@ const pfKthread = 0x00200000 // PF_KTHREAD in /proc/PID/stat flags
 
 // identity is what tare reads once when it first sees a process.
 type identity struct {
-	stat    procfs.ProcStat
+	stat    procStat
 	cmdline string
 	exe     string
 	cgroup  string
@@ -29,11 +29,11 @@ type identity struct {
 
 // readIdentity reads stat, cmdline, exe, cgroup and owner of one process.
 func readIdentity(pfs procfs.FS, procRoot string, pid int) (identity, error) {
-	p, err := pfs.Proc(pid)
+	st, err := readProcStat(procRoot, pid)
 	if err != nil {
-		return identity{}, gone(pid, err)
+		return identity{}, err
 	}
-	st, err := p.Stat()
+	p, err := pfs.Proc(pid)
 	if err != nil {
 		return identity{}, gone(pid, err)
 	}
@@ -47,8 +47,10 @@ func readIdentity(pfs procfs.FS, procRoot string, pid int) (identity, error) {
 	if exe, err := p.Executable(); err == nil {
 		id.exe = exe
 	}
-	if cgs, err := p.Cgroups(); err == nil {
-		id.cgroup = pickCgroup(cgs)
+	if b, err := readBounded(filepath.Join(procRoot, strconv.Itoa(pid), "cgroup")); err == nil {
+		if cgs, err := parseCgroupFile(b); err == nil {
+			id.cgroup = pickCgroup(cgs)
+		}
 	}
 	if fi, err := os.Stat(filepath.Join(procRoot, strconv.Itoa(pid))); err == nil {
 		if s, ok := fi.Sys().(*syscall.Stat_t); ok {
@@ -56,26 +58,6 @@ func readIdentity(pfs procfs.FS, procRoot string, pid int) (identity, error) {
 		}
 	}
 	return id, nil
-}
-
-// pickCgroup chooses the cgroup path that identifies a process's pod: the unified (v2) path, or the v1
-// path of the cpu controller, preferring any path that names kubepods.
-func pickCgroup(cgs []procfs.Cgroup) string {
-	best := ""
-	for _, c := range cgs {
-		if strings.Contains(c.Path, "kubepods") {
-			return c.Path
-		}
-		if c.HierarchyID == 0 && best == "" {
-			best = c.Path
-		}
-		for _, ctl := range c.Controllers {
-			if ctl == "cpu" || ctl == "cpuacct" {
-				best = c.Path
-			}
-		}
-	}
-	return best
 }
 
 // gone maps "no such file" and ESRCH to ErrGone so callers can tell an exited process from a real error.
@@ -87,13 +69,13 @@ func gone(pid int, err error) error {
 }
 
 // cmdlineReader returns the reader the exec watcher uses: redacted command line, comm and parent.
-func cmdlineReader(pfs procfs.FS) func(pid int) (string, string, int, error) {
+func cmdlineReader(pfs procfs.FS, procRoot string) func(pid int) (string, string, int, error) {
 	return func(pid int) (string, string, int, error) {
-		p, err := pfs.Proc(pid)
+		st, err := readProcStat(procRoot, pid)
 		if err != nil {
 			return "", "", 0, err
 		}
-		st, err := p.Stat()
+		p, err := pfs.Proc(pid)
 		if err != nil {
 			return "", "", 0, err
 		}
@@ -109,39 +91,56 @@ func cmdlineReader(pfs procfs.FS) func(pid int) (string, string, int, error) {
 	}
 }
 
-// detail is the slow-cadence part of a process sample.
-type detail struct {
+// procDetail is the slow-cadence part of a process sample.
+type procDetail struct {
 	rss, pss, private uint64
 	readB, writeB     uint64
 	threads           int
+	statmRSS          uint64 // resident pages from statm, to tell whether smaps_rollup needs reading again
 	smapsErr, ioErr   error
 }
 
-// readDetail reads smaps_rollup, io and the thread count. Permission errors are returned per source so the
-// sampler can tell the user which processes it could not see into.
-func readDetail(pfs procfs.FS, pid int, kernel bool) detail {
-	var d detail
+// readDetail reads the thread count (stat), io and memory. smaps_rollup walks the page tables and is the
+// costliest read tare makes, so it is skipped when statm says the resident size has not changed since prev,
+// unless refresh is set. Permission errors are returned per source so the sampler can tell the user which
+// processes it could not see into.
+func readDetail(pfs procfs.FS, procRoot string, pid int, prev *procDetail, refresh bool) procDetail {
+	var d procDetail
+	dir := filepath.Join(procRoot, strconv.Itoa(pid))
+	if st, err := readProcStat(procRoot, pid); err == nil {
+		d.threads = st.NumThreads
+	}
 	p, err := pfs.Proc(pid)
 	if err != nil {
 		d.smapsErr, d.ioErr = err, err
 		return d
 	}
-	if st, err := p.Stat(); err == nil {
-		d.threads = st.NumThreads
+	if b, err := readBounded(filepath.Join(dir, "statm")); err == nil {
+		d.statmRSS = parseStatmRSS(b)
 	}
-	if !kernel {
-		if m, err := p.ProcSMapsRollup(); err == nil {
-			d.rss, d.pss, d.private = m.Rss, m.Pss, m.PrivateClean+m.PrivateDirty
-		} else {
-			d.smapsErr = err
-		}
-	}
-	if io, err := p.IO(); err == nil {
-		d.readB, d.writeB = io.ReadBytes, io.WriteBytes
+	if prev != nil && !refresh && prev.smapsErr == nil && d.statmRSS != 0 && d.statmRSS == prev.statmRSS {
+		d.rss, d.pss, d.private = prev.rss, prev.pss, prev.private
+	} else if m, err := p.ProcSMapsRollup(); err == nil {
+		d.rss, d.pss, d.private = m.Rss, m.Pss, m.PrivateClean+m.PrivateDirty
 	} else {
+		d.smapsErr = err
+	}
+	if b, err := readBounded(filepath.Join(dir, "io")); err != nil {
+		d.ioErr = err
+	} else if d.readB, d.writeB, err = parseIO(b); err != nil {
 		d.ioErr = err
 	}
 	return d
+}
+
+// parseStatmRSS returns the resident pages, field 2 of /proc/PID/statm.
+func parseStatmRSS(b []byte) uint64 {
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	v, _ := strconv.ParseUint(f[1], 10, 64)
+	return v
 }
 
 // schedstatCPU sums the scheduler runtime (ns) of every thread of pid: the fallback when taskstats is not

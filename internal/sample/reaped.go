@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/prometheus/procfs"
 )
 
 // Without taskstats, processes that start and end between two samples are found through their parents:
@@ -15,8 +13,8 @@ import (
 // are unknown.
 
 // creditReaped credits the children a live process reaped since the previous sample.
-func (s *Sampler) creditReaped(smp *Sample, st *procState, stat *procfs.ProcStat) {
-	cut := uint64(stat.CUTime+stat.CSTime) * (1e9 / userHZ)
+func (s *Sampler) creditReaped(smp *Sample, st *procState, stat *procStat) {
+	cut := stat.childTimeNs()
 	if cut <= st.lastCut {
 		st.lastCut = cut
 		return

@@ -32,12 +32,24 @@ type Options struct {
 }
 
 type procState struct {
-	info     *ProcInfo
-	last     uint64 // cumulative CPU ns at the previous sample
-	credited uint64 // CPU ns credited to this process so far
-	lastCut  uint64 // cutime+cstime in ns
-	missing  int    // samples in a row the process was not listed without an exit notification
-	kernel   bool
+	info        *ProcInfo
+	last        uint64 // cumulative CPU ns at the previous sample
+	credited    uint64 // CPU ns credited to this process so far
+	lastCut     uint64 // cutime+cstime in ns
+	missing     int    // samples in a row the process was not listed without an exit notification
+	kernel      bool
+	threads     *threadCounters // nil when tare could not keep the thread files open
+	idle        int             // readings in a row without CPU
+	sinceDetail uint64          // CPU since the last detail sample
+	detail      *procDetail     // last slow-cadence reading
+	details     int             // slow-cadence readings so far
+}
+
+func (st *procState) close() {
+	if st.threads != nil {
+		st.threads.close()
+		st.threads = nil
+	}
 }
 
 type recentExit struct {
@@ -62,13 +74,15 @@ type Sampler struct {
 	teardown     map[int]*teardown // live ancestor PID -> children CPU expected in its cutime (privileged mode)
 	nextID       int64
 	seq          int
-	lastBoot     uint64
 	lastTime     time.Time
 	detailEvery  int
 	meta         Meta
 	denied       map[string]int
 	warned       map[string]bool
 	warn         func(string)
+	uncached     bool   // the open file limit was reached: new processes are read without thread counters
+	idleEvery    int    // idle processes are read every idleEvery samples (one second)
+	lastListBoot uint64 // boot ticks at the last full listing of /proc
 }
 
 // New opens every source this host and privilege level allow and says what it could not open.
@@ -97,6 +111,7 @@ func New(ctx context.Context, opts Options, warn func(string)) (*Sampler, error)
 	s := &Sampler{opts: opts, pfs: pfs, node: node, procs: map[int]*procState{}, recent: map[int]recentExit{},
 		reapedBy: map[int]int64{}, seenChildren: map[int]uint64{}, teardown: map[int]*teardown{}, denied: map[string]int{}, warned: map[string]bool{}, warn: warn}
 	s.detailEvery = max(1, int(opts.Detail/opts.Interval))
+	s.idleEvery = max(1, int(time.Second/opts.Interval))
 	host, _ := os.Hostname()
 	var uts unix.Utsname
 	_ = unix.Uname(&uts)
@@ -125,8 +140,8 @@ func (s *Sampler) openPrivileged(ctx context.Context) {
 		s.meta.Limitations = append(s.meta.Limitations, fmt.Sprintf("taskstats exit notifications: %v", err))
 		return
 	}
-	s.ts, s.exits, s.meta.CPUSource = ts, exits, "taskstats"
-	execs, err := WatchExecs(ctx, cmdlineReader(s.pfs))
+	s.ts, s.exits, s.meta.CPUSource = ts, exits, "schedstat+taskstats"
+	execs, err := WatchExecs(ctx, cmdlineReader(s.pfs, s.opts.ProcRoot))
 	if err != nil {
 		s.meta.Limitations = append(s.meta.Limitations,
 			fmt.Sprintf("proc connector: %v; short-lived processes are named by their 16-character comm only", err))
@@ -154,6 +169,9 @@ func (s *Sampler) Meta() Meta {
 
 // Close releases the netlink sockets. The exec watcher stops with the context given to New.
 func (s *Sampler) Close() {
+	for _, st := range s.procs {
+		st.close()
+	}
 	if s.ts != nil {
 		s.ts.Close()
 	}
@@ -185,22 +203,37 @@ func (s *Sampler) Sample() (Sample, error) {
 		s.creditExits(&smp, mergeExits(recs))
 		s.creditTeardown(&smp)
 	}
-	pids, err := s.listPIDs()
-	if err != nil {
-		return Sample{}, err
-	}
 	detail := s.seq%s.detailEvery == 0
-	listed := make(map[int]bool, len(pids))
-	for _, pid := range pids {
-		listed[pid] = true
+	// /proc is listed at least once a second; in between, the proc connector names new processes.
+	full := s.execs == nil || detail || s.seq%s.idleEvery == 0
+	var pids []int
+	if full {
+		if pids, err = s.listPIDs(); err != nil {
+			return Sample{}, err
+		}
+		listed := make(map[int]bool, len(pids))
+		for _, pid := range pids {
+			listed[pid] = true
+		}
+		s.finishMissing(&smp, listed)
+	} else {
+		pids = s.knownAndNewPIDs()
 	}
-	s.finishMissing(&smp, listed)
 	for _, pid := range pids {
-		if st, ok := s.procs[pid]; ok {
-			s.sampleKnown(&smp, st, boot, detail)
+		st, ok := s.procs[pid]
+		if !ok {
+			s.sampleNew(&smp, pid, boot, detail)
 			continue
 		}
-		s.sampleNew(&smp, pid, boot, detail)
+		// A process idle for its last two readings is read once a second instead of every sample: its
+		// counters are cumulative, so nothing is lost, its CPU just lands in the interval it is next read.
+		if !detail && st.idle >= 2 && s.idleEvery > 1 && (s.seq+int(st.info.ID))%s.idleEvery != 0 {
+			continue
+		}
+		s.sampleKnown(&smp, st, boot, detail)
+	}
+	if full {
+		s.lastListBoot = boot
 	}
 	if s.execs != nil {
 		s.execs.Forget(2 * time.Minute)
@@ -212,7 +245,7 @@ func (s *Sampler) Sample() (Sample, error) {
 	}
 	smp.Procs = coalesce(smp.Procs)
 	s.seq++
-	s.lastBoot, s.lastTime = boot, now
+	s.lastTime = now
 	return smp, nil
 }
 
@@ -238,7 +271,8 @@ func coalesce(ps []ProcSample) []ProcSample {
 	return out
 }
 
-// cpuOf returns the cumulative CPU (ns) of a process from the best source available.
+// cpuOf returns the cumulative CPU (ns) of a process without the thread-counter cache: a taskstats query,
+// or the sum of the threads' schedstat files.
 func (s *Sampler) cpuOf(pid int) (uint64, error) {
 	if s.ts != nil {
 		st, err := s.ts.TGID(pid)
@@ -247,9 +281,24 @@ func (s *Sampler) cpuOf(pid int) (uint64, error) {
 	return schedstatCPU(s.pfs, pid)
 }
 
+// cumulative returns the process's cumulative CPU from its open thread counters (or, without them, from
+// cpuOf); with exact set it is resynchronised with taskstats. gone reports that the process no longer
+// exists.
+func (s *Sampler) cumulative(st *procState, pid int, exact bool) (cpu uint64, gone bool) {
+	if st.threads == nil {
+		cpu, err := s.cpuOf(pid)
+		return cpu, err != nil
+	}
+	cpu, gone = st.threads.total(pid)
+	if gone || !exact {
+		return cpu, gone
+	}
+	return s.resync(st, pid, cpu), false
+}
+
 func (s *Sampler) sampleKnown(smp *Sample, st *procState, boot uint64, detail bool) {
 	pid := st.info.Key.PID
-	var stat *procfs.ProcStat
+	var stat *procStat
 	if s.ts == nil { // unprivileged: stat gives cutime, and the start time that reveals PID reuse
 		if stat = s.readStat(pid); stat == nil {
 			return
@@ -260,41 +309,71 @@ func (s *Sampler) sampleKnown(smp *Sample, st *procState, boot uint64, detail bo
 			return
 		}
 	}
-	cpu, err := s.cpuOf(pid)
-	if err != nil {
-		return // exited: its exit notification (or its absence from the next listing) settles it
+	cpu, gone := s.cumulative(st, pid, false)
+	if gone {
+		// Exited (or its PID already belongs to another process): settle it now; a late exit
+		// notification adds what ran after the last reading.
+		s.finish(smp, st)
+		return
 	}
-	if cpu < st.last { // counters never go back: the PID now belongs to another process
-		if stat = s.readStat(pid); stat != nil && stat.Starttime != st.info.Key.Start {
-			s.finish(smp, st)
-			s.sampleNew(smp, pid, boot, detail)
-			return
+	// A process that did not run since the last detail sample cannot have done I/O, started threads or
+	// touched its memory: its detail is carried over, and read again at least every sixth detail sample
+	// (reclaim and sharing change RSS and PSS without the process running).
+	var d *procDetail
+	if detail {
+		st.details++
+		ran := cpu > st.last || st.sinceDetail > 0
+		if ran || st.details%6 == 0 || st.detail == nil {
+			cpu = s.resync(st, pid, cpu)
+			if !st.kernel {
+				dd := readDetail(s.pfs, s.opts.ProcRoot, pid, st.detail, st.details%6 == 0)
+				st.detail = &dd
+				if st.threads != nil && dd.threads > 0 && dd.threads != len(st.threads.fds) && st.threads.rescan() != nil {
+					st.close()
+				}
+			}
 		}
+		st.sinceDetail = 0
+		d = st.detail
 	}
 	ps := ProcSample{ID: st.info.ID}
 	if cpu > st.last {
 		ps.CPUNs = cpu - st.last
+		st.idle = 0
+	} else {
+		st.idle++
 	}
 	st.last = max(st.last, cpu)
 	st.credited += ps.CPUNs
+	st.sinceDetail += ps.CPUNs
 	st.missing = 0
 	if s.ts == nil {
 		s.creditReaped(smp, st, stat)
 	}
-	if detail && !st.kernel {
-		s.addDetail(&ps, pid)
+	if d != nil {
+		s.addDetail(&ps, *d)
 	}
 	if ps.CPUNs > 0 || ps.HasDetail {
 		smp.Procs = append(smp.Procs, ps)
 	}
 }
 
-func (s *Sampler) readStat(pid int) *procfs.ProcStat {
-	p, err := s.pfs.Proc(pid)
-	if err != nil {
-		return nil
+// resync raises a process's thread-counter total to the exact taskstats thread-group total, which also
+// counts threads that exited or started since their last reading.
+func (s *Sampler) resync(st *procState, pid int, cpu uint64) uint64 {
+	if s.ts == nil || st.threads == nil {
+		return cpu
 	}
-	st, err := p.Stat()
+	ts, err := s.ts.TGID(pid)
+	if err != nil {
+		return cpu
+	}
+	st.threads.resync(ts.CPUNs, cpu)
+	return max(cpu, ts.CPUNs)
+}
+
+func (s *Sampler) readStat(pid int) *procStat {
+	st, err := readProcStat(s.opts.ProcRoot, pid)
 	if err != nil {
 		return nil
 	}
@@ -308,6 +387,7 @@ func (s *Sampler) finish(smp *Sample, st *procState) {
 		s.reapedCredit(st)
 	}
 	s.recent[st.info.Key.PID] = recentExit{id: st.info.ID, ppid: st.info.PPID, total: st.last, seq: s.seq}
+	st.close()
 	delete(s.procs, st.info.Key.PID)
 }
 
@@ -316,8 +396,22 @@ func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
 	if err != nil {
 		return // gone before we could read it; its exit notification credits it
 	}
-	cpu, err := s.cpuOf(pid)
-	if err != nil {
+	st := &procState{kernel: id.kernel, lastCut: id.stat.childTimeNs()}
+	if !s.uncached {
+		th, err := openThreads(s.opts.ProcRoot, pid)
+		switch {
+		case errors.Is(err, errFDLimit):
+			s.uncached = true
+			s.meta.Limitations = append(s.meta.Limitations, "open file limit reached: further processes are read without the per-thread cache (costlier per sample); raise ulimit -n")
+		case err != nil:
+			return // gone
+		default:
+			st.threads = th
+		}
+	}
+	cpu, gone := s.cumulative(st, pid, true)
+	if gone {
+		st.close()
 		return
 	}
 	info := s.newInfo(pid, id.stat.Starttime, id.stat.PPID, id.stat.Comm, id.cmdline, id.exe, id.cgroup, id.kernel)
@@ -325,11 +419,10 @@ func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
 	if boot >= id.stat.Starttime {
 		info.StartTime = time.Now().Add(-time.Duration(boot-id.stat.Starttime) * (time.Second / userHZ))
 	}
-	st := &procState{info: info, last: cpu, kernel: id.kernel,
-		lastCut: uint64(id.stat.CUTime+id.stat.CSTime) * (1e9 / userHZ)}
+	st.info, st.last = info, cpu
 	ps := ProcSample{ID: info.ID}
 	// Born during this interval (allowing 20 ms for the start-time tick): all its CPU is this interval's.
-	if s.seq > 0 && id.stat.Starttime+2 >= s.lastBoot {
+	if s.seq > 0 && id.stat.Starttime+2 >= s.lastListBoot {
 		info.BornSeq = s.seq
 		ps.CPUNs = cpu
 		st.credited = cpu
@@ -341,7 +434,9 @@ func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
 		s.creditReaped(smp, st, &id.stat)
 	}
 	if detail && !id.kernel {
-		s.addDetail(&ps, pid)
+		d := readDetail(s.pfs, s.opts.ProcRoot, pid, nil, true)
+		st.detail = &d
+		s.addDetail(&ps, d)
 	}
 	if ps.CPUNs > 0 || ps.HasDetail {
 		smp.Procs = append(smp.Procs, ps)
@@ -365,8 +460,7 @@ func (s *Sampler) newInfo(pid int, start uint64, ppid int, comm, cmdline, exe, c
 	return info
 }
 
-func (s *Sampler) addDetail(ps *ProcSample, pid int) {
-	d := readDetail(s.pfs, pid, false)
+func (s *Sampler) addDetail(ps *ProcSample, d procDetail) {
 	ps.HasDetail = true
 	ps.RSS, ps.PSS, ps.Private = d.rss, d.pss, d.private
 	ps.ReadBytes, ps.WriteBytes, ps.Threads = d.readB, d.writeB, d.threads
@@ -410,6 +504,7 @@ func (s *Sampler) creditExits(smp *Sample, recs []ExitRecord) {
 			}
 			smp.Exited = append(smp.Exited, st.info.ID)
 			s.recent[r.PID] = recentExit{id: st.info.ID, ppid: st.info.PPID, total: max(r.CPUNs, st.last), seq: s.seq}
+			st.close()
 			delete(s.procs, r.PID)
 			s.expectReaped(r.PPID, st.info.ID, max(r.CPUNs, st.last))
 			continue
@@ -480,6 +575,21 @@ func (s *Sampler) finishMissing(smp *Sample, listed map[int]bool) {
 		}
 		s.finish(smp, st)
 	}
+}
+
+// knownAndNewPIDs lists the processes tare follows plus those forked since the last sample.
+func (s *Sampler) knownAndNewPIDs() []int {
+	pids := make([]int, 0, len(s.procs)+8)
+	for pid := range s.procs {
+		pids = append(pids, pid)
+	}
+	for _, pid := range s.execs.NewPIDs() {
+		if _, ok := s.procs[pid]; !ok {
+			pids = append(pids, pid)
+		}
+	}
+	sort.Ints(pids)
+	return pids
 }
 
 func (s *Sampler) listPIDs() ([]int, error) {

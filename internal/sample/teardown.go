@@ -59,7 +59,7 @@ func (s *Sampler) creditTeardown(smp *Sample) {
 		if stat == nil {
 			continue
 		}
-		cut := uint64(stat.CUTime+stat.CSTime) * (1e9 / userHZ)
+		cut := stat.childTimeNs()
 		if cut < st.lastCut {
 			st.lastCut = cut
 		}

@@ -1,0 +1,130 @@
+package sample
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// threadCounters reads a process's CPU cheaply and precisely: it keeps /proc/PID/task/TID/schedstat open for
+// every thread and reads each with one pread per sample (about 1 µs, against 7 µs for a taskstats query
+// and 5 µs for /proc/PID/stat). An open file stays bound to its task, so a reused PID can never be mistaken
+// for the old process. Threads that exit leave their last reading in carry, so the total never goes back;
+// their CPU after that reading, and threads born since the last scan, are picked up at the next resync
+// (rescan, and with taskstats an exact thread-group total).
+type threadCounters struct {
+	dir   string         // /proc/PID/task
+	fds   map[int]int    // tid -> open schedstat
+	last  map[int]uint64 // tid -> last sum_exec_runtime
+	carry uint64         // runtime of threads that exited
+	buf   [128]byte
+}
+
+// errFDLimit means tare could not keep more files open; the caller falls back to an uncached source.
+var errFDLimit = errors.New("open file limit reached")
+
+func openThreads(procRoot string, pid int) (*threadCounters, error) {
+	t := &threadCounters{dir: filepath.Join(procRoot, strconv.Itoa(pid), "task"), fds: map[int]int{}, last: map[int]uint64{}}
+	if err := t.rescan(); err != nil {
+		t.close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// rescan opens threads born since the last scan. Their whole runtime counts from now on: they did not
+// exist at the previous scan, so none of it was counted before.
+func (t *threadCounters) rescan() error {
+	d, err := os.Open(t.dir)
+	if err != nil {
+		return gone(0, err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return gone(0, err)
+	}
+	for _, n := range names {
+		tid, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		if _, ok := t.fds[tid]; ok {
+			continue
+		}
+		fd, err := unix.Open(filepath.Join(t.dir, n, "schedstat"), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			if errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) {
+				return errFDLimit
+			}
+			continue // the thread exited meanwhile
+		}
+		t.fds[tid] = fd
+		t.last[tid] = 0
+	}
+	return nil
+}
+
+// total returns the cumulative runtime (ns) of the thread group as far as the open threads tell. mainGone
+// reports that the thread group leader has exited (the process is gone, or its PID was reused).
+func (t *threadCounters) total(pid int) (total uint64, mainGone bool) {
+	for tid, fd := range t.fds {
+		n, err := unix.Pread(fd, t.buf[:], 0)
+		if err != nil || n == 0 {
+			if tid == pid {
+				mainGone = true
+			}
+			t.carry += t.last[tid]
+			unix.Close(fd)
+			delete(t.fds, tid)
+			delete(t.last, tid)
+			continue
+		}
+		if v, err := parseSchedstatRuntime(t.buf[:n]); err == nil && v >= t.last[tid] {
+			t.last[tid] = v
+		}
+	}
+	total = t.carry
+	for _, v := range t.last {
+		total += v
+	}
+	return total, mainGone
+}
+
+// resync raises the total to an exact thread-group figure (taskstats), folding in threads that exited
+// since their last reading.
+func (t *threadCounters) resync(exact, current uint64) {
+	if exact > current {
+		t.carry += exact - current
+	}
+}
+
+func (t *threadCounters) close() {
+	for _, fd := range t.fds {
+		unix.Close(fd)
+	}
+	t.fds = nil
+}
+
+// parseSchedstatRuntime returns the first field of a schedstat line: time on CPU in nanoseconds.
+func parseSchedstatRuntime(b []byte) (uint64, error) {
+	if i := bytes.IndexByte(b, ' '); i > 0 {
+		b = b[:i]
+	}
+	var v uint64
+	if len(b) == 0 {
+		return 0, fmt.Errorf("empty schedstat")
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("schedstat: unexpected %q", b)
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	return v, nil
+}

@@ -3,7 +3,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -11,17 +13,18 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 )
 
 type result struct {
-	name    string
-	cpu     time.Duration
-	window  time.Duration
-	maxRSS  int64 // KiB
-	comment string
+	name   string
+	cpu    time.Duration
+	window time.Duration
+	maxRSS int64   // KiB
+	steady float64 // tare only: its own CPU after the baseline sample, as it reports it (millicores)
 }
 
 func main() {
@@ -54,14 +57,20 @@ func run(tare string, window time.Duration, procs, reps int) error {
 		argv []string
 	}{
 		{"pidstat -u -r -d 1", []string{"pidstat", "-u", "-r", "-d", "1", secs}},
-		{"tare measure --interval 1s", []string{tare, "measure", "--duration", window.String(), "--interval", "1s"}},
-		{"tare measure --interval 1s --record", []string{tare, "measure", "--duration", window.String(), "--interval", "1s", "--record", filepath.Join(dir, "r.db")}},
-		{"tare measure --interval 100ms", []string{tare, "measure", "--duration", window.String(), "--interval", "100ms"}},
+		{"tare measure --interval 1s", []string{tare, "measure", "-o", "json", "--duration", window.String(), "--interval", "1s"}},
+		{"tare measure --interval 1s --record", []string{tare, "measure", "-o", "json", "--duration", window.String(), "--interval", "1s", "--record", filepath.Join(dir, "r%d.db")}},
+		{"tare measure --interval 100ms", []string{tare, "measure", "-o", "json", "--duration", window.String(), "--interval", "100ms"}},
 	}
 	byRun := make([][]result, len(runs))
 	for rep := 0; rep < reps; rep++ {
 		for i, r := range runs { // interleaved, so drift on the machine hits every run alike
-			res, err := measure(ctx, r.name, r.argv, window)
+			argv := slices.Clone(r.argv)
+			for j, a := range argv {
+				if strings.Contains(a, "%d") {
+					argv[j] = fmt.Sprintf(a, rep)
+				}
+			}
+			res, err := measure(ctx, r.name, argv, window)
 			if err != nil {
 				return err
 			}
@@ -70,7 +79,7 @@ func run(tare string, window time.Duration, procs, reps int) error {
 	}
 	fmt.Printf("processes on the node: %d; window %s; %d interleaved repetitions; CPU from getrusage of each run (startup included)\n\n", n, window, reps)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tMILLICORES (median)\tRANGE\tVS PIDSTAT (median)\tPEAK RSS (max)")
+	fmt.Fprintln(tw, "RUN\tMILLICORES (median)\tRANGE\tVS PIDSTAT\tSTEADY STATE (self-reported)\tSTEADY VS PIDSTAT\tPEAK RSS (max)")
 	base := median(millicores(byRun[0]))
 	for i, r := range runs {
 		mcs := millicores(byRun[i])
@@ -78,8 +87,17 @@ func run(tare string, window time.Duration, procs, reps int) error {
 		for _, x := range byRun[i] {
 			rss = max(rss, x.maxRSS)
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f–%.2f\t%.2f\t%.1f MiB\n", r.name, median(mcs), slices.Min(mcs), slices.Max(mcs),
-			median(mcs)/base, float64(rss)/1024)
+		steady, steadyRatio := "-", "-"
+		if i > 0 {
+			st := make([]float64, len(byRun[i]))
+			for j, x := range byRun[i] {
+				st[j] = x.steady
+			}
+			steady = fmt.Sprintf("%.2f", median(st))
+			steadyRatio = fmt.Sprintf("%.2f", median(st)/base)
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f–%.2f\t%.2f\t%s\t%s\t%.1f MiB\n", r.name, median(mcs), slices.Min(mcs), slices.Max(mcs),
+			median(mcs)/base, steady, steadyRatio, float64(rss)/1024)
 	}
 	return tw.Flush()
 }
@@ -106,15 +124,29 @@ func measure(ctx context.Context, name string, argv []string, window time.Durati
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
 	start := time.Now()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return result{}, fmt.Errorf("%s: %w\n%s", name, err, out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return result{}, fmt.Errorf("%s: %w\n%s", name, err, stderr.Bytes())
+	}
+	var self struct {
+		Self struct {
+			CPU struct {
+				Mean float64 `json:"mean"`
+			} `json:"cpu_millicores"`
+		} `json:"self"`
+	}
+	steady := 0.0
+	if json.Unmarshal(out, &self) == nil {
+		steady = self.Self.CPU.Mean
 	}
 	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	if !ok {
 		return result{}, fmt.Errorf("%s: no rusage", name)
 	}
 	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	return result{name: name, cpu: cpu, window: max(window, time.Since(start)), maxRSS: ru.Maxrss}, nil
+	return result{name: name, cpu: cpu, window: max(window, time.Since(start)), maxRSS: ru.Maxrss, steady: steady}, nil
 }
 
 // fill starts idle sleepers until the node has about n processes.

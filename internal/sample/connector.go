@@ -114,7 +114,7 @@ func (w *ExecWatcher) loop(ctx context.Context) {
 	fds := []unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLIN}}
 	for ctx.Err() == nil {
 		// Wait without holding the socket lock; the timeout lets the loop notice ctx.
-		if n, err := unix.Poll(fds, 200); err != nil || n == 0 {
+		if n, err := unix.Poll(fds, 1000); err != nil || n == 0 {
 			continue
 		}
 		w.Sync()

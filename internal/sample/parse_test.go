@@ -32,7 +32,7 @@ func TestNodeReaderFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := r.Read()
+	n, err := r.Read(true, Node{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,6 @@ func TestNodeReaderFixture(t *testing.T) {
 
 func TestReadIdentityFixture(t *testing.T) {
 	t.Parallel()
-	fs := fixtureFS(t)
 	tests := []struct {
 		pid       int
 		cmdline   string
@@ -74,7 +73,7 @@ func TestReadIdentityFixture(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strconv.Itoa(tt.pid), func(t *testing.T) {
 			t.Parallel()
-			id, err := readIdentity(fs, fixtureProc, tt.pid)
+			id, err := readIdentity(fixtureProc, tt.pid)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,23 +90,22 @@ func TestReadIdentityFixture(t *testing.T) {
 
 func TestReadIdentityGone(t *testing.T) {
 	t.Parallel()
-	_, err := readIdentity(fixtureFS(t), fixtureProc, 999999)
+	_, err := readIdentity(fixtureProc, 999999)
 	if !errors.Is(err, ErrGone) {
 		t.Errorf("missing pid: %v, want ErrGone", err)
 	}
-	if _, err := readIdentity(fixtureFS(t), fixtureProc, 4242); err == nil {
+	if _, err := readIdentity(fixtureProc, 4242); err == nil {
 		t.Error("corrupt stat accepted")
 	}
 }
 
 func TestReadDetailFixture(t *testing.T) {
 	t.Parallel()
-	fs := fixtureFS(t)
-	d := readDetail(fs, fixtureProc, 10101, nil, true)
+	d := readDetail(fixtureProc, 10101, nil, true)
 	if d.smapsErr != nil || d.ioErr != nil || d.rss == 0 || d.pss == 0 || d.threads != 1 {
 		t.Errorf("sleep detail %+v", d)
 	}
-	d = readDetail(fs, fixtureProc, 1, nil, true)
+	d = readDetail(fixtureProc, 1, nil, true)
 	if d.smapsErr == nil || d.ioErr == nil {
 		t.Errorf("unreadable smaps_rollup and io not reported: %+v", d)
 	}
@@ -349,5 +347,82 @@ func TestParseCgroupFile(t *testing.T) {
 	}
 	if _, err := parseCgroupFile([]byte("garbage")); err == nil {
 		t.Error("garbage accepted")
+	}
+}
+
+func TestParseProcStatCPUAgreesWithProcfs(t *testing.T) {
+	t.Parallel()
+	b, _ := os.ReadFile(filepath.Join(fixtureProc, "stat"))
+	cpu, running, err := parseProcStatCPU(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := fixtureFS(t).Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ref.CPUTotal
+	want := NodeCPU{c.User, c.Nice, c.System, c.Idle, c.Iowait, c.IRQ, c.SoftIRQ, c.Steal, c.Guest, c.GuestNice}
+	if diff := cmp.Diff(want, cpu); diff != "" || uint64(running) != ref.ProcessesRunning {
+		t.Errorf("parseProcStatCPU vs procfs (-procfs +tare):\n%s running %d vs %d", diff, running, ref.ProcessesRunning)
+	}
+	for _, bad := range []string{"", "intr 1 2 3\n", "cpu  1 2 x 4 5 6 7 8 9 10\n", "cpu 1 2\n"} {
+		if _, _, err := parseProcStatCPU([]byte(bad)); err == nil {
+			t.Errorf("bad /proc/stat %q accepted", bad)
+		}
+	}
+}
+
+func TestParseSmapsRollupAgreesWithProcfs(t *testing.T) {
+	t.Parallel()
+	b, _ := os.ReadFile(filepath.Join(fixtureProc, "10101/smaps_rollup"))
+	m, err := parseSmapsRollup(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := fixtureFS(t).Proc(10101)
+	ref, err := p.ProcSMapsRollup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.rss != ref.Rss || m.pss != ref.Pss || m.private != ref.PrivateClean+ref.PrivateDirty {
+		t.Errorf("smaps_rollup %+v, procfs %+v", m, ref)
+	}
+	if _, err := parseSmapsRollup([]byte("garbage\n")); err == nil {
+		t.Error("garbage accepted")
+	}
+}
+
+func TestSplitCmdline(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]int{"": 0, "a\x00": 1, "a\x00b c\x00\x00": 2, "nonul": 1} {
+		if got := splitCmdline([]byte(in)); len(got) != want {
+			t.Errorf("splitCmdline(%q) = %q, want %d args", in, got, want)
+		}
+	}
+}
+
+func TestParseLoadavgAndPressureAgreeWithProcfs(t *testing.T) {
+	t.Parallel()
+	fs := fixtureFS(t)
+	b, _ := os.ReadFile(filepath.Join(fixtureProc, "loadavg"))
+	l1, l5, l15, err := parseLoadavg(b)
+	ref, rerr := fs.LoadAvg()
+	if err != nil || rerr != nil || l1 != ref.Load1 || l5 != ref.Load5 || l15 != ref.Load15 {
+		t.Errorf("loadavg %v %v %v (%v), procfs %+v (%v)", l1, l5, l15, err, ref, rerr)
+	}
+	for _, res := range []string{"cpu", "memory", "io"} {
+		b, _ := os.ReadFile(filepath.Join(fixtureProc, "pressure", res))
+		p, err := parsePressure(b)
+		ref, rerr := fs.PSIStatsForResource(res)
+		if err != nil || rerr != nil || p.SomeTotalUs != ref.Some.Total || (ref.Full != nil && p.FullTotalUs != ref.Full.Total) {
+			t.Errorf("%s pressure %+v (%v), procfs %+v (%v)", res, p, err, ref, rerr)
+		}
+	}
+	if _, err := parsePressure([]byte("full avg10=0 total=x\n")); err == nil {
+		t.Error("bad pressure accepted")
+	}
+	if _, _, _, err := parseLoadavg([]byte("0.1")); err == nil {
+		t.Error("bad loadavg accepted")
 	}
 }

@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/prometheus/procfs"
+	"golang.org/x/sys/unix"
 
 	"github.com/tare-dev/tare/internal/redact"
 )
@@ -28,36 +30,41 @@ type identity struct {
 }
 
 // readIdentity reads stat, cmdline, exe, cgroup and owner of one process.
-func readIdentity(pfs procfs.FS, procRoot string, pid int) (identity, error) {
+func readIdentity(procRoot string, pid int) (identity, error) {
 	st, err := readProcStat(procRoot, pid)
 	if err != nil {
 		return identity{}, err
 	}
-	p, err := pfs.Proc(pid)
-	if err != nil {
-		return identity{}, gone(pid, err)
-	}
+	dir := filepath.Join(procRoot, strconv.Itoa(pid))
 	id := identity{stat: st, kernel: st.Flags&pfKthread != 0}
-	if args, err := p.CmdLine(); err == nil && len(args) > 0 {
-		id.cmdline = redact.Join(args)
+	if b, err := readBounded(filepath.Join(dir, "cmdline")); err == nil {
+		id.cmdline = redact.Join(splitCmdline(b))
 	}
 	if id.cmdline == "" {
 		id.cmdline = "[" + st.Comm + "]"
 	}
-	if exe, err := p.Executable(); err == nil {
+	if exe, err := os.Readlink(filepath.Join(dir, "exe")); err == nil {
 		id.exe = exe
 	}
-	if b, err := readBounded(filepath.Join(procRoot, strconv.Itoa(pid), "cgroup")); err == nil {
+	if b, err := readBounded(filepath.Join(dir, "cgroup")); err == nil {
 		if cgs, err := parseCgroupFile(b); err == nil {
 			id.cgroup = pickCgroup(cgs)
 		}
 	}
-	if fi, err := os.Stat(filepath.Join(procRoot, strconv.Itoa(pid))); err == nil {
-		if s, ok := fi.Sys().(*syscall.Stat_t); ok {
-			id.uid = int(s.Uid)
-		}
+	var sys unix.Stat_t
+	if unix.Stat(dir, &sys) == nil {
+		id.uid = int(sys.Uid)
 	}
 	return id, nil
+}
+
+// splitCmdline splits /proc/PID/cmdline at its NUL separators.
+func splitCmdline(b []byte) []string {
+	b = bytes.TrimRight(b, "\x00")
+	if len(b) == 0 {
+		return nil
+	}
+	return strings.Split(string(b), "\x00")
 }
 
 // gone maps "no such file" and ESRCH to ErrGone so callers can tell an exited process from a real error.
@@ -69,21 +76,17 @@ func gone(pid int, err error) error {
 }
 
 // cmdlineReader returns the reader the exec watcher uses: redacted command line, comm and parent.
-func cmdlineReader(pfs procfs.FS, procRoot string) func(pid int) (string, string, int, error) {
+func cmdlineReader(procRoot string) func(pid int) (string, string, int, error) {
 	return func(pid int) (string, string, int, error) {
 		st, err := readProcStat(procRoot, pid)
 		if err != nil {
 			return "", "", 0, err
 		}
-		p, err := pfs.Proc(pid)
+		b, err := readBounded(filepath.Join(procRoot, strconv.Itoa(pid), "cmdline"))
 		if err != nil {
 			return "", "", 0, err
 		}
-		args, err := p.CmdLine()
-		if err != nil {
-			return "", "", 0, err
-		}
-		cmd := redact.Join(args)
+		cmd := redact.Join(splitCmdline(b))
 		if cmd == "" {
 			cmd = "[" + st.Comm + "]"
 		}
@@ -104,26 +107,23 @@ type procDetail struct {
 // costliest read tare makes, so it is skipped when statm says the resident size has not changed since prev,
 // unless refresh is set. Permission errors are returned per source so the sampler can tell the user which
 // processes it could not see into.
-func readDetail(pfs procfs.FS, procRoot string, pid int, prev *procDetail, refresh bool) procDetail {
+func readDetail(procRoot string, pid int, prev *procDetail, refresh bool) procDetail {
 	var d procDetail
 	dir := filepath.Join(procRoot, strconv.Itoa(pid))
 	if st, err := readProcStat(procRoot, pid); err == nil {
 		d.threads = st.NumThreads
-	}
-	p, err := pfs.Proc(pid)
-	if err != nil {
-		d.smapsErr, d.ioErr = err, err
-		return d
 	}
 	if b, err := readBounded(filepath.Join(dir, "statm")); err == nil {
 		d.statmRSS = parseStatmRSS(b)
 	}
 	if prev != nil && !refresh && prev.smapsErr == nil && d.statmRSS != 0 && d.statmRSS == prev.statmRSS {
 		d.rss, d.pss, d.private = prev.rss, prev.pss, prev.private
-	} else if m, err := p.ProcSMapsRollup(); err == nil {
-		d.rss, d.pss, d.private = m.Rss, m.Pss, m.PrivateClean+m.PrivateDirty
-	} else {
+	} else if b, err := readBounded(filepath.Join(dir, "smaps_rollup")); err != nil {
 		d.smapsErr = err
+	} else if m, err := parseSmapsRollup(b); err != nil {
+		d.smapsErr = err
+	} else {
+		d.rss, d.pss, d.private = m.rss, m.pss, m.private
 	}
 	if b, err := readBounded(filepath.Join(dir, "io")); err != nil {
 		d.ioErr = err
@@ -141,6 +141,45 @@ func parseStatmRSS(b []byte) uint64 {
 	}
 	v, _ := strconv.ParseUint(f[1], 10, 64)
 	return v
+}
+
+type smapsRollup struct{ rss, pss, private uint64 }
+
+// parseSmapsRollup sums Rss, Pss and Private_Clean+Private_Dirty (kB) from /proc/PID/smaps_rollup, in bytes.
+func parseSmapsRollup(b []byte) (smapsRollup, error) {
+	var m smapsRollup
+	seen := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		var dst *uint64
+		switch k {
+		case "Rss":
+			dst = &m.rss
+		case "Pss":
+			dst = &m.pss
+		case "Private_Clean", "Private_Dirty":
+			dst = &m.private
+		default:
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			return m, fmt.Errorf("smaps_rollup: empty %s", k)
+		}
+		kb, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			return m, fmt.Errorf("smaps_rollup %s: %w", k, err)
+		}
+		*dst += kb << 10
+		seen++
+	}
+	if seen < 2 {
+		return m, fmt.Errorf("smaps_rollup: no Rss/Pss lines")
+	}
+	return m, nil
 }
 
 // schedstatCPU sums the scheduler runtime (ns) of every thread of pid: the fallback when taskstats is not

@@ -83,6 +83,8 @@ type Sampler struct {
 	uncached     bool   // the open file limit was reached: new processes are read without thread counters
 	idleEvery    int    // idle processes are read every idleEvery samples (one second)
 	lastListBoot uint64 // boot ticks at the last full listing of /proc
+	pidBuf       []int
+	lastNode     Node
 }
 
 // New opens every source this host and privilege level allow and says what it could not open.
@@ -141,7 +143,7 @@ func (s *Sampler) openPrivileged(ctx context.Context) {
 		return
 	}
 	s.ts, s.exits, s.meta.CPUSource = ts, exits, "schedstat+taskstats"
-	execs, err := WatchExecs(ctx, cmdlineReader(s.pfs, s.opts.ProcRoot))
+	execs, err := WatchExecs(ctx, cmdlineReader(s.opts.ProcRoot))
 	if err != nil {
 		s.meta.Limitations = append(s.meta.Limitations,
 			fmt.Sprintf("proc connector: %v; short-lived processes are named by their 16-character comm only", err))
@@ -169,6 +171,7 @@ func (s *Sampler) Meta() Meta {
 
 // Close releases the netlink sockets. The exec watcher stops with the context given to New.
 func (s *Sampler) Close() {
+	s.node.Close()
 	for _, st := range s.procs {
 		st.close()
 	}
@@ -184,10 +187,16 @@ func (s *Sampler) Close() {
 func (s *Sampler) Sample() (Sample, error) {
 	now := time.Now()
 	boot := bootTicks()
-	node, err := s.node.Read()
+	detail := s.seq%s.detailEvery == 0
+	// The slow node figures are read at least once a second. With the proc connector naming new processes
+	// and taskstats reporting exits, listing /proc is only a safety net, done on detail samples.
+	full := s.execs == nil || detail || s.seq%s.idleEvery == 0
+	list := s.execs == nil || detail
+	node, err := s.node.Read(full, s.lastNode)
 	if err != nil {
 		return Sample{}, err
 	}
+	s.lastNode = node
 	smp := Sample{Seq: s.seq, Time: now, Node: node}
 	if s.seq > 0 {
 		smp.Elapsed = now.Sub(s.lastTime)
@@ -203,11 +212,8 @@ func (s *Sampler) Sample() (Sample, error) {
 		s.creditExits(&smp, mergeExits(recs))
 		s.creditTeardown(&smp)
 	}
-	detail := s.seq%s.detailEvery == 0
-	// /proc is listed at least once a second; in between, the proc connector names new processes.
-	full := s.execs == nil || detail || s.seq%s.idleEvery == 0
 	var pids []int
-	if full {
+	if list {
 		if pids, err = s.listPIDs(); err != nil {
 			return Sample{}, err
 		}
@@ -232,7 +238,7 @@ func (s *Sampler) Sample() (Sample, error) {
 		}
 		s.sampleKnown(&smp, st, boot, detail)
 	}
-	if full {
+	if list {
 		s.lastListBoot = boot
 	}
 	if s.execs != nil {
@@ -326,7 +332,7 @@ func (s *Sampler) sampleKnown(smp *Sample, st *procState, boot uint64, detail bo
 		if ran || st.details%6 == 0 || st.detail == nil {
 			cpu = s.resync(st, pid, cpu)
 			if !st.kernel {
-				dd := readDetail(s.pfs, s.opts.ProcRoot, pid, st.detail, st.details%6 == 0)
+				dd := readDetail(s.opts.ProcRoot, pid, st.detail, st.details%6 == 0)
 				st.detail = &dd
 				if st.threads != nil && dd.threads > 0 && dd.threads != len(st.threads.fds) && st.threads.rescan() != nil {
 					st.close()
@@ -392,7 +398,7 @@ func (s *Sampler) finish(smp *Sample, st *procState) {
 }
 
 func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
-	id, err := readIdentity(s.pfs, s.opts.ProcRoot, pid)
+	id, err := readIdentity(s.opts.ProcRoot, pid)
 	if err != nil {
 		return // gone before we could read it; its exit notification credits it
 	}
@@ -434,7 +440,7 @@ func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
 		s.creditReaped(smp, st, &id.stat)
 	}
 	if detail && !id.kernel {
-		d := readDetail(s.pfs, s.opts.ProcRoot, pid, nil, true)
+		d := readDetail(s.opts.ProcRoot, pid, nil, true)
 		st.detail = &d
 		s.addDetail(&ps, d)
 	}
@@ -579,26 +585,23 @@ func (s *Sampler) finishMissing(smp *Sample, listed map[int]bool) {
 
 // knownAndNewPIDs lists the processes tare follows plus those forked since the last sample.
 func (s *Sampler) knownAndNewPIDs() []int {
-	pids := make([]int, 0, len(s.procs)+8)
+	pids := s.pidBuf[:0]
 	for pid := range s.procs {
 		pids = append(pids, pid)
 	}
-	for _, pid := range s.execs.NewPIDs() {
+	born := s.execs.NewPIDs()
+	sort.Ints(born) // parents before children, so children find their parent's ID
+	for _, pid := range born {
 		if _, ok := s.procs[pid]; !ok {
 			pids = append(pids, pid)
 		}
 	}
-	sort.Ints(pids)
+	s.pidBuf = pids
 	return pids
 }
 
 func (s *Sampler) listPIDs() ([]int, error) {
-	d, err := os.Open(s.opts.ProcRoot)
-	if err != nil {
-		return nil, fmt.Errorf("listing processes in %s: %w", s.opts.ProcRoot, err)
-	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
+	names, err := readDirNames(s.opts.ProcRoot)
 	if err != nil {
 		return nil, fmt.Errorf("listing processes in %s: %w", s.opts.ProcRoot, err)
 	}

@@ -76,7 +76,7 @@ func (s *netlinkSocket) send(attr uint16, val []byte) error {
 	le.PutUint16(b[20:], uint16(attrLen))
 	le.PutUint16(b[22:], attr)
 	copy(b[24:], val)
-	return unix.Sendto(s.fd, b, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
+	return rawSendto(s.fd, b, &unix.RawSockaddrNetlink{Family: unix.AF_NETLINK})
 }
 
 // TaskstatsClient queries per-thread-group statistics. It is not safe for concurrent use.
@@ -113,7 +113,12 @@ func (c *TaskstatsClient) TGID(pid int) (TaskStats, error) {
 		return TaskStats{}, fmt.Errorf("taskstats query for %d: %w", pid, err)
 	}
 	for {
-		n, _, err := unix.Recvfrom(c.sock.fd, c.sock.buf, 0)
+		// The kernel answers while handling sendto, so the reply is queued already; block (telling the
+		// scheduler) only if it is not.
+		n, err := rawRecv(c.sock.fd, c.sock.buf, unix.MSG_DONTWAIT)
+		if errors.Is(err, unix.EAGAIN) {
+			n, _, err = unix.Recvfrom(c.sock.fd, c.sock.buf, 0)
+		}
 		if err != nil {
 			if errors.Is(err, unix.EINTR) {
 				continue
@@ -206,7 +211,7 @@ func (l *ExitListener) Close() error { return l.sock.Close() }
 func (l *ExitListener) Drain() ([]ExitRecord, error) {
 	var out []ExitRecord
 	for {
-		n, _, err := unix.Recvfrom(l.sock.fd, l.sock.buf, unix.MSG_DONTWAIT)
+		n, err := rawRecv(l.sock.fd, l.sock.buf, unix.MSG_DONTWAIT)
 		if err != nil {
 			switch {
 			case errors.Is(err, unix.EAGAIN):

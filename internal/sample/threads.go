@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 
@@ -40,12 +39,7 @@ func openThreads(procRoot string, pid int) (*threadCounters, error) {
 // rescan opens threads born since the last scan. Their whole runtime counts from now on: they did not
 // exist at the previous scan, so none of it was counted before.
 func (t *threadCounters) rescan() error {
-	d, err := os.Open(t.dir)
-	if err != nil {
-		return gone(0, err)
-	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
+	names, err := readDirNames(t.dir)
 	if err != nil {
 		return gone(0, err)
 	}
@@ -74,7 +68,7 @@ func (t *threadCounters) rescan() error {
 // reports that the thread group leader has exited (the process is gone, or its PID was reused).
 func (t *threadCounters) total(pid int) (total uint64, mainGone bool) {
 	for tid, fd := range t.fds {
-		n, err := unix.Pread(fd, t.buf[:], 0)
+		n, err := rawPread(fd, t.buf[:])
 		if err != nil || n == 0 {
 			if tid == pid {
 				mainGone = true

@@ -4,7 +4,7 @@ BIN       ?= bin/tare
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X github.com/tare-dev/tare/internal/cli.Version=$(VERSION)
 GOLANGCI  ?= $(shell $(GO) env GOPATH)/bin/golangci-lint
-GOLANGCI_VERSION ?= v2.6.2
+GOLANGCI_VERSION ?= v2.15.0
 
 .PHONY: build test test-short bench lint measure deps clean
 

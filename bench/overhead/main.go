@@ -51,7 +51,7 @@ func run(tare string, window time.Duration, procs, reps int) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	runs := []struct {
 		name string
 		argv []string

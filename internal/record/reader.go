@@ -59,7 +59,7 @@ func readAll(ctx context.Context, db *sql.DB) (Recording, error) {
 	meta := map[string]string{}
 	rows, err := db.QueryContext(ctx, "SELECT key, value FROM meta")
 	if err != nil {
-		return rec, fmt.Errorf("%w (no tare meta table: %v)", ErrNotRecording, err)
+		return rec, fmt.Errorf("%w (no tare meta table): %w", ErrNotRecording, err)
 	}
 	for rows.Next() {
 		var k, v string
@@ -132,13 +132,16 @@ func readProcesses(ctx context.Context, db *sql.DB, ss []sample.Sample, idx map[
 	for rows.Next() {
 		var p sample.ProcInfo
 		var seq int
-		var start int64
+		var start, startNs int64
 		if err := rows.Scan(&p.ID, &seq, &p.Key.PID, &start, &p.PPID, &p.ParentID, &p.Comm, &p.Cmdline, &p.Exe, &p.UID,
 			&p.Kernel, &p.Self, &p.Group, &p.GroupKind, &p.Cgroup, &p.PodUID, &p.Container, &p.PodNS, &p.PodName,
-			&p.FirstSeq, &p.BornSeq, &p.Seen); err != nil {
+			&p.FirstSeq, &p.BornSeq, &p.Seen, &startNs); err != nil {
 			return err
 		}
 		p.Key.Start = uint64(start)
+		if startNs != 0 {
+			p.StartTime = time.Unix(0, startNs)
+		}
 		if i, ok := idx[seq]; ok {
 			ss[i].New = append(ss[i].New, p)
 		}

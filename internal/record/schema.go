@@ -46,7 +46,8 @@ CREATE TABLE processes (
   pod_name      TEXT NOT NULL,
   first_seq     INTEGER NOT NULL,
   born_seq      INTEGER NOT NULL,
-  seen          INTEGER NOT NULL
+  seen          INTEGER NOT NULL,
+  start_ns      INTEGER NOT NULL
 );
 CREATE TABLE process_samples (
   seq         INTEGER NOT NULL,

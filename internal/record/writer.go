@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
 
@@ -80,7 +81,7 @@ func (w *Writer) init(ctx context.Context, meta sample.Meta) error {
 		return st
 	}
 	w.insS = prep(`INSERT INTO samples VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
-	w.insP = prep(`INSERT INTO processes VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+	w.insP = prep(`INSERT INTO processes VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	w.insPS = prep(`INSERT INTO process_samples VALUES(?,?,?,?,?,?,?,?,?,?)`)
 	w.insE = prep(`INSERT OR IGNORE INTO exits VALUES(?,?)`)
 	return err
@@ -122,7 +123,7 @@ func (w *Writer) append(ctx context.Context, s sample.Sample) (err error) {
 	for _, p := range s.New {
 		if _, err = insP.ExecContext(ctx, p.ID, s.Seq, p.Key.PID, int64(p.Key.Start), p.PPID, p.ParentID, p.Comm, p.Cmdline,
 			p.Exe, p.UID, p.Kernel, p.Self, p.Group, p.GroupKind, p.Cgroup, p.PodUID, p.Container, p.PodNS, p.PodName,
-			p.FirstSeq, p.BornSeq, p.Seen); err != nil {
+			p.FirstSeq, p.BornSeq, p.Seen, unixNano(p.StartTime)); err != nil {
 			return err
 		}
 	}
@@ -173,3 +174,10 @@ func (w *Writer) Close() error {
 
 // Samples reports how many samples were committed.
 func (w *Writer) Samples() int { return w.n }
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}

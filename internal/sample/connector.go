@@ -153,7 +153,7 @@ func (w *ExecWatcher) handle(ev ProcEvent) {
 	if ev.PID != ev.TGID { // a thread, not a process
 		return
 	}
-	now := time.Now()
+	now := time.Now().Round(0) // wall clock only: start times are stored and compared across runs
 	switch ev.What {
 	case procEventExec:
 		cmd, comm, ppid, err := w.reader(ev.TGID)

@@ -245,13 +245,12 @@ func parseKernelHZ(b []byte) int {
 }
 
 // Close releases the files the reader keeps open.
-func (r *NodeReader) Close() error {
+func (r *NodeReader) Close() {
 	for _, f := range append([]*pinnedFile{r.stat, r.loadavg, r.cgroup}, mapValues(r.psi)...) {
 		if f != nil {
 			f.close()
 		}
 	}
-	return nil
 }
 
 func mapValues(m map[string]*pinnedFile) []*pinnedFile {
@@ -290,9 +289,8 @@ func (p *pinnedFile) read() ([]byte, error) {
 	}
 }
 
-func (p *pinnedFile) close() error {
+func (p *pinnedFile) close() {
 	rawClose(p.fd)
-	return nil
 }
 
 // parseProcStatCPU reads the aggregate "cpu" line (USER_HZ ticks, returned in seconds) and procs_running

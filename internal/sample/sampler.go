@@ -138,7 +138,7 @@ func (s *Sampler) openPrivileged(ctx context.Context) {
 	}
 	exits, err := ListenExits(s.opts.SysRoot)
 	if err != nil {
-		ts.Close()
+		_ = ts.Close()
 		s.meta.Limitations = append(s.meta.Limitations, fmt.Sprintf("taskstats exit notifications: %v", err))
 		return
 	}
@@ -176,10 +176,10 @@ func (s *Sampler) Close() {
 		st.close()
 	}
 	if s.ts != nil {
-		s.ts.Close()
+		_ = s.ts.Close()
 	}
 	if s.exits != nil {
-		s.exits.Close()
+		_ = s.exits.Close()
 	}
 }
 
@@ -423,7 +423,7 @@ func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
 	info := s.newInfo(pid, id.stat.Starttime, id.stat.PPID, id.stat.Comm, id.cmdline, id.exe, id.cgroup, id.kernel)
 	info.Seen = true
 	if boot >= id.stat.Starttime {
-		info.StartTime = time.Now().Add(-time.Duration(boot-id.stat.Starttime) * (time.Second / userHZ))
+		info.StartTime = time.Now().Add(-time.Duration(boot-id.stat.Starttime) * (time.Second / userHZ)).Round(0)
 	}
 	st.info, st.last = info, cpu
 	ps := ProcSample{ID: info.ID}

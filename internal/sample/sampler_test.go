@@ -78,7 +78,8 @@ func TestSamplerExitAndPIDReuse(t *testing.T) {
 			}
 			var exited, reborn bool
 			deadline := time.Now().Add(3 * time.Second)
-			for time.Now().Before(deadline) && !(exited && (reborn || !reused)) {
+			done := func() bool { return exited && (reborn || !reused) }
+			for time.Now().Before(deadline) && !done() {
 				smp, err := s.Sample()
 				if err != nil {
 					t.Fatal(err)

@@ -18,7 +18,7 @@ func taskstatsFamily() (uint16, error) {
 	if err != nil {
 		return 0, fmt.Errorf("opening generic netlink: %w", err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	f, err := c.GetFamily("TASKSTATS")
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -97,7 +97,7 @@ func OpenTaskstats() (*TaskstatsClient, error) {
 	}
 	c := &TaskstatsClient{sock: sock}
 	if _, err := c.TGID(os.Getpid()); err != nil {
-		sock.Close()
+		_ = sock.Close()
 		return nil, err
 	}
 	return c, nil
@@ -189,12 +189,12 @@ func ListenExits(sysRoot string) (*ExitListener, error) {
 	}
 	mask, err := os.ReadFile(sysRoot + "/devices/system/cpu/possible")
 	if err != nil {
-		sock.Close()
+		_ = sock.Close()
 		return nil, fmt.Errorf("reading possible CPUs: %w", err)
 	}
 	val := append([]byte(strings.TrimSpace(string(mask))), 0)
 	if err := sock.send(tsAttrRegCPU, val); err != nil {
-		sock.Close()
+		_ = sock.Close()
 		if errors.Is(err, unix.EPERM) {
 			return nil, fmt.Errorf("taskstats exit notifications need CAP_NET_ADMIN: %w", ErrPermission)
 		}

@@ -114,3 +114,13 @@ func requireRoot(t *testing.T) {
 		t.Skip("needs root: taskstats and the proc connector require CAP_NET_ADMIN")
 	}
 }
+
+// requireTiming skips tests whose ground truth is the timing of real processes when the run is -short:
+// make test runs the race detector in a -short pass, where instrumented helpers start ten times slower and
+// tare itself runs ten times slower than it does for users, and runs every test in a second pass without it.
+func requireTiming(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: real-process timing tests run in the pass without the race detector")
+	}
+}

@@ -21,6 +21,7 @@ import (
 
 // TestMeasureGroundTruth: burners of known CPU rates are read within ±3%.
 func TestMeasureGroundTruth(t *testing.T) {
+	requireTiming(t)
 	for _, mode := range []string{"privileged", "unprivileged"} {
 		t.Run(mode, func(t *testing.T) {
 			args := []string{"--duration", "6s", "--interval", "500ms"}
@@ -59,6 +60,7 @@ func TestMeasureGroundTruth(t *testing.T) {
 // TestMeasureStorm: ~20 children per second, each burning ~5 ms, are credited to their parent with ≥95% of
 // the CPU the parent's getrusage(RUSAGE_CHILDREN) reports, and show their command line.
 func TestMeasureStorm(t *testing.T) {
+	requireTiming(t)
 	requireRoot(t)
 	h := startHelper(t, "storm", "1s", "20", "3s", "5ms")
 	s := measureJSON(t, "--duration", "6s", "--interval", "1s")
@@ -94,6 +96,7 @@ func TestMeasureStorm(t *testing.T) {
 
 // TestMeasureShellLoop: a shell loop running a short command every 2 s shows with its command line and rate.
 func TestMeasureShellLoop(t *testing.T) {
+	requireTiming(t)
 	requireRoot(t)
 	sh := exec.Command("sh", "-c", "while :; do ls -l /proc/self/ >/dev/null; sleep 2; done")
 	if err := sh.Start(); err != nil {
@@ -115,6 +118,7 @@ func TestMeasureShellLoop(t *testing.T) {
 // TestMeasureAgreesWithPeers: on one busy process over the same window, tare agrees with pidstat and with
 // the /proc/PID/stat delta.
 func TestMeasureAgreesWithPeers(t *testing.T) {
+	requireTiming(t)
 	if _, err := exec.LookPath("pidstat"); err != nil {
 		t.Skip("pidstat not installed (apt-get install sysstat)")
 	}

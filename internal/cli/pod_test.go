@@ -62,6 +62,7 @@ func removeCgroupTree(root, rel string) {
 
 // TestMeasurePodGroups: a process in a pod's cgroup is grouped by its pod and container.
 func TestMeasurePodGroups(t *testing.T) {
+	requireTiming(t)
 	requireRoot(t)
 	uid := "5e1f9c1a-0b7d-4a44-9a63-7f2d9f1d3c10"
 	container := strings.Repeat("c0ffee", 10) + "abcd"

@@ -57,6 +57,26 @@ func TestMeasureGroundTruth(t *testing.T) {
 	}
 }
 
+// TestMeasureThreadChurn: a process whose CPU is spent on threads that live a few milliseconds each is read
+// within ±3% of its known rate (threads born and dead between samples are neither lost nor counted twice).
+func TestMeasureThreadChurn(t *testing.T) {
+	requireTiming(t)
+	requireRoot(t)
+	h := startHelper(t, "churn", "300")
+	h.line(t, 10*time.Second)
+	s := measureJSON(t, "--duration", "6s", "--interval", "500ms", "--detail-interval", "1s")
+	p, ok := findProcess(s, h.pid())
+	if !ok {
+		t.Fatal("churn helper missing")
+	}
+	if rel := math.Abs(p.CPU.Mean-300) / 300; rel > 0.03 {
+		t.Errorf("thread churn at 300m: tare reads %.1fm (%.1f%% off, allowed 3%%)", p.CPU.Mean, rel*100)
+	}
+	if !s.Reconcile.WithinTolerance {
+		t.Errorf("totals do not reconcile: %s", s.Reconcile.Explanation)
+	}
+}
+
 // TestMeasureStorm: ~20 children per second, each burning ~5 ms, are credited to their parent with ≥95% of
 // the CPU the parent's getrusage(RUSAGE_CHILDREN) reports, and show their command line.
 func TestMeasureStorm(t *testing.T) {

@@ -116,5 +116,6 @@ type Meta struct {
 	Limitations  []string      `json:"limitations,omitempty"`
 	Interrupted  bool          `json:"interrupted,omitempty"`
 	CgroupSource string        `json:"cgroup_source,omitempty"`
-	KernelHZ     int           `json:"kernel_hz,omitempty"` // CONFIG_HZ, the scheduler tick that /proc/stat samples
+	KernelHZ     int           `json:"kernel_hz,omitempty"`           // CONFIG_HZ, the scheduler tick that /proc/stat samples
+	IRQTime      bool          `json:"irq_time_accounting,omitempty"` // irq time is not inside task time
 }

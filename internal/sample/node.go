@@ -216,22 +216,28 @@ func readBounded(path string) ([]byte, error) {
 	return buf, nil
 }
 
-// kernelHZ reads CONFIG_HZ, the scheduler tick /proc/stat samples at, from /proc/config.gz (0 if unknown).
-func kernelHZ(procRoot string) int {
+// KernelConfig is what tare needs from the kernel's build configuration.
+type KernelConfig struct {
+	HZ                int  // CONFIG_HZ, the scheduler tick /proc/stat samples at (0 if unknown)
+	IRQTimeAccounting bool // CONFIG_IRQ_TIME_ACCOUNTING: irq time is measured apart, not inside task time
+}
+
+// kernelConfig reads /proc/config.gz; a kernel without it gives the zero value.
+func kernelConfig(procRoot string) KernelConfig {
 	f, err := os.Open(filepath.Join(procRoot, "config.gz"))
 	if err != nil {
-		return 0
+		return KernelConfig{}
 	}
 	defer f.Close()
 	zr, err := gzip.NewReader(f)
 	if err != nil {
-		return 0
+		return KernelConfig{}
 	}
 	b, err := io.ReadAll(io.LimitReader(zr, 4<<20))
 	if err != nil {
-		return 0
+		return KernelConfig{}
 	}
-	return parseKernelHZ(b)
+	return KernelConfig{HZ: parseKernelHZ(b), IRQTimeAccounting: strings.Contains(string(b), "\nCONFIG_IRQ_TIME_ACCOUNTING=y")}
 }
 
 func parseKernelHZ(b []byte) int {

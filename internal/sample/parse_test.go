@@ -270,7 +270,7 @@ func TestParseCPUList(t *testing.T) {
 	}
 }
 
-func TestKernelHZ(t *testing.T) {
+func TestKernelConfig(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]int{"CONFIG_HZ_250=y\nCONFIG_HZ=250\n": 250, "# CONFIG_HZ is not set\n": 0, "CONFIG_HZ=1000": 1000} {
 		if got := parseKernelHZ([]byte(in)); got != want {

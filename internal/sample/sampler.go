@@ -119,7 +119,9 @@ func New(ctx context.Context, opts Options, warn func(string)) (*Sampler, error)
 	_ = unix.Uname(&uts)
 	s.meta = Meta{Host: host, Kernel: unix.ByteSliceToString(uts.Release[:]), CPUs: onlineCPUs(opts.SysRoot),
 		ClockTicks: userHZ, Interval: opts.Interval, Detail: opts.Interval * time.Duration(s.detailEvery),
-		SelfPID: opts.SelfPID, KernelHZ: kernelHZ(opts.ProcRoot), CgroupSource: node.CgroupSource(), Limitations: append([]string(nil), node.Limitations...)}
+		SelfPID: opts.SelfPID, CgroupSource: node.CgroupSource(), Limitations: append([]string(nil), node.Limitations...)}
+	kc := kernelConfig(opts.ProcRoot)
+	s.meta.KernelHZ, s.meta.IRQTime = kc.HZ, kc.IRQTimeAccounting
 	s.openPrivileged(ctx)
 	return s, nil
 }
@@ -330,13 +332,19 @@ func (s *Sampler) sampleKnown(smp *Sample, st *procState, boot uint64, detail bo
 		st.details++
 		ran := cpu > st.last || st.sinceDetail > 0
 		if ran || st.details%6 == 0 || st.detail == nil {
+			// Open threads born since the last scan first, so that the exact total below only adds
+			// what exited threads ran after their last reading.
+			if st.threads != nil {
+				if st.threads.rescan(false) != nil {
+					st.close()
+				} else if c, gone := st.threads.total(pid); !gone {
+					cpu = c
+				}
+			}
 			cpu = s.resync(st, pid, cpu)
 			if !st.kernel {
 				dd := readDetail(s.opts.ProcRoot, pid, st.detail, st.details%6 == 0)
 				st.detail = &dd
-				if st.threads != nil && dd.threads > 0 && dd.threads != len(st.threads.fds) && st.threads.rescan() != nil {
-					st.close()
-				}
 			}
 		}
 		st.sinceDetail = 0
@@ -375,6 +383,10 @@ func (s *Sampler) resync(st *procState, pid int, cpu uint64) uint64 {
 		return cpu
 	}
 	st.threads.resync(ts.CPUNs, cpu)
+	// Threads born between the scan and the query are inside the exact total already.
+	if st.threads.rescan(true) != nil {
+		st.close()
+	}
 	return max(cpu, ts.CPUNs)
 }
 

@@ -29,16 +29,17 @@ var errFDLimit = errors.New("open file limit reached")
 
 func openThreads(procRoot string, pid int) (*threadCounters, error) {
 	t := &threadCounters{dir: filepath.Join(procRoot, strconv.Itoa(pid), "task"), fds: map[int]int{}, last: map[int]uint64{}}
-	if err := t.rescan(); err != nil {
+	if err := t.rescan(false); err != nil {
 		t.close()
 		return nil, err
 	}
 	return t, nil
 }
 
-// rescan opens threads born since the last scan. Their whole runtime counts from now on: they did not
-// exist at the previous scan, so none of it was counted before.
-func (t *threadCounters) rescan() error {
+// rescan opens threads born since the last scan. With counted unset their whole runtime counts from now
+// on: they did not exist at the previous scan, so none of it was counted before. With counted set, their
+// runtime so far is taken as already counted (it is inside an exact total just folded in by resync).
+func (t *threadCounters) rescan(counted bool) error {
 	names, err := readDirNames(t.dir)
 	if err != nil {
 		return gone(0, err)
@@ -60,6 +61,14 @@ func (t *threadCounters) rescan() error {
 		}
 		t.fds[tid] = fd
 		t.last[tid] = 0
+		if counted {
+			if n, err := rawPread(fd, t.buf[:]); err == nil && n > 0 {
+				if v, err := parseSchedstatRuntime(t.buf[:n]); err == nil {
+					t.last[tid] = v
+					t.carry -= min(t.carry, v)
+				}
+			}
+		}
 	}
 	return nil
 }

@@ -352,34 +352,45 @@ func pct(part, whole float64) float64 {
 	return part / whole * 100
 }
 
-// reconcile checks groups + self + unattributed = node busy, and states the counter resolution: /proc/stat
-// charges whole scheduler ticks to user/system (tick sampling) and is printed in 10 ms units, while
-// process counters are exact nanoseconds.
+// reconcile checks groups + tare + unattributed = node busy. Process counters are exact nanoseconds; so is
+// the root cgroup's task time, the reference when present. /proc/stat charges whole scheduler ticks to
+// user/system (tick sampling: a load that runs in step with the tick can be over- or under-counted by tens
+// of percent) and prints 10 ms units; it is the reference only when there is no cgroup total.
 func (s *Summary) reconcile(samples []sample.Sample, secs float64, groupNs, selfNs uint64) {
 	r := &s.Reconcile
-	r.NodeBusy = s.Node.Busy.Mean
 	r.Groups = mc(groupNs, secs)
 	r.Self = mc(selfNs, secs)
-	r.Unattributed = r.NodeBusy - r.Groups - r.Self
 	hz := float64(s.Meta.KernelHZ)
 	if hz <= 0 {
 		hz = 250
 	}
-	busySec := r.NodeBusy / 1000 * secs
+	r.ProcStatBusy = s.Node.Busy.Mean
+	busySec := r.ProcStatBusy / 1000 * secs
 	tick := 1 / hz
-	resSec := 1.96*math.Sqrt(math.Max(busySec, tick)*tick) + 2*6*0.01
-	r.Resolution = resSec / secs * 1000
-	irq := s.Node.Split["irq"] + s.Node.Split["softirq"] + s.Node.Split["steal"]
-	r.WithinTolerance = math.Abs(r.Unattributed) <= r.Resolution+irq
+	r.ProcStatRes = (1.96*math.Sqrt(math.Max(busySec, tick)*tick) + 2*6*0.01) / secs * 1000
+	irq := s.Node.Split["irq"] + s.Node.Split["softirq"]
 	first, last := samples[0].Node.TasksCPUNs, samples[len(samples)-1].Node.TasksCPUNs
 	if first > 0 && last >= first {
-		r.TasksCgroup = mc(last-first, secs)
-		r.TasksGap = r.TasksCgroup - r.Groups - r.Self
+		r.Reference = "root cgroup task time"
+		r.NodeBusy = mc(last-first, secs)
+		if s.Meta.IRQTime {
+			r.NodeBusy += irq
+			r.Reference += " + irq time"
+		}
+		// Process and cgroup counters are read a few milliseconds apart at each end of the window.
+		r.Resolution = math.Max(0.02*r.NodeBusy, 2*2e-3*float64(max(1, s.Node.CPUs))/secs*1000)
+		r.ProcStatGap = r.ProcStatBusy - r.NodeBusy
+	} else {
+		r.Reference = "/proc/stat busy"
+		r.NodeBusy, r.Resolution = r.ProcStatBusy, r.ProcStatRes+irq
 	}
-	r.Explanation = fmt.Sprintf("groups %.1fm + tare %.1fm + unattributed %.1fm = node busy %.1fm; /proc/stat resolution ±%.1fm (95%%, %g Hz tick sampling and 10 ms units)",
-		r.Groups, r.Self, r.Unattributed, r.NodeBusy, r.Resolution, hz)
-	if r.TasksCgroup > 0 {
-		r.Explanation += fmt.Sprintf("; root cgroup task time %.1fm, %+.1fm from the processes' nanosecond counters", r.TasksCgroup, r.TasksGap)
+	r.Unattributed = r.NodeBusy - r.Groups - r.Self
+	r.WithinTolerance = math.Abs(r.Unattributed) <= r.Resolution
+	r.Explanation = fmt.Sprintf("groups %.1fm + tare %.1fm + unattributed %.1fm = %s %.1fm (resolution ±%.1fm)",
+		r.Groups, r.Self, r.Unattributed, r.Reference, r.NodeBusy, r.Resolution)
+	if r.Reference != "/proc/stat busy" {
+		r.Explanation += fmt.Sprintf("; /proc/stat busy %.1fm is %+.1fm from it (tick-sampled at %g Hz: ±%.1fm for random load, more for load in step with the tick)",
+			r.ProcStatBusy, r.ProcStatGap, hz, r.ProcStatRes)
 	}
 }
 

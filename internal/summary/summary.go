@@ -130,16 +130,21 @@ type Children struct {
 	ns            uint64
 }
 
-// Reconciliation checks that the parts add up to the node total.
+// Reconciliation checks that the parts add up to the node total. The reference is the root cgroup's task
+// time where the kernel offers it (the scheduler's exact nanoseconds for every task, plus irq time when
+// the kernel accounts it apart); otherwise /proc/stat busy, whose user/system split is sampled at each
+// scheduler tick.
 type Reconciliation struct {
+	Reference       string  `json:"reference"`
 	NodeBusy        float64 `json:"node_busy_millicores"`
 	Groups          float64 `json:"groups_millicores"`
 	Self            float64 `json:"self_millicores"`
 	Unattributed    float64 `json:"unattributed_millicores"`
-	Resolution      float64 `json:"counter_resolution_millicores"`
+	Resolution      float64 `json:"resolution_millicores"`
 	WithinTolerance bool    `json:"within_resolution"`
-	TasksCgroup     float64 `json:"tasks_cgroup_millicores,omitempty"`
-	TasksGap        float64 `json:"processes_vs_cgroup_gap_millicores,omitempty"`
+	ProcStatBusy    float64 `json:"proc_stat_busy_millicores"`
+	ProcStatRes     float64 `json:"proc_stat_resolution_millicores"`
+	ProcStatGap     float64 `json:"proc_stat_minus_reference_millicores"`
 	Explanation     string  `json:"explanation"`
 }
 

@@ -34,6 +34,8 @@ func Main() {
 		err = storm(args)
 	case "child":
 		err = child(args)
+	case "churn":
+		err = churn(args)
 	case "idle":
 		waitStdin()
 	default:
@@ -166,5 +168,37 @@ func child(args []string) error {
 		return fmt.Errorf("child: %w", err)
 	}
 	spin(d)
+	return nil
+}
+
+// churn uses exactly MILLICORES of CPU on short-lived threads: every 20 ms a new OS thread starts, burns
+// until the process is back on target, and exits (a goroutine that returns while locked to its thread
+// takes the thread with it). Args: MILLICORES.
+func churn(args []string) error {
+	if len(args) < 1 {
+		return fmt.Errorf("churn needs MILLICORES")
+	}
+	mc, err := strconv.Atoi(args[0])
+	if err != nil || mc <= 0 || mc > 900 {
+		return fmt.Errorf("churn: bad millicores %q (1-900)", args[0])
+	}
+	start, cpu0 := time.Now(), processCPU()
+	go func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		for range tick.C {
+			go func() {
+				runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+				for {
+					target := time.Duration(float64(time.Since(start)) * float64(mc) / 1000)
+					if processCPU()-cpu0 >= target {
+						return
+					}
+					spin(200 * time.Microsecond)
+				}
+			}()
+		}
+	}()
+	fmt.Println("ready")
+	waitStdin()
 	return nil
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/record"
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/summary"
@@ -101,8 +103,9 @@ func runMeasure(ctx context.Context, s streams, g *globalOptions, o *measureOpti
 		return err
 	}
 	warn := func(msg string) { fmt.Fprintf(s.err, "warning: %s\n", msg) }
+	names, nameNote := podNamer(ctx, g.kubeconfig)
 	smp, err := sample.New(ctx, sample.Options{ProcRoot: g.procRoot, SysRoot: g.sysRoot, Interval: o.interval,
-		Detail: o.detail, Unprivileged: o.unprivileged}, warn)
+		Detail: o.detail, Unprivileged: o.unprivileged, PodNames: names}, warn)
 	if err != nil {
 		return err
 	}
@@ -118,6 +121,9 @@ func runMeasure(ctx context.Context, s streams, g *globalOptions, o *measureOpti
 	samples, recErr := loop(ctx, smp, rec, o, warn)
 	meta = smp.Meta()
 	meta.TareVersion, meta.Duration, meta.Started = Version, o.duration, samples[0].Time
+	if nameNote != "" {
+		meta.Limitations = append(meta.Limitations, nameNote)
+	}
 	meta.Interrupted = ctx.Err() != nil
 	if rec != nil {
 		if err := rec.Finish(context.WithoutCancel(ctx), meta); err != nil && recErr == nil {
@@ -163,19 +169,24 @@ func loop(ctx context.Context, smp *sample.Sampler, rec *record.Writer, o *measu
 	for {
 		select {
 		case <-ctx.Done():
-			if x, err := smp.Sample(); err == nil && x.Time.Sub(samples[len(samples)-1].Time) > o.interval/10 {
+			if x, err := smp.SampleFinal(); err == nil && x.Time.Sub(samples[len(samples)-1].Time) > o.interval/10 {
 				keep(x)
 			}
 			return samples, recErr
 		case <-tick.C:
 		}
-		x, err := smp.Sample()
+		final := !time.Now().Add(o.interval / 2).Before(end)
+		take := smp.Sample
+		if final {
+			take = smp.SampleFinal
+		}
+		x, err := take()
 		if err != nil {
 			warn(err.Error())
 			continue
 		}
 		keep(x)
-		if !x.Time.Add(o.interval / 2).Before(end) {
+		if final {
 			return samples, recErr
 		}
 	}
@@ -186,4 +197,29 @@ func render(s streams, g *globalOptions, sum summary.Summary) error {
 		return sum.JSON(s.out)
 	}
 	return sum.Table(s.out)
+}
+
+// podNamer connects to the API when a kubeconfig is given or found, so pods are named namespace/name.
+// Without one, or when the API does not answer, pods keep their UID and the note says why.
+func podNamer(ctx context.Context, flag string) (func(uid, ctr string) (string, string, string, bool), string) {
+	path, err := kube.ResolveKubeconfig(flag)
+	if err != nil {
+		if errors.Is(err, kube.ErrNoKubeconfig) {
+			return nil, ""
+		}
+		return nil, "pod names: " + err.Error()
+	}
+	n, err := kube.NewPodNamer(ctx, path, hostname())
+	if err != nil {
+		return nil, "pod names: " + err.Error() + "; pods are shown by UID"
+	}
+	return func(uid, ctr string) (string, string, string, bool) {
+		ref, ok := n.Name(uid, ctr)
+		return ref.Namespace, ref.Name, ref.Container, ok
+	}, ""
+}
+
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
 }

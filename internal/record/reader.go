@@ -97,7 +97,9 @@ func readAll(ctx context.Context, db *sql.DB) (Recording, error) {
 }
 
 func readSamples(ctx context.Context, db *sql.DB) ([]sample.Sample, error) {
-	rows, err := db.QueryContext(ctx, "SELECT * FROM samples ORDER BY seq")
+	rows, err := db.QueryContext(ctx, `SELECT seq, time_ns, elapsed_ns, took_ns, user_s, nice_s, system_s, idle_s, iowait_s, irq_s,
+		softirq_s, steal_s, guest_s, guest_nice_s, load1, load5, load15, procs_running, tasks_cpu_ns, pressure
+		FROM samples ORDER BY seq`)
 	if err != nil {
 		return nil, err
 	}
@@ -105,14 +107,14 @@ func readSamples(ctx context.Context, db *sql.DB) ([]sample.Sample, error) {
 	var out []sample.Sample
 	for rows.Next() {
 		var s sample.Sample
-		var t, el, tasks int64
+		var t, el, took, tasks int64
 		var psi sql.NullString
 		c := &s.Node.CPU
-		if err := rows.Scan(&s.Seq, &t, &el, &c.User, &c.Nice, &c.System, &c.Idle, &c.Iowait, &c.IRQ, &c.SoftIRQ,
+		if err := rows.Scan(&s.Seq, &t, &el, &took, &c.User, &c.Nice, &c.System, &c.Idle, &c.Iowait, &c.IRQ, &c.SoftIRQ,
 			&c.Steal, &c.Guest, &c.GuestNice, &s.Node.Load1, &s.Node.Load5, &s.Node.Load15, &s.Node.Running, &tasks, &psi); err != nil {
 			return nil, err
 		}
-		s.Time, s.Elapsed, s.Node.TasksCPUNs = time.Unix(0, t), time.Duration(el), uint64(tasks)
+		s.Time, s.Elapsed, s.Took, s.Node.TasksCPUNs = time.Unix(0, t), time.Duration(el), time.Duration(took), uint64(tasks)
 		if psi.Valid {
 			if err := json.Unmarshal([]byte(psi.String), &s.Node.Pressure); err != nil {
 				return nil, fmt.Errorf("sample %d pressure: %w", s.Seq, err)
@@ -124,7 +126,9 @@ func readSamples(ctx context.Context, db *sql.DB) ([]sample.Sample, error) {
 }
 
 func readProcesses(ctx context.Context, db *sql.DB, ss []sample.Sample, idx map[int]int) error {
-	rows, err := db.QueryContext(ctx, "SELECT * FROM processes ORDER BY id")
+	rows, err := db.QueryContext(ctx, `SELECT id, seq, pid, start_ticks, ppid, parent_id, comm, cmdline, exe, uid, kernel,
+		self, grp, grp_kind, cgroup, pod_uid, container_id, pod_namespace, pod_name, container_name, first_seq,
+		born_seq, seen, start_ns FROM processes ORDER BY id`)
 	if err != nil {
 		return err
 	}
@@ -134,7 +138,7 @@ func readProcesses(ctx context.Context, db *sql.DB, ss []sample.Sample, idx map[
 		var seq int
 		var start, startNs int64
 		if err := rows.Scan(&p.ID, &seq, &p.Key.PID, &start, &p.PPID, &p.ParentID, &p.Comm, &p.Cmdline, &p.Exe, &p.UID,
-			&p.Kernel, &p.Self, &p.Group, &p.GroupKind, &p.Cgroup, &p.PodUID, &p.Container, &p.PodNS, &p.PodName,
+			&p.Kernel, &p.Self, &p.Group, &p.GroupKind, &p.Cgroup, &p.PodUID, &p.Container, &p.PodNS, &p.PodName, &p.CtrName,
 			&p.FirstSeq, &p.BornSeq, &p.Seen, &startNs); err != nil {
 			return err
 		}
@@ -150,7 +154,8 @@ func readProcesses(ctx context.Context, db *sql.DB, ss []sample.Sample, idx map[
 }
 
 func readProcSamples(ctx context.Context, db *sql.DB, ss []sample.Sample, idx map[int]int) error {
-	rows, err := db.QueryContext(ctx, "SELECT * FROM process_samples ORDER BY seq, id")
+	rows, err := db.QueryContext(ctx, `SELECT seq, id, cpu_ns, has_detail, rss, pss, private, read_bytes, write_bytes, threads
+		FROM process_samples ORDER BY seq, id`)
 	if err != nil {
 		return err
 	}

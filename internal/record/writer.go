@@ -80,8 +80,8 @@ func (w *Writer) init(ctx context.Context, meta sample.Meta) error {
 		st, err = w.db.PrepareContext(ctx, q)
 		return st
 	}
-	w.insS = prep(`INSERT INTO samples VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
-	w.insP = prep(`INSERT INTO processes VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+	w.insS = prep(`INSERT INTO samples VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+	w.insP = prep(`INSERT INTO processes VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	w.insPS = prep(`INSERT INTO process_samples VALUES(?,?,?,?,?,?,?,?,?,?)`)
 	w.insE = prep(`INSERT OR IGNORE INTO exits VALUES(?,?)`)
 	return err
@@ -114,7 +114,7 @@ func (w *Writer) append(ctx context.Context, s sample.Sample) (err error) {
 		}
 	}
 	c := s.Node.CPU
-	if _, err = tx.StmtContext(ctx, w.insS).ExecContext(ctx, s.Seq, s.Time.UnixNano(), int64(s.Elapsed),
+	if _, err = tx.StmtContext(ctx, w.insS).ExecContext(ctx, s.Seq, s.Time.UnixNano(), int64(s.Elapsed), int64(s.Took),
 		c.User, c.Nice, c.System, c.Idle, c.Iowait, c.IRQ, c.SoftIRQ, c.Steal, c.Guest, c.GuestNice,
 		s.Node.Load1, s.Node.Load5, s.Node.Load15, s.Node.Running, int64(s.Node.TasksCPUNs), nullString(psi)); err != nil {
 		return err
@@ -122,7 +122,7 @@ func (w *Writer) append(ctx context.Context, s sample.Sample) (err error) {
 	insP := tx.StmtContext(ctx, w.insP)
 	for _, p := range s.New {
 		if _, err = insP.ExecContext(ctx, p.ID, s.Seq, p.Key.PID, int64(p.Key.Start), p.PPID, p.ParentID, p.Comm, p.Cmdline,
-			p.Exe, p.UID, p.Kernel, p.Self, p.Group, p.GroupKind, p.Cgroup, p.PodUID, p.Container, p.PodNS, p.PodName,
+			p.Exe, p.UID, p.Kernel, p.Self, p.Group, p.GroupKind, p.Cgroup, p.PodUID, p.Container, p.PodNS, p.PodName, p.CtrName,
 			p.FirstSeq, p.BornSeq, p.Seen, unixNano(p.StartTime)); err != nil {
 			return err
 		}

@@ -28,6 +28,7 @@ type ProcInfo struct {
 	Container string  `json:"container_id,omitempty"`
 	PodNS     string  `json:"pod_namespace,omitempty"`
 	PodName   string  `json:"pod_name,omitempty"`
+	CtrName   string  `json:"container_name,omitempty"`
 	FirstSeq  int     `json:"first_seq"`          // sample in which tare first saw it
 	BornSeq   int     `json:"born_seq,omitempty"` // sample interval in which it started, if it started during the window (else 0)
 	ExitSeq   int     `json:"exit_seq,omitempty"` // sample interval in which it ended, if it did (else 0)
@@ -91,6 +92,9 @@ type Sample struct {
 	Seq     int           `json:"seq"`
 	Time    time.Time     `json:"time"`
 	Elapsed time.Duration `json:"elapsed_ns"` // since the previous sample (0 for the baseline)
+	// Took is how long reading the sample took: the processes and the root cgroup are read up to this far
+	// apart, which bounds how well they can agree.
+	Took time.Duration `json:"took_ns"`
 	Node    Node          `json:"node"`
 	Procs   []ProcSample  `json:"procs"`
 	// New lists processes first seen (or first known from their exit) in this sample.

@@ -120,12 +120,21 @@ func (r *NodeReader) Read(full bool, prev Node) (Node, error) {
 			n.Pressure[res] = p
 		}
 	}
-	if r.cgroup != nil {
-		if b, err := r.cgroup.read(); err == nil {
-			n.TasksCPUNs, _ = parseCgroupUsage(filepath.Base(r.cgroupFile), b)
-		}
-	}
 	return n, nil
+}
+
+// TasksCPU reads the root cgroup's cumulative task time (ns), 0 if unavailable. The sampler reads it after
+// the processes, so that its own work while sampling falls on the same side of both readings.
+func (r *NodeReader) TasksCPU() uint64 {
+	if r.cgroup == nil {
+		return 0
+	}
+	b, err := r.cgroup.read()
+	if err != nil {
+		return 0
+	}
+	v, _ := parseCgroupUsage(filepath.Base(r.cgroupFile), b)
+	return v
 }
 
 // parseLoadavg reads the three load averages from /proc/loadavg.

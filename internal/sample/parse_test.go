@@ -51,8 +51,8 @@ func TestNodeReaderFixture(t *testing.T) {
 		t.Errorf("pressure for %d resources, want cpu, memory, io", len(n.Pressure))
 	}
 	usage, _ := os.ReadFile(filepath.Join(fixtureSys, "fs/cgroup/cpuacct/cpuacct.usage"))
-	if strconv.FormatUint(n.TasksCPUNs, 10) != strings.TrimSpace(string(usage)) {
-		t.Errorf("tasks CPU %d, want %s", n.TasksCPUNs, usage)
+	if got := r.TasksCPU(); strconv.FormatUint(got, 10) != strings.TrimSpace(string(usage)) {
+		t.Errorf("tasks CPU %d, want %s", got, usage)
 	}
 }
 

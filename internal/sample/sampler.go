@@ -29,6 +29,8 @@ type Options struct {
 	Unprivileged bool
 	// SelfPID is tare's own PID, reported apart (defaults to os.Getpid()).
 	SelfPID int
+	// PodNames names pods by UID and containers by ID (through the API); nil names pods by UID.
+	PodNames func(uid, container string) (namespace, name, containerName string, ok bool)
 }
 
 type procState struct {
@@ -186,10 +188,16 @@ func (s *Sampler) Close() {
 }
 
 // Sample takes one sample. The first call is the baseline: it records who is there and credits nothing.
-func (s *Sampler) Sample() (Sample, error) {
+func (s *Sampler) Sample() (Sample, error) { return s.sample(false) }
+
+// SampleFinal takes the window's closing sample: every process is read, idle or not, and /proc is listed,
+// so that no CPU is left between a process's last reading and the end of the window.
+func (s *Sampler) SampleFinal() (Sample, error) { return s.sample(true) }
+
+func (s *Sampler) sample(final bool) (Sample, error) {
 	now := time.Now()
 	boot := bootTicks()
-	detail := s.seq%s.detailEvery == 0
+	detail := s.seq%s.detailEvery == 0 || final
 	// The slow node figures are read at least once a second. With the proc connector naming new processes
 	// and taskstats reporting exits, listing /proc is only a safety net, done on detail samples.
 	full := s.execs == nil || detail || s.seq%s.idleEvery == 0
@@ -251,6 +259,9 @@ func (s *Sampler) Sample() (Sample, error) {
 			delete(s.recent, pid)
 		}
 	}
+	smp.Node.TasksCPUNs = s.node.TasksCPU()
+	smp.Took = time.Since(now)
+	s.lastNode.TasksCPUNs = smp.Node.TasksCPUNs
 	smp.Procs = coalesce(smp.Procs)
 	s.seq++
 	s.lastTime = now
@@ -469,6 +480,14 @@ func (s *Sampler) newInfo(pid int, start uint64, ppid int, comm, cmdline, exe, c
 		Exe: exe, Kernel: kernel, Self: self, Group: c.Group, GroupKind: c.Kind, Cgroup: cgroup, FirstSeq: s.seq}
 	if c.InPod {
 		info.PodUID, info.Container = c.Pod.UID, c.Pod.Container
+		if s.opts.PodNames != nil {
+			if ns, name, ctr, ok := s.opts.PodNames(c.Pod.UID, c.Pod.Container); ok {
+				info.PodNS, info.PodName, info.CtrName = ns, name, ctr
+				if c.Kind == classify.KindPod {
+					info.Group = "pod " + ns + "/" + name
+				}
+			}
+		}
 	}
 	if parent, ok := s.procs[ppid]; ok {
 		info.ParentID = parent.info.ID
@@ -560,6 +579,7 @@ func (s *Sampler) addTransient(smp *Sample, r ExitRecord) {
 	if parent := s.parentInfo(ppid); parent != nil {
 		// Credited to the group that spawned it.
 		info.Group, info.GroupKind, info.PodUID, info.Container = parent.Group, parent.GroupKind, parent.PodUID, parent.Container
+		info.PodNS, info.PodName, info.CtrName = parent.PodNS, parent.PodName, parent.CtrName
 	}
 	info.BornSeq, info.ExitSeq = s.seq, s.seq
 	smp.New = append(smp.New, *info)

@@ -238,7 +238,9 @@ func (s *Summary) assemble(procs map[int64]*procAcc, samples []sample.Sample, se
 			g.WriteBps += w
 		}
 	}
-	busyNs := s.Node.Busy.Mean / 1000 * secs * 1e9
+	// Shares are of the reference node busy (exact task time where the kernel offers it).
+	s.reconcile(samples, secs, groupNs, selfNs)
+	busyNs := s.Reconcile.NodeBusy / 1000 * secs * 1e9
 	for name, g := range groups {
 		g.CPU = stats.Describe(groupSeries[name])
 		g.CPU.Mean = mcFromSeries(groupSeries[name], samples)
@@ -274,7 +276,6 @@ func (s *Summary) assemble(procs map[int64]*procAcc, samples []sample.Sample, se
 		}
 	}
 	sort.Slice(s.Children, func(i, j int) bool { return s.Children[i].CPU > s.Children[j].CPU })
-	s.reconcile(samples, secs, groupNs, selfNs)
 }
 
 func mcFromSeries(series []float64, samples []sample.Sample) float64 {
@@ -332,6 +333,7 @@ func (p *procAcc) row(n int, secs float64) Process {
 	r, w := p.ioRates()
 	return Process{PID: p.info.Key.PID, PPID: p.info.PPID, Comm: p.info.Comm, Cmdline: p.info.Cmdline,
 		Group: p.info.Group, Kind: p.info.GroupKind, PodUID: p.info.PodUID, Container: p.info.Container,
+		PodNS: p.info.PodNS, PodName: p.info.PodName, CtrName: p.info.CtrName,
 		CPU: cpu, ChildrenCPU: mc(p.kids, secs), Started: p.info.BornSeq > 0, Exited: p.info.ExitSeq > 0,
 		Memory: Memory{RSS: p.memMean(p.rss), PSS: p.memMean(p.pss), Private: p.memMean(p.priv), Threads: p.threads},
 		Disk:   Disk{ReadBps: r, WriteBps: w}, id: p.info.ID, total: p.total, kids: p.kids}
@@ -377,8 +379,13 @@ func (s *Summary) reconcile(samples []sample.Sample, secs float64, groupNs, self
 			r.NodeBusy += irq
 			r.Reference += " + irq time"
 		}
-		// Process and cgroup counters are read a few milliseconds apart at each end of the window.
-		r.Resolution = math.Max(0.02*r.NodeBusy, 2*2e-3*float64(max(1, s.Node.CPUs))/secs*1000)
+		// At each end of the window the processes and the cgroup are read up to Took apart: at most Took
+		// of CPU per core can fall between them.
+		edges := (samples[0].Took + samples[len(samples)-1].Took).Seconds()
+		if edges <= 0 {
+			edges = 4e-3 // recordings without timings: a typical sample
+		}
+		r.Resolution = math.Max(0.02*r.NodeBusy, edges*float64(max(1, s.Node.CPUs))/secs*1000)
 		r.ProcStatGap = r.ProcStatBusy - r.NodeBusy
 	} else {
 		r.Reference = "/proc/stat busy"

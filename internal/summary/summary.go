@@ -102,6 +102,9 @@ type Process struct {
 	Kind        string        `json:"kind"`
 	PodUID      string        `json:"pod_uid,omitempty"`
 	Container   string        `json:"container_id,omitempty"`
+	PodNS       string        `json:"pod_namespace,omitempty"`
+	PodName     string        `json:"pod_name,omitempty"`
+	CtrName     string        `json:"container_name,omitempty"`
 	CPU         stats.Summary `json:"cpu_millicores"`
 	ChildrenCPU float64       `json:"children_cpu_millicores"`
 	Started     bool          `json:"started_in_window,omitempty"`

@@ -1,0 +1,149 @@
+package kube_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/tare-dev/tare/internal/cli"
+	"github.com/tare-dev/tare/internal/kube"
+	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/summary"
+	"github.com/tare-dev/tare/internal/testload"
+)
+
+// The package's tests share one real control plane: etcd from Debian and kube-apiserver built from the
+// upstream module (cached after the first build).
+var controlPlane *lab.ControlPlane
+
+func TestMain(m *testing.M) {
+	testload.Main()
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	flag.Parse()
+	if os.Geteuid() != 0 || testing.Short() {
+		fmt.Fprintln(os.Stderr, "kube: skipping the API server tests (they need root, and are not -short)")
+		return m.Run()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	etcd, err := lab.EnsureEtcd(ctx)
+	if err == nil {
+		var apiserver string
+		if apiserver, err = lab.Build(ctx, "kube-apiserver"); err == nil {
+			dir, _ := os.MkdirTemp("", "tare-kube-test")
+			defer os.RemoveAll(dir)
+			controlPlane, err = lab.StartControlPlane(ctx, dir, etcd, apiserver)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kube: starting a real control plane:", err)
+		return 1
+	}
+	defer controlPlane.Stop()
+	return m.Run()
+}
+
+func requireAPIServer(t *testing.T) *kubernetes.Clientset {
+	t.Helper()
+	if controlPlane == nil {
+		t.Skip("no control plane (needs root, not -short)")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", controlPlane.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+// probePod creates a pod and reports a running container with the given ID in its status, as a kubelet
+// would.
+func probePod(t *testing.T, c *kubernetes.Clientset, name, containerID string) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	// Without kube-controller-manager nobody creates the namespace's default service account, which the
+	// ServiceAccount admission plugin looks up for every pod.
+	_, _ = c.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
+	pod, err := c.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "tare/probe:1"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", ContainerID: "containerd://" + containerID, Image: "tare/probe:1"}}
+	pod, err = c.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+func TestPodNamerAgainstAPIServer(t *testing.T) {
+	c := requireAPIServer(t)
+	cid := strings.Repeat("ab", 32)
+	pod := probePod(t, c, "tare-namer-probe", cid)
+	n, err := kube.NewPodNamer(context.Background(), controlPlane.Kubeconfig, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, ok := n.Name(string(pod.UID), cid)
+	if !ok || ref != (kube.PodRef{Namespace: "default", Name: "tare-namer-probe", Container: "app"}) {
+		t.Errorf("Name(%s) = %+v, %v", pod.UID, ref, ok)
+	}
+}
+
+// TestMeasureNamesPodsAndComponents: with --kubeconfig, a process in a pod's cgroup is shown as
+// namespace/name and container, and the control plane's own processes are named by component.
+func TestMeasureNamesPodsAndComponents(t *testing.T) {
+	c := requireAPIServer(t)
+	cid := strings.Repeat("cd", 32)
+	pod := probePod(t, c, "tare-measure-probe", cid)
+	cmd := testload.Command("burn", "50")
+	stdin, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
+	buf := make([]byte, 16)
+	_, _ = out.Read(buf) // "ready"
+	testload.KubepodsCgroup(t, string(pod.UID), cid, cmd.Process.Pid)
+
+	var stdout, stderr strings.Builder
+	err := cli.Execute(context.Background(), []string{"measure", "--duration", "2s", "--interval", "500ms",
+		"--kubeconfig", controlPlane.Kubeconfig, "-o", "json"}, strings.NewReader(""), &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("measure: %v\n%s", err, stderr.String())
+	}
+	var s summary.Summary
+	if err := json.Unmarshal([]byte(stdout.String()), &s); err != nil {
+		t.Fatal(err)
+	}
+	found := map[int]summary.Process{}
+	for _, p := range s.Processes {
+		found[p.PID] = p
+	}
+	p := found[cmd.Process.Pid]
+	if p.Group != "pod default/tare-measure-probe" || p.PodName != "tare-measure-probe" || p.CtrName != "app" {
+		t.Errorf("pod process shown as group %q pod %q container %q", p.Group, p.PodName, p.CtrName)
+	}
+	for i, want := range []string{"etcd", "kube-apiserver"} {
+		if got := found[controlPlane.PIDs()[i]].Group; got != want {
+			t.Errorf("%s (pid %d) grouped as %q", want, controlPlane.PIDs()[i], got)
+		}
+	}
+}

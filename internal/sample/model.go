@@ -94,9 +94,9 @@ type Sample struct {
 	Elapsed time.Duration `json:"elapsed_ns"` // since the previous sample (0 for the baseline)
 	// Took is how long reading the sample took: the processes and the root cgroup are read up to this far
 	// apart, which bounds how well they can agree.
-	Took time.Duration `json:"took_ns"`
-	Node    Node          `json:"node"`
-	Procs   []ProcSample  `json:"procs"`
+	Took  time.Duration `json:"took_ns"`
+	Node  Node          `json:"node"`
+	Procs []ProcSample  `json:"procs"`
 	// New lists processes first seen (or first known from their exit) in this sample.
 	New []ProcInfo `json:"new,omitempty"`
 	// Exited lists IDs of processes that ended in this interval.

@@ -16,8 +16,17 @@ import (
 	"github.com/tare-dev/tare/internal/testload"
 )
 
+// envRunCLI makes the test binary run tare itself (as another user, say) instead of the tests.
+const envRunCLI = "TARE_TEST_RUN_CLI"
+
 func TestMain(m *testing.M) {
 	testload.Main()
+	if os.Getenv(envRunCLI) != "" {
+		if err := Execute(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 

@@ -137,7 +137,8 @@ func (s *Sampler) openPrivileged(ctx context.Context) {
 	ts, err := OpenTaskstats()
 	if err != nil {
 		s.meta.Limitations = append(s.meta.Limitations,
-			fmt.Sprintf("taskstats: %v; per-process CPU comes from per-thread schedstat (threads that exit between samples lose their last interval)", err))
+			fmt.Sprintf("taskstats: %v; per-process CPU comes from per-thread schedstat (threads that exit between samples lose their last interval)", err),
+			"short-lived processes: taskstats exit notifications and the proc connector need CAP_NET_ADMIN; their CPU is credited through their parents' cutime/cstime (10 ms resolution, no command lines)")
 		return
 	}
 	exits, err := ListenExits(s.opts.SysRoot)
@@ -162,7 +163,11 @@ func (s *Sampler) Meta() Meta {
 	m := s.meta
 	m.Limitations = append([]string(nil), s.meta.Limitations...)
 	for _, kind := range sortedKeys(s.denied) {
-		m.Limitations = append(m.Limitations, fmt.Sprintf("%s of %d processes: permission denied (run as root to read other users' processes; as root, the kernel's ptrace access check refused it)", kind, s.denied[kind]))
+		why := "run as root to read other users' processes"
+		if os.Geteuid() == 0 {
+			why = "the kernel's ptrace access check refused root: another user namespace or a protected process"
+		}
+		m.Limitations = append(m.Limitations, fmt.Sprintf("%s of %d processes: permission denied (%s)", kind, s.denied[kind], why))
 	}
 	if s.exits != nil && s.exits.Dropped > 0 {
 		m.Limitations = append(m.Limitations, fmt.Sprintf("%d batches of exit notifications were dropped by the kernel (socket buffer full)", s.exits.Dropped))

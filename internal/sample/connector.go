@@ -72,6 +72,7 @@ type ExecWatcher struct {
 	born   map[int]bool // processes forked since the last NewPIDs
 	lost   int
 	done   chan struct{}
+	wake   int // eventfd that Close writes to, to end the loop at once
 }
 
 // WatchExecs subscribes to proc connector events (needs CAP_NET_ADMIN) and serves them until ctx ends.
@@ -104,6 +105,10 @@ func WatchExecs(ctx context.Context, reader func(pid int) (string, string, int, 
 		return nil, fmt.Errorf("subscribing to proc events: %w", err)
 	}
 	w := &ExecWatcher{fd: fd, reader: reader, byPID: map[int]ExecInfo{}, born: map[int]bool{}, done: make(chan struct{}), buf: make([]byte, 64*1024)}
+	if w.wake, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("creating an eventfd: %w", err)
+	}
 	go w.loop(ctx)
 	return w, nil
 }
@@ -111,8 +116,11 @@ func WatchExecs(ctx context.Context, reader func(pid int) (string, string, int, 
 func (w *ExecWatcher) loop(ctx context.Context) {
 	defer close(w.done)
 	defer unix.Close(w.fd)
-	fds := []unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLIN}}
+	fds := []unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLIN}, {Fd: int32(w.wake), Events: unix.POLLIN}}
 	for ctx.Err() == nil {
+		if fds[1].Revents != 0 {
+			return
+		}
 		// Wait without holding the socket lock; the timeout lets the loop notice ctx.
 		if n, err := unix.Poll(fds, 1000); err != nil || n == 0 {
 			continue
@@ -231,3 +239,12 @@ func (w *ExecWatcher) Lost() int {
 
 // Wait blocks until the watcher's goroutine has stopped (after ctx ended).
 func (w *ExecWatcher) Wait() { <-w.done }
+
+// Close stops the watcher and waits for its goroutine; the socket is closed with it.
+func (w *ExecWatcher) Close() {
+	var one [8]byte
+	one[0] = 1
+	_, _ = unix.Write(w.wake, one[:]) // the loop never closes wake, so this cannot hit a reused fd
+	w.Wait()
+	unix.Close(w.wake)
+}

@@ -178,8 +178,11 @@ func (s *Sampler) Meta() Meta {
 	return m
 }
 
-// Close releases the netlink sockets. The exec watcher stops with the context given to New.
+// Close stops the exec watcher and releases every file and socket the sampler holds.
 func (s *Sampler) Close() {
+	if s.execs != nil {
+		s.execs.Close()
+	}
 	s.node.Close()
 	for _, st := range s.procs {
 		st.close()

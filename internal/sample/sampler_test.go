@@ -138,3 +138,31 @@ func TestCoalesce(t *testing.T) {
 		t.Errorf("coalesce = %+v, want %+v", got, want)
 	}
 }
+
+// TestSamplerCloseReleasesEverything: after Close no file, socket or goroutine of the sampler is left (tests
+// and long-running agents create many samplers).
+func TestSamplerCloseReleasesEverything(t *testing.T) {
+	countFDs := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	before := countFDs()
+	for range 3 {
+		s, err := New(context.Background(), Options{Interval: 100 * time.Millisecond, Detail: time.Second}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if _, err := s.Sample(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.Close()
+	}
+	if after := countFDs(); after > before {
+		t.Errorf("%d file descriptors before, %d after three samplers were closed", before, after)
+	}
+}

@@ -336,7 +336,7 @@ func (p *procAcc) row(n int, secs float64) Process {
 		PodNS: p.info.PodNS, PodName: p.info.PodName, CtrName: p.info.CtrName,
 		CPU: cpu, ChildrenCPU: mc(p.kids, secs), Started: p.info.BornSeq > 0, Exited: p.info.ExitSeq > 0,
 		Memory: Memory{RSS: p.memMean(p.rss), PSS: p.memMean(p.pss), Private: p.memMean(p.priv), Threads: p.threads},
-		Disk:   Disk{ReadBps: r, WriteBps: w}, id: p.info.ID, total: p.total, kids: p.kids}
+		Disk:   Disk{ReadBps: r, WriteBps: w}}
 }
 
 func meanGap(ts []time.Time) float64 {

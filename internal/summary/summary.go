@@ -111,9 +111,6 @@ type Process struct {
 	Exited      bool          `json:"exited_in_window,omitempty"`
 	Memory
 	Disk
-	id    int64
-	total uint64 // own CPU ns
-	kids  uint64 // children CPU ns
 }
 
 // Children aggregates short-lived processes with one command line under the long-lived process that

@@ -45,6 +45,8 @@ func TestBadInput(t *testing.T) {
 		{"report garbage", []string{"report", garbage}, 1, "not a tare recording"},
 		{"record over a file", []string{"measure", "--duration", "1s", "--record", existing}, 1, "already exists"},
 		{"record in a missing dir", []string{"measure", "--duration", "1s", "--record", filepath.Join(dir, "no", "r.db")}, 1, "no such file"},
+		{"lab install with a bad bin dir", []string{"lab", "install", "--bin-dir", filepath.Join(dir, "nobin")}, 1, "--bin-dir"},
+		{"lab install stray argument", []string{"lab", "install", "now"}, 2, "unknown command"},
 		{"bad proc root", []string{"measure", "--duration", "1s", "--proc-root", filepath.Join(dir, "noproc")}, 1, "noproc"},
 	}
 	for _, tt := range tests {

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"time"
@@ -222,4 +224,10 @@ func podNamer(ctx context.Context, flag string) (func(uid, ctr string) (string, 
 func hostname() string {
 	h, _ := os.Hostname()
 	return h
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

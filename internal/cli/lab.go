@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tare-dev/tare/internal/lab"
+)
+
+func newLab(s streams, g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "lab",
+		Short: "A real single-node Kubernetes cluster on this machine, from upstream components",
+		Long: `The lab runs the real upstream components as local processes. Today it can install them:
+etcd, containerd, runc, the CNI plugins and iptables from Debian's packages; kube-apiserver,
+kube-controller-manager, kube-scheduler, kubelet and kube-proxy built from the upstream k8s.io/kubernetes
+Go module at ` + lab.KubernetesVersion + `; kwok from its Go module.`,
+	}
+	cmd.AddCommand(newLabInstall(s, g))
+	return cmd
+}
+
+func newLabInstall(s streams, g *globalOptions) *cobra.Command {
+	var binDir string
+	cmd := &cobra.Command{
+		Use:   "install",
+		Short: "Get every lab component (cached: a second install is a no-op)",
+		Long: `Install what the lab runs. Debian packages are installed with apt when missing (needs root); the
+Kubernetes components are built once into the cache (~/.cache/tare, or $TARE_CACHE_DIR) with their version
+stamped so kubectl can read it; --bin-dir uses binaries you already have instead.`,
+		Example: `  sudo tare lab install
+  sudo tare lab install --bin-dir /usr/local/bin`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.validate(); err != nil {
+				return err
+			}
+			return runLabInstall(cmd.Context(), s, g, binDir)
+		},
+	}
+	cmd.Flags().StringVar(&binDir, "bin-dir", "", "use the Kubernetes binaries in this directory instead of building them")
+	return cmd
+}
+
+func runLabInstall(ctx context.Context, s streams, g *globalOptions, binDir string) error {
+	start := time.Now()
+	comps, err := lab.Install(ctx, lab.InstallOptions{BinDir: binDir, Log: func(name string) {
+		fmt.Fprintf(s.err, "installing %s (%s elapsed)\n", name, time.Since(start).Round(time.Second))
+	}})
+	if g.output == "json" {
+		if jerr := writeJSON(s.out, comps); jerr != nil {
+			return jerr
+		}
+	} else {
+		tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "COMPONENT\tVERSION\tSOURCE\tTOOK\tPATH")
+		for _, c := range comps {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Name, c.Version, c.Source, c.Took.Round(time.Millisecond), c.Path)
+		}
+		if ferr := tw.Flush(); ferr != nil {
+			return ferr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("lab install: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,207 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+)
+
+// KwokVersion is the pinned kwok release installed from its Go module.
+const KwokVersion = "v0.8.0"
+
+// Component is one program the lab runs.
+type Component struct {
+	Name    string        `json:"name"`
+	Path    string        `json:"path"`
+	Source  string        `json:"source"` // cached, built, apt, bin-dir, go install, present
+	Version string        `json:"version"`
+	Took    time.Duration `json:"took_ns"`
+}
+
+// built are the components tare builds from k8s.io/kubernetes.
+var built = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"}
+
+// debianPackages maps a program the lab needs to the Debian package that ships it.
+var debianPackages = []struct{ program, pkg string }{
+	{"etcd", "etcd-server"},
+	{"containerd", "containerd"},
+	{"runc", "runc"},
+	{"iptables", "iptables"},
+	{"/usr/lib/cni/bridge", "containernetworking-plugins"},
+}
+
+// InstallOptions configure Install.
+type InstallOptions struct {
+	BinDir string                 // use the Kubernetes binaries found here instead of building them
+	Log    func(component string) // called as each component starts (progress)
+}
+
+// Install makes every lab component available: Debian packages (etcd, containerd, runc, CNI plugins,
+// iptables) installed with apt when missing, the Kubernetes components built from the upstream module at
+// KubernetesVersion (or taken from BinDir), and kwok from its module. Everything is cached: a second
+// Install is a no-op.
+func Install(ctx context.Context, opts InstallOptions) ([]Component, error) {
+	if opts.BinDir != "" { // check the user's binaries before installing anything
+		for _, name := range built {
+			if err := executable(filepath.Join(opts.BinDir, name)); err != nil {
+				return nil, fmt.Errorf("--bin-dir %s: %w", opts.BinDir, err)
+			}
+		}
+	}
+	var out []Component
+	pkgs, err := ensurePackages(ctx)
+	out = append(out, pkgs...)
+	if err != nil {
+		return out, err
+	}
+	for _, name := range built {
+		if opts.Log != nil {
+			opts.Log(name)
+		}
+		start := time.Now()
+		c := Component{Name: name, Version: KubernetesVersion}
+		if opts.BinDir != "" {
+			c.Path, c.Source = filepath.Join(opts.BinDir, name), "bin-dir"
+			if err := executable(c.Path); err != nil {
+				return out, fmt.Errorf("--bin-dir %s: %w", opts.BinDir, err)
+			}
+			c.Version = "as found"
+		} else {
+			c.Source = "cached"
+			if !cachedBuild(name) {
+				c.Source = "built"
+			}
+			if c.Path, err = Build(ctx, name); err != nil {
+				return out, err
+			}
+		}
+		c.Took = time.Since(start)
+		out = append(out, c)
+	}
+	if opts.Log != nil {
+		opts.Log("kwok")
+	}
+	k, err := ensureKwok(ctx)
+	out = append(out, k)
+	return out, err
+}
+
+func executable(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", path)
+	}
+	return nil
+}
+
+func cachedBuild(name string) bool {
+	cache, err := CacheDir()
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(cache, "k8s", KubernetesVersion, "bin", name))
+	return err == nil
+}
+
+// missingPackages lists the Debian packages whose programs are not on this machine; lookPath is injected
+// for tests.
+func missingPackages(lookPath func(string) (string, error)) []string {
+	var missing []string
+	for _, p := range debianPackages {
+		if filepath.IsAbs(p.program) {
+			if _, err := os.Stat(p.program); err == nil {
+				continue
+			}
+		} else if _, err := lookPath(p.program); err == nil {
+			continue
+		}
+		missing = append(missing, p.pkg)
+	}
+	return missing
+}
+
+func ensurePackages(ctx context.Context) ([]Component, error) {
+	start := time.Now()
+	missing := missingPackages(exec.LookPath)
+	_, aptErr := exec.LookPath("apt-get")
+	if err := canInstall(missing, os.Geteuid(), aptErr == nil); err != nil {
+		return nil, err
+	}
+	if len(missing) > 0 {
+		args := append([]string{"install", "-y", "-qq", "--no-install-recommends"}, missing...)
+		cmd := exec.CommandContext(ctx, "apt-get", args...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("apt-get install %v: %w\n%s", missing, err, tail(out, 10))
+		}
+	}
+	var out []Component
+	for _, p := range debianPackages {
+		path := p.program
+		if !filepath.IsAbs(path) {
+			var err error
+			if path, err = exec.LookPath(p.program); err != nil {
+				return out, fmt.Errorf("%s still missing after installing %s: %w", p.program, p.pkg, err)
+			}
+		}
+		src := "present"
+		for _, m := range missing {
+			if m == p.pkg {
+				src = "apt"
+			}
+		}
+		out = append(out, Component{Name: filepath.Base(p.program), Path: path, Source: src, Version: "debian " + p.pkg, Took: time.Since(start)})
+	}
+	return out, nil
+}
+
+// canInstall says whether missing packages can be installed here, and what to do if not.
+func canInstall(missing []string, euid int, haveApt bool) error {
+	switch {
+	case len(missing) == 0:
+		return nil
+	case euid != 0:
+		return fmt.Errorf("packages %v are missing and installing them needs root: run tare lab install with sudo (or apt-get install %v): %w",
+			missing, missing, ErrPrerequisite)
+	case !haveApt:
+		return fmt.Errorf("packages %v are missing and there is no apt-get: install them with your package manager: %w", missing, ErrPrerequisite)
+	}
+	return nil
+}
+
+// ensureKwok installs kwok from its Go module into the cache (GOBIN), once.
+func ensureKwok(ctx context.Context) (Component, error) {
+	start := time.Now()
+	c := Component{Name: "kwok", Version: KwokVersion, Source: "cached"}
+	cache, err := CacheDir()
+	if err != nil {
+		return c, err
+	}
+	bin := filepath.Join(cache, "kwok", KwokVersion, "bin")
+	c.Path = filepath.Join(bin, "kwok")
+	if _, err := os.Stat(c.Path); err == nil {
+		c.Took = time.Since(start)
+		return c, nil
+	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		return c, fmt.Errorf("installing kwok needs Go on PATH (https://go.dev/dl): %w", ErrPrerequisite)
+	}
+	cmd := exec.CommandContext(ctx, gobin, "install", "sigs.k8s.io/kwok/cmd/kwok@"+KwokVersion)
+	cmd.Env = append(os.Environ(), "GOBIN="+bin, "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return c, fmt.Errorf("go install kwok %s: %w\n%s", KwokVersion, err, tail(out, 10))
+	}
+	c.Source, c.Took = "go install", time.Since(start)
+	if _, err := os.Stat(c.Path); err != nil {
+		return c, errors.Join(fmt.Errorf("kwok not found after go install"), err)
+	}
+	return c, nil
+}

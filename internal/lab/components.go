@@ -135,11 +135,8 @@ func ensurePackages(ctx context.Context) ([]Component, error) {
 		return nil, err
 	}
 	if len(missing) > 0 {
-		args := append([]string{"install", "-y", "-qq", "--no-install-recommends"}, missing...)
-		cmd := exec.CommandContext(ctx, "apt-get", args...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("apt-get install %v: %w\n%s", missing, err, tail(out, 10))
+		if err := aptInstall(ctx, missing...); err != nil {
+			return nil, err
 		}
 	}
 	var out []Component
@@ -204,4 +201,25 @@ func ensureKwok(ctx context.Context) (Component, error) {
 		return c, errors.Join(fmt.Errorf("kwok not found after go install"), err)
 	}
 	return c, nil
+}
+
+// aptInstall installs Debian packages, refreshing the package lists once if they are stale or empty (a
+// fresh machine often has none).
+func aptInstall(ctx context.Context, pkgs ...string) error {
+	run := func(args ...string) ([]byte, error) {
+		cmd := exec.CommandContext(ctx, "apt-get", args...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		return cmd.CombinedOutput()
+	}
+	install := append([]string{"install", "-y", "-qq", "--no-install-recommends"}, pkgs...)
+	if _, err := run(install...); err == nil {
+		return nil
+	}
+	if out, err := run("update", "-qq"); err != nil {
+		return fmt.Errorf("apt-get update: %w\n%s", err, tail(out, 10))
+	}
+	if out, err := run(install...); err != nil {
+		return fmt.Errorf("apt-get install %v: %w\n%s", pkgs, err, tail(out, 10))
+	}
+	return nil
 }

@@ -41,10 +41,8 @@ func EnsureEtcd(ctx context.Context) (string, error) {
 	if _, err := exec.LookPath("apt-get"); err != nil {
 		return "", fmt.Errorf("etcd is not installed and there is no apt-get: install etcd 3.4+ and put it on PATH: %w", ErrPrerequisite)
 	}
-	cmd := exec.CommandContext(ctx, "apt-get", "install", "-y", "-qq", "etcd-server")
-	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("apt-get install etcd-server: %w\n%s", err, tail(out, 10))
+	if err := aptInstall(ctx, "etcd-server"); err != nil {
+		return "", err
 	}
 	return exec.LookPath("etcd")
 }

@@ -12,13 +12,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 )
 
 // NodeReader reads node-wide counters under an injected /proc and /sys root.
 type NodeReader struct {
-	fs         procfs.FS
 	procRoot   string
 	stat       *pinnedFile
 	loadavg    *pinnedFile
@@ -32,15 +30,11 @@ type NodeReader struct {
 
 // NewNodeReader probes which node sources this kernel offers.
 func NewNodeReader(procRoot, sysRoot string) (*NodeReader, error) {
-	fs, err := procfs.NewFS(procRoot)
-	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", procRoot, err)
-	}
 	stat, err := openPinned(filepath.Join(procRoot, "stat"))
 	if err != nil {
 		return nil, fmt.Errorf("opening %s/stat: %w", procRoot, err)
 	}
-	r := &NodeReader{fs: fs, procRoot: procRoot, sysRoot: sysRoot, stat: stat}
+	r := &NodeReader{procRoot: procRoot, sysRoot: sysRoot, stat: stat}
 	if r.loadavg, err = openPinned(filepath.Join(procRoot, "loadavg")); err != nil {
 		r.Limitations = append(r.Limitations, fmt.Sprintf("load average: %v", err))
 	}

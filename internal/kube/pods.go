@@ -2,8 +2,12 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,8 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -26,8 +29,13 @@ type PodRef struct {
 
 // PodNamer resolves pod UIDs and container IDs to names through the API. It lists the pods once, and again
 // (at most every refreshEvery) when asked about a UID it does not know. It is safe for concurrent use.
+//
+// It talks to the API with client-go's REST transport (kubeconfig, TLS, tokens, exec plugins) and decodes
+// the pod list itself: the typed clientset would register every API group at start-up, tripling tare's
+// memory on every node whether or not it ever names a pod.
 type PodNamer struct {
-	client       kubernetes.Interface
+	http         *http.Client
+	server       string
 	node         string
 	Source       string // the kubeconfig in use
 	refreshEvery time.Duration
@@ -71,38 +79,62 @@ func NewPodNamer(ctx context.Context, path, node string) (*PodNamer, error) {
 	}
 	cfg.Timeout = 5 * time.Second
 	cfg.UserAgent = "tare"
-	client, err := kubernetes.NewForConfig(cfg)
+	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
 	}
-	return newPodNamer(ctx, client, path, node)
+	return newPodNamer(ctx, hc, cfg.Host, path, node)
 }
 
-func newPodNamer(ctx context.Context, client kubernetes.Interface, source, node string) (*PodNamer, error) {
-	n := &PodNamer{client: client, node: node, Source: source, refreshEvery: 10 * time.Second}
+func newPodNamer(ctx context.Context, hc *http.Client, server, source, node string) (*PodNamer, error) {
+	n := &PodNamer{http: hc, server: strings.TrimSuffix(server, "/"), node: node, Source: source, refreshEvery: 10 * time.Second}
 	if err := n.list(ctx); err != nil {
 		return nil, fmt.Errorf("listing pods with %s: %w", source, err)
 	}
 	return n, nil
 }
 
+// get lists pods (GET /api/v1/pods) with an optional field selector, served from the API server's cache.
+func (n *PodNamer) get(ctx context.Context, fieldSelector string) ([]corev1.Pod, error) {
+	q := url.Values{"resourceVersion": {"0"}}
+	if fieldSelector != "" {
+		q.Set("fieldSelector", fieldSelector)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.server+"/api/v1/pods?"+q.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := n.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("GET /api/v1/pods: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	var list corev1.PodList
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return nil, fmt.Errorf("decoding the pod list: %w", err)
+	}
+	return list.Items, nil
+}
+
 func (n *PodNamer) list(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var items []corev1.Pod
+	var err error
 	if n.node != "" {
-		l, err := n.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.node, ResourceVersion: "0"})
-		if err != nil {
+		if items, err = n.get(ctx, "spec.nodeName="+n.node); err != nil {
 			return err
 		}
-		items = l.Items
 	}
 	if len(items) == 0 {
-		l, err := n.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-		if err != nil {
+		if items, err = n.get(ctx, ""); err != nil {
 			return err
 		}
-		items = l.Items
 	}
 	pods := make(map[string]PodRef, len(items))
 	containers := make(map[string]map[string]string, len(items))

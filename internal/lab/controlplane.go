@@ -2,12 +2,6 @@ package lab
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/hex"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -51,49 +45,55 @@ func StartControlPlane(ctx context.Context, dir, etcd, apiserver string) (_ *Con
 		"--enable-pprof"); err != nil {
 		return nil, err
 	}
-	if err := waitHTTP(ctx, http.DefaultClient, etcdURL+"/health", "", 30*time.Second); err != nil {
+	if err := waitHTTP(ctx, http.DefaultClient, etcdURL+"/health", 30*time.Second); err != nil {
 		return nil, cp.failed("etcd", err)
-	}
-	token, err := cp.writeCredentials()
-	if err != nil {
-		return nil, err
 	}
 	adv, err := advertiseAddress()
 	if err != nil {
 		return nil, err
 	}
+	pki, err := controlPlanePKI(filepath.Join(dir, "pki"), net.ParseIP(adv))
+	if err != nil {
+		return nil, err
+	}
 	cp.Server = "https://127.0.0.1:" + strconv.Itoa(ports[2])
-	pki := filepath.Join(dir, "pki")
 	if err := cp.start("kube-apiserver", apiserver, "--etcd-servers", etcdURL, "--bind-address", "127.0.0.1",
-		"--secure-port", strconv.Itoa(ports[2]), "--advertise-address", adv, "--cert-dir", pki,
-		"--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file", filepath.Join(pki, "sa.key"),
-		"--service-account-signing-key-file", filepath.Join(pki, "sa.key"), "--token-auth-file", filepath.Join(pki, "tokens.csv"),
+		"--secure-port", strconv.Itoa(ports[2]), "--advertise-address", adv,
+		"--client-ca-file", pki.Path("ca.crt"), "--tls-cert-file", pki.Path("apiserver.crt"), "--tls-private-key-file", pki.Path("apiserver.key"),
+		"--kubelet-client-certificate", pki.Path("apiserver-kubelet-client.crt"), "--kubelet-client-key", pki.Path("apiserver-kubelet-client.key"),
+		"--service-account-issuer", "https://kubernetes.default.svc", "--service-account-key-file", pki.Path("sa.pub"),
+		"--service-account-signing-key-file", pki.Path("sa.key"),
 		"--authorization-mode", "Node,RBAC", "--service-cluster-ip-range", "10.96.0.0/16",
 		"--feature-gates", "WatchList=false", "--profiling"); err != nil {
 		return nil, err
 	}
-	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // the lab's self-signed serving certificate
-	if err := waitHTTP(ctx, insecure, cp.Server+"/readyz", token, 90*time.Second); err != nil {
+	client, err := pki.HTTPClient("admin")
+	if err != nil {
+		return nil, err
+	}
+	if err := waitHTTP(ctx, client, cp.Server+"/readyz", 90*time.Second); err != nil {
 		return nil, cp.failed("kube-apiserver", err)
 	}
 	cp.Kubeconfig = filepath.Join(dir, "kubeconfig")
-	kc := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: lab
-  cluster:
-    server: %s
-    insecure-skip-tls-verify: true
-users:
-- name: admin
-  user:
-    token: %s
-contexts:
-- name: lab
-  context: {cluster: lab, user: admin}
-current-context: lab
-`, cp.Server, token)
-	return cp, os.WriteFile(cp.Kubeconfig, []byte(kc), 0o600)
+	return cp, pki.Kubeconfig(cp.Kubeconfig, "admin", cp.Server)
+}
+
+// controlPlanePKI issues what kube-apiserver's TLS needs: the serving certificate
+// with the names and addresses clients use, the kubelet client certificate and the admin's.
+func controlPlanePKI(dir string, adv net.IP) (*PKI, error) {
+	p, err := NewPKI(dir)
+	if err != nil {
+		return nil, err
+	}
+	dns := []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost"}
+	ips := []net.IP{net.IPv4(127, 0, 0, 1), adv, net.IPv4(10, 96, 0, 1)}
+	if err := p.Serving("apiserver", dns, ips); err != nil {
+		return nil, err
+	}
+	if err := p.Client("apiserver-kubelet-client", APIServerKubeletIdentity); err != nil {
+		return nil, err
+	}
+	return p, p.Client("admin", AdminIdentity)
 }
 
 func (cp *ControlPlane) start(name, bin string, args ...string) error {
@@ -116,25 +116,6 @@ func (cp *ControlPlane) start(name, bin string, args ...string) error {
 func (cp *ControlPlane) failed(name string, err error) error {
 	b, _ := os.ReadFile(filepath.Join(cp.Dir, name+".log"))
 	return fmt.Errorf("%s did not become ready: %w; last log lines:\n%s", name, err, tail(b, 15))
-}
-
-// writeCredentials makes the service-account key and a random admin bearer token.
-func (cp *ControlPlane) writeCredentials() (string, error) {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		return "", err
-	}
-	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
-	if err := os.WriteFile(filepath.Join(cp.Dir, "pki", "sa.key"), pemKey, 0o600); err != nil {
-		return "", err
-	}
-	raw := make([]byte, 16)
-	if _, err := rand.Read(raw); err != nil {
-		return "", err
-	}
-	token := hex.EncodeToString(raw)
-	line := token + ",admin,admin,system:masters\n"
-	return token, os.WriteFile(filepath.Join(cp.Dir, "pki", "tokens.csv"), []byte(line), 0o600)
 }
 
 // PIDs returns the process IDs of the running components.
@@ -160,7 +141,7 @@ func (cp *ControlPlane) Stop() {
 	cp.procs = nil
 }
 
-func waitHTTP(ctx context.Context, c *http.Client, url, token string, timeout time.Duration) error {
+func waitHTTP(ctx context.Context, c *http.Client, url string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
@@ -168,9 +149,6 @@ func waitHTTP(ctx context.Context, c *http.Client, url, token string, timeout ti
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return err
-		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
 		}
 		resp, err := c.Do(req)
 		if err == nil {

@@ -101,11 +101,11 @@ func TestReadIdentityGone(t *testing.T) {
 
 func TestReadDetailFixture(t *testing.T) {
 	t.Parallel()
-	d := readDetail(fixtureProc, 10101, nil, true)
+	d := readDetail(fixtureProc, 10101, nil, nil, true)
 	if d.smapsErr != nil || d.ioErr != nil || d.rss == 0 || d.pss == 0 || d.threads != 1 {
 		t.Errorf("sleep detail %+v", d)
 	}
-	d = readDetail(fixtureProc, 1, nil, true)
+	d = readDetail(fixtureProc, 1, nil, nil, true)
 	if d.smapsErr == nil || d.ioErr == nil {
 		t.Errorf("unreadable smaps_rollup and io not reported: %+v", d)
 	}

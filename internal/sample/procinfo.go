@@ -103,15 +103,20 @@ type procDetail struct {
 	smapsErr, ioErr   error
 }
 
-// readDetail reads the thread count (stat), io and memory. smaps_rollup walks the page tables and is the
-// costliest read tare makes, so it is skipped when statm says the resident size has not changed since prev,
-// unless refresh is set. Permission errors are returned per source so the sampler can tell the user which
-// processes it could not see into.
-func readDetail(procRoot string, pid int, prev *procDetail, refresh bool) procDetail {
+// readDetail reads the thread count (from stat, unless the caller has just read it), io and memory.
+// smaps_rollup walks the page tables and is the costliest read tare makes, so it is skipped when statm says
+// the resident size has not changed since prev, unless refresh is set. Permission errors are returned per
+// source so the sampler can tell the user which processes it could not see into.
+func readDetail(procRoot string, pid int, stat *procStat, prev *procDetail, refresh bool) procDetail {
 	var d procDetail
 	dir := filepath.Join(procRoot, strconv.Itoa(pid))
-	if st, err := readProcStat(procRoot, pid); err == nil {
-		d.threads = st.NumThreads
+	if stat == nil {
+		if st, err := readProcStat(procRoot, pid); err == nil {
+			stat = &st
+		}
+	}
+	if stat != nil {
+		d.threads = stat.NumThreads
 	}
 	if b, err := readBounded(filepath.Join(dir, "statm")); err == nil {
 		d.statmRSS = parseStatmRSS(b)

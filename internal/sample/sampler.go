@@ -362,7 +362,7 @@ func (s *Sampler) sampleKnown(smp *Sample, st *procState, boot uint64, detail bo
 			}
 			cpu = s.resync(st, pid, cpu)
 			if !st.kernel {
-				dd := readDetail(s.opts.ProcRoot, pid, st.detail, st.details%6 == 0)
+				dd := readDetail(s.opts.ProcRoot, pid, stat, st.detail, st.details%6 == 0)
 				st.detail = &dd
 			}
 		}
@@ -471,7 +471,7 @@ func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
 		s.creditReaped(smp, st, &id.stat)
 	}
 	if detail && !id.kernel {
-		d := readDetail(s.opts.ProcRoot, pid, nil, true)
+		d := readDetail(s.opts.ProcRoot, pid, &id.stat, nil, true)
 		st.detail = &d
 		s.addDetail(&ps, d)
 	}

@@ -214,7 +214,7 @@ func (s *Summary) assemble(procs map[int64]*procAcc, samples []sample.Sample, se
 		}
 		groupNs += p.total
 		gname, gkind := o.info.Group, o.info.GroupKind
-		if matches(opts, o.info) || opts.Match == nil {
+		if matches(opts, o.info) {
 			g := groups[gname]
 			if g == nil {
 				g = &Group{Name: gname, Kind: gkind}
@@ -258,7 +258,7 @@ func (s *Summary) assemble(procs map[int64]*procAcc, samples []sample.Sample, se
 			s.Self = &row
 			continue
 		}
-		if matches(opts, p.info) || opts.Match == nil {
+		if matches(opts, p.info) {
 			s.Processes = append(s.Processes, row)
 		}
 	}
@@ -290,9 +290,10 @@ func mcFromSeries(series []float64, samples []sample.Sample) float64 {
 	return ns / total * 1000
 }
 
+// matches reports whether a process passes the --match filter (every process does without one).
 func matches(opts Options, info sample.ProcInfo) bool {
 	if opts.Match == nil {
-		return false
+		return true
 	}
 	return opts.Match.MatchString(info.Cmdline) || opts.Match.MatchString(info.Comm) || opts.Match.MatchString(info.Group)
 }

@@ -112,20 +112,29 @@ func runMeasure(ctx context.Context, s streams, g *globalOptions, o *measureOpti
 		return err
 	}
 	defer smp.Close()
-	meta := smp.Meta()
-	meta.TareVersion, meta.Duration, meta.Started = Version, o.duration, time.Now()
+	// The sampler's meta grows as it meets unreadable files: take it when writing.
+	metaAt := func(started time.Time) sample.Meta {
+		m := smp.Meta()
+		m.TareVersion, m.Duration, m.Started = Version, o.duration, started
+		if nameNote != "" {
+			m.Limitations = append(m.Limitations, nameNote)
+		}
+		return m
+	}
 	var rec *record.Writer
 	if o.record != "" {
-		if rec, err = record.Create(ctx, o.record, meta); err != nil {
+		if rec, err = record.Create(ctx, o.record, metaAt(time.Now())); err != nil {
 			return err
 		}
 	}
-	samples, recErr := loop(ctx, smp, rec, o, warn)
-	meta = smp.Meta()
-	meta.TareVersion, meta.Duration, meta.Started = Version, o.duration, samples[0].Time
-	if nameNote != "" {
-		meta.Limitations = append(meta.Limitations, nameNote)
+	samples, recErr, err := loop(ctx, smp, rec, o, warn)
+	if err != nil {
+		if rec != nil {
+			_ = rec.Close()
+		}
+		return err
 	}
+	meta := metaAt(samples[0].Time)
 	meta.Interrupted = ctx.Err() != nil
 	if rec != nil {
 		if err := rec.Finish(context.WithoutCancel(ctx), meta); err != nil && recErr == nil {
@@ -147,9 +156,7 @@ func runMeasure(ctx context.Context, s streams, g *globalOptions, o *measureOpti
 
 // loop samples until the window ends or ctx is cancelled; a cancelled window still gets a closing sample
 // so the summary covers everything up to the interruption. Samples are kept even if recording fails.
-func loop(ctx context.Context, smp *sample.Sampler, rec *record.Writer, o *measureOptions, warn func(string)) ([]sample.Sample, error) {
-	var samples []sample.Sample
-	var recErr error
+func loop(ctx context.Context, smp *sample.Sampler, rec *record.Writer, o *measureOptions, warn func(string)) (samples []sample.Sample, recErr, err error) {
 	keep := func(x sample.Sample) {
 		samples = append(samples, x)
 		if rec == nil || recErr != nil {
@@ -162,7 +169,7 @@ func loop(ctx context.Context, smp *sample.Sampler, rec *record.Writer, o *measu
 	}
 	first, err := smp.Sample()
 	if err != nil {
-		return []sample.Sample{{}}, err
+		return nil, nil, fmt.Errorf("taking the first sample: %w", err)
 	}
 	keep(first)
 	end := first.Time.Add(o.duration)
@@ -174,7 +181,7 @@ func loop(ctx context.Context, smp *sample.Sampler, rec *record.Writer, o *measu
 			if x, err := smp.SampleFinal(); err == nil && x.Time.Sub(samples[len(samples)-1].Time) > o.interval/10 {
 				keep(x)
 			}
-			return samples, recErr
+			return samples, recErr, nil
 		case <-tick.C:
 		}
 		final := !time.Now().Add(o.interval / 2).Before(end)
@@ -189,7 +196,7 @@ func loop(ctx context.Context, smp *sample.Sampler, rec *record.Writer, o *measu
 		}
 		keep(x)
 		if final {
-			return samples, recErr
+			return samples, recErr, nil
 		}
 	}
 }

@@ -12,15 +12,28 @@ import (
 )
 
 func newLab(s streams, g *globalOptions) *cobra.Command {
+	var dir string
 	cmd := &cobra.Command{
 		Use:   "lab",
 		Short: "A real single-node Kubernetes cluster on this machine, from upstream components",
-		Long: `The lab runs the real upstream components as local processes. Today it can install them:
-etcd, containerd, runc, the CNI plugins and iptables from Debian's packages; kube-apiserver,
-kube-controller-manager, kube-scheduler, kubelet and kube-proxy built from the upstream k8s.io/kubernetes
-Go module at ` + lab.KubernetesVersion + `; kwok from its Go module.`,
+		Long: `The lab runs the real upstream components as local processes, what a kubeadm or minikube node runs,
+without a VM and without an image registry: etcd, containerd, runc, the CNI plugins and iptables from
+Debian's packages; kube-apiserver, kube-controller-manager, kube-scheduler, kubelet and kube-proxy built
+from the upstream k8s.io/kubernetes Go module at ` + lab.KubernetesVersion + `; kwok from its Go module for fake
+nodes. Pods run tiny images tare builds from Go code (a pause and an HTTP app).
+
+A lab lives in one directory (--dir; default $TARE_LAB_DIR, /var/lib/tare/lab as root, else
+~/.local/state/tare/lab): state, certificates, data, logs. Without root the lab is control plane only
+(etcd, kube-apiserver, controller-manager, scheduler) with kwok nodes.`,
+		Example: `  sudo tare lab install
+  sudo tare lab up --profile tuned
+  export KUBECONFIG=$(sudo tare lab env --kubeconfig)
+  sudo tare measure --duration 60s
+  sudo tare lab down`,
 	}
-	cmd.AddCommand(newLabInstall(s, g))
+	cmd.PersistentFlags().StringVar(&dir, "dir", lab.DefaultDir(), "the lab's directory")
+	cmd.AddCommand(newLabInstall(s, g), newLabUp(s, g, &dir), newLabDown(s, g, &dir), newLabStatus(s, g, &dir),
+		newLabEnv(s, &dir), newLabLogs(s, &dir))
 	return cmd
 }
 

@@ -1,7 +1,9 @@
 package lab
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -87,6 +89,17 @@ func Install(ctx context.Context, opts InstallOptions) ([]Component, error) {
 	}
 	k, err := ensureKwok(ctx)
 	out = append(out, k)
+	if err != nil {
+		return out, err
+	}
+	if opts.Log != nil {
+		opts.Log("images")
+	}
+	start := time.Now()
+	archives, err := ensureImages(ctx)
+	for i, a := range archives {
+		out = append(out, Component{Name: "image " + labImages[i].Name, Path: a, Source: "go build", Version: labImages[i].Source, Took: time.Since(start)})
+	}
 	return out, err
 }
 
@@ -183,13 +196,23 @@ func ensureKwok(ctx context.Context) (Component, error) {
 	}
 	bin := filepath.Join(cache, "kwok", KwokVersion, "bin")
 	c.Path = filepath.Join(bin, "kwok")
-	if _, err := os.Stat(c.Path); err == nil {
+	stages := filepath.Join(cache, "kwok", KwokVersion, "stages.yaml")
+	_, binErr := os.Stat(c.Path)
+	_, stErr := os.Stat(stages)
+	if binErr == nil && stErr == nil {
 		c.Took = time.Since(start)
 		return c, nil
 	}
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		return c, fmt.Errorf("installing kwok needs Go on PATH (https://go.dev/dl): %w", ErrPrerequisite)
+	}
+	if err := writeKwokStages(ctx, gobin, stages); err != nil {
+		return c, err
+	}
+	if binErr == nil {
+		c.Took = time.Since(start)
+		return c, nil
 	}
 	cmd := exec.CommandContext(ctx, gobin, "install", "sigs.k8s.io/kwok/cmd/kwok@"+KwokVersion)
 	cmd.Env = append(os.Environ(), "GOBIN="+bin, "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
@@ -222,4 +245,40 @@ func aptInstall(ctx context.Context, pkgs ...string) error {
 		return fmt.Errorf("apt-get install %v: %w\n%s", pkgs, err, tail(out, 10))
 	}
 	return nil
+}
+
+// kwokStages are the stage configurations kwok needs (it refuses to run without them): nodes become
+// Ready and keep a lease; pods go Ready, complete and delete. They ship in kwok's module.
+var kwokStages = []string{
+	"kustomize/stage/node/fast/node-initialize.yaml",
+	"kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+	"kustomize/stage/pod/fast/pod-ready.yaml",
+	"kustomize/stage/pod/fast/pod-complete.yaml",
+	"kustomize/stage/pod/fast/pod-delete.yaml",
+}
+
+// writeKwokStages copies kwok's stages from its module (downloaded if needed) into one file.
+func writeKwokStages(ctx context.Context, gobin, path string) error {
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, gobin, "mod", "download", "-json", "sigs.k8s.io/kwok@"+KwokVersion)
+	cmd.Stdout, cmd.Env = &out, append(os.Environ(), "GOFLAGS=-mod=mod")
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("downloading kwok %s for its stages: %w", KwokVersion, err)
+	}
+	var info struct{ Dir string }
+	if err := json.Unmarshal(out.Bytes(), &info); err != nil {
+		return fmt.Errorf("reading go mod download output: %w", err)
+	}
+	var all []byte
+	for _, s := range kwokStages {
+		b, err := os.ReadFile(filepath.Join(info.Dir, s))
+		if err != nil {
+			return fmt.Errorf("kwok stage: %w", err)
+		}
+		all = append(append(all, "---\n"...), b...)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, all, 0o644)
 }

@@ -199,3 +199,29 @@ func (p *PKI) HTTPClient(name string) (*http.Client, error) {
 		RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
 	}}}, nil
 }
+
+// LoadPKI opens the CA a previous NewPKI left in dir (a warm start keeps every certificate).
+func LoadPKI(dir string) (*PKI, error) {
+	crtPEM, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(dir, "ca.key"))
+	if err != nil {
+		return nil, err
+	}
+	cb, _ := pem.Decode(crtPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return nil, fmt.Errorf("%s: the lab CA is not PEM", dir)
+	}
+	ca, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	key, err := x509.ParseECPrivateKey(kb.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	return &PKI{Dir: dir, ca: ca, caKey: key, serial: time.Now().UnixNano()}, nil
+}

@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tare-dev/tare/internal/lab"
+)
+
+type labUpOptions struct {
+	profile     string
+	sets        []string
+	audit       bool
+	kwokNodes   int
+	controlOnly bool
+	binDir      string
+}
+
+func newLabUp(s streams, g *globalOptions, dir *string) *cobra.Command {
+	var o labUpOptions
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start the lab and wait until the API is ready, the node is Ready and a probe pod runs",
+		Long: `Start a lab: PKI and kubeconfigs, etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+containerd, kubelet and kube-proxy (and kwok with --kwok-nodes). up returns when /readyz is ok, every
+node is Ready and a probe pod has run, and prints the time each step took and the KUBECONFIG to use.
+pprof is on for every component (etcd --enable-pprof; /debug/pprof on the others).
+
+Profiles: upstream keeps every upstream default; tuned applies single-node reductions, each printed with
+its reason. --set COMPONENT.FLAG=VALUE changes any flag of etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler, kubelet, kube-proxy or kwok (applied after the profile). --audit writes the API server's
+audit log at Metadata level as JSON.
+
+A directory kept by "down --keep" starts warm (same data and certificates). Without root, or with
+--control-plane-only, there is no containerd, kubelet or kube-proxy and pods run on kwok nodes.`,
+		Example: `  sudo tare lab up
+  sudo tare lab up --profile tuned --audit
+  sudo tare lab up --set kube-apiserver.max-requests-inflight=100 --set kubelet.v=2
+  tare lab up --kwok-nodes 50            # without root: control plane and 50 fake nodes`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := g.validate(); err != nil {
+				return err
+			}
+			return runLabUp(cmd.Context(), s, g, *dir, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.profile, "profile", lab.ProfileUpstream, "upstream or tuned")
+	f.StringArrayVar(&o.sets, "set", nil, "COMPONENT.FLAG=VALUE to pass to a component (repeatable)")
+	f.BoolVar(&o.audit, "audit", false, "write the API server's audit log (Metadata level, JSON)")
+	f.IntVar(&o.kwokNodes, "kwok-nodes", 0, "fake nodes served by kwok")
+	f.BoolVar(&o.controlOnly, "control-plane-only", false, "no containerd, kubelet or kube-proxy (the default without root)")
+	f.StringVar(&o.binDir, "bin-dir", "", "use the Kubernetes binaries in this directory")
+	return cmd
+}
+
+func runLabUp(ctx context.Context, s streams, g *globalOptions, dir string, o labUpOptions) error {
+	opts := lab.UpOptions{Dir: dir, Profile: o.profile, Audit: o.audit, KwokNodes: o.kwokNodes,
+		ControlPlaneOnly: o.controlOnly, BinDir: o.binDir}
+	if _, err := lab.ProfileTunings(o.profile); err != nil {
+		return usageError("%w", err)
+	}
+	if o.kwokNodes < 0 {
+		return usageError("--kwok-nodes %d: want 0 or more", o.kwokNodes)
+	}
+	for _, set := range o.sets {
+		t, err := lab.ParseSet(set)
+		if err != nil {
+			return usageError("%w", err)
+		}
+		opts.Sets = append(opts.Sets, t)
+	}
+	if os.Geteuid() != 0 && !o.controlOnly {
+		fmt.Fprintln(s.err, "not root: starting a control-plane-only lab (etcd, kube-apiserver, controller-manager, scheduler) with kwok nodes; containerd, kubelet and kube-proxy need root")
+	}
+	opts.Progress = func(st lab.Step) {
+		fmt.Fprintf(s.err, "%8s  %s\n", st.At.Round(time.Millisecond), st.Name)
+	}
+	st, err := lab.Up(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("lab up: %w", err)
+	}
+	if g.output == "json" {
+		return writeJSON(s.out, st)
+	}
+	tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tTOOK\tAT")
+	for _, step := range st.Steps {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", step.Name, step.Took.Round(time.Millisecond), step.At.Round(time.Millisecond))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(s.out, "\nlab up in %s (profile %s", st.Steps[len(st.Steps)-1].At.Round(time.Millisecond), st.Profile)
+	if st.ControlOnly {
+		fmt.Fprint(s.out, ", control plane only")
+	}
+	if st.KwokNodes > 0 {
+		fmt.Fprintf(s.out, ", %d kwok nodes", st.KwokNodes)
+	}
+	fmt.Fprintln(s.out, ")")
+	for _, t := range st.Tunings {
+		fmt.Fprintf(s.out, "  %s\n      %s\n", t, t.Reason)
+	}
+	if st.Audit != "" {
+		fmt.Fprintf(s.out, "audit log: %s\n", st.Audit)
+	}
+	fmt.Fprintf(s.out, "export KUBECONFIG=%s\n", st.Kubeconfig)
+	return nil
+}

@@ -1,0 +1,188 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/procfs"
+)
+
+// DownReport is what Down stopped and removed.
+type DownReport struct {
+	Stopped  []Process `json:"stopped"`
+	Strays   []Process `json:"strays,omitempty"` // lab processes found by command line, not in the state
+	Unmounts int       `json:"unmounted"`
+	Cgroups  int       `json:"cgroups_removed"`
+	Kept     bool      `json:"kept"`
+	Dir      string    `json:"dir"`
+	Leftover []string  `json:"leftover,omitempty"`
+}
+
+// stopFirst are stopped the node agents first (so nothing restarts pods), then everything else together.
+var stopFirst = []string{"kubelet", "kwok", "kube-proxy"}
+
+// Down stops every process of the lab in dir and removes what it added to the machine: mounts, pod
+// network namespaces, the bridge, iptables rules, cgroups, container log links and changed sysctls. It
+// works from the recorded state and, for what the state misses (a kill -9 of tare mid-up, shims), from
+// the command lines that name the lab directory. The directory itself goes unless keep is set (warm
+// start: data, certificates, images). Down reports anything it could not remove.
+func Down(ctx context.Context, dir string, keep bool) (*DownReport, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	st, stErr := LoadState(dir)
+	strays := strayProcesses(dir)
+	if stErr != nil && errors.Is(stErr, ErrNotRunning) && len(strays) == 0 {
+		if _, err := os.Stat(dir); err != nil {
+			return nil, stErr
+		}
+	}
+	if st == nil { // no or corrupt state: clean what can be found
+		st = &State{Dir: dir}
+		if os.Geteuid() == 0 {
+			if hier, err := cgroupMounts(); err == nil {
+				for _, h := range hier {
+					st.Cgroups = append(st.Cgroups, filepath.Join(h, cgroupRootName))
+				}
+			}
+		}
+	}
+	r := &DownReport{Dir: dir, Kept: keep}
+	p := paths{dir}
+	// 1. node agents, 2. pod processes, 3. the rest of the recorded processes, 4. strays (shims, unrecorded).
+	// etcd goes last: an API server whose etcd is gone hangs in its graceful shutdown.
+	var first, rest, last []Process
+	for _, pr := range st.Processes {
+		switch {
+		case slices.Contains(stopFirst, pr.Name):
+			first = append(first, pr)
+		case pr.Name == "etcd":
+			last = append(last, pr)
+		default:
+			rest = append(rest, pr)
+		}
+	}
+	r.Stopped = append(r.Stopped, stopAll(first, 10*time.Second)...)
+	var errs []error
+	for _, cg := range st.Cgroups {
+		killCgroupTree(cg)
+	}
+	r.Stopped = append(r.Stopped, stopAll(rest, 15*time.Second)...)
+	r.Stopped = append(r.Stopped, stopAll(last, 10*time.Second)...)
+	for _, s := range strayProcesses(dir) {
+		if !slices.ContainsFunc(st.Processes, func(q Process) bool { return q.PID == s.PID }) {
+			r.Strays = append(r.Strays, s)
+		}
+	}
+	stopAll(r.Strays, time.Second)
+	if os.Geteuid() == 0 {
+		if err := unmountLab(dir, st.NetnsBefore); err != nil {
+			errs = append(errs, err)
+		}
+		r.Cgroups = len(st.Cgroups)
+		if err := removeCgroups(st.Cgroups); err != nil {
+			errs = append(errs, err)
+		}
+		if err := removeBridge(); err != nil {
+			errs = append(errs, err)
+		}
+		if !st.ControlOnly || len(st.Processes) == 0 {
+			if err := removeRules(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		removeContainerLogLinks(p)
+		removeShimSockets(p)
+		if err := restoreSysctls(st.Sysctls); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	r.Leftover = Leftovers(dir, !st.ControlOnly)
+	if len(r.Leftover) > 0 {
+		errs = append(errs, fmt.Errorf("left behind: %s", strings.Join(r.Leftover, "; ")))
+	}
+	switch {
+	case keep:
+		if err := os.Remove(statePath(dir)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	case len(r.Leftover) > 0:
+		r.Kept = true // never RemoveAll through a mount that is still there
+	default:
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("removing %s: %w", dir, err))
+		}
+	}
+	_ = ctx
+	if len(errs) > 0 {
+		return r, fmt.Errorf("lab down: %w", errors.Join(errs...))
+	}
+	return r, nil
+}
+
+// stopAll stops processes in parallel and returns those that were running.
+func stopAll(ps []Process, grace time.Duration) []Process {
+	var wg sync.WaitGroup
+	var out []Process
+	for _, p := range ps {
+		if !alive(p) {
+			continue
+		}
+		out = append(out, p)
+		wg.Add(1)
+		go func() { defer wg.Done(); stopProcess(p, grace) }()
+	}
+	wg.Wait()
+	return out
+}
+
+func killCgroupTree(root string) {
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			for _, pid := range cgroupPIDs(p) {
+				_ = killPID(pid)
+			}
+		}
+		return nil
+	})
+}
+
+// Leftovers lists what of a lab is still on the machine: processes naming its directory, mounts under
+// it, its pod network namespaces, bridge, cgroups and (for a lab with a node) KUBE-/CNI- iptables chains.
+func Leftovers(dir string, node bool) []string {
+	var out []string
+	for _, p := range strayProcesses(dir) {
+		out = append(out, fmt.Sprintf("process %d (%s)", p.PID, p.Name))
+	}
+	if mounts, err := procfs.GetMounts(); err == nil {
+		for _, m := range mounts {
+			if strings.HasPrefix(m.MountPoint, dir+"/") {
+				out = append(out, "mount "+m.MountPoint)
+			}
+		}
+	}
+	if _, err := os.Stat("/sys/class/net/" + bridgeName); err == nil {
+		out = append(out, "bridge "+bridgeName)
+	}
+	if hier, err := cgroupMounts(); err == nil {
+		for _, h := range hier {
+			if _, err := os.Stat(filepath.Join(h, cgroupRootName)); err == nil {
+				out = append(out, "cgroup "+filepath.Join(h, cgroupRootName))
+			}
+		}
+	}
+	if node {
+		for _, c := range labChains() {
+			out = append(out, "iptables chain "+c)
+		}
+	}
+	return out
+}

@@ -1,0 +1,192 @@
+package lab
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"time"
+)
+
+//go:embed images/pause/main.go images/web/main.go
+var imageSources embed.FS
+
+// Image is a tiny image the lab builds from Go code, so pods run with no registry.
+type Image struct {
+	Name   string // reference kubelet and containerd use
+	Source string // program under images/
+	Binary string // path inside the image
+}
+
+// Images the lab provides: the sandbox (pause) image containerd is configured with, and a small HTTP app.
+var (
+	PauseImage = Image{Name: "registry.k8s.io/pause:3.10", Source: "pause", Binary: "/pause"}
+	WebImage   = Image{Name: "tare.lab/web:v1", Source: "web", Binary: "/web"}
+	labImages  = []Image{PauseImage, WebImage}
+)
+
+// ensureImages builds every lab image into the cache as an OCI archive (once per source version) and
+// returns the archive paths.
+func ensureImages(ctx context.Context) ([]string, error) {
+	cache, err := CacheDir()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, img := range labImages {
+		src, err := imageSources.ReadFile("images/" + img.Source + "/main.go")
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(append(append([]byte(img.Name), 0), src...))
+		archive := filepath.Join(cache, "images", img.Source+"-"+hex.EncodeToString(sum[:6])+".tar")
+		if _, err := os.Stat(archive); err == nil {
+			out = append(out, archive)
+			continue
+		}
+		bin, err := buildStatic(ctx, img.Source, src)
+		if err != nil {
+			return nil, err
+		}
+		var buf bytes.Buffer
+		if err := writeOCIArchive(&buf, img, bin, time.Unix(0, 0).UTC()); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(filepath.Dir(archive), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(archive+".tmp", buf.Bytes(), 0o644); err != nil {
+			return nil, fmt.Errorf("writing the %s image: %w", img.Source, err)
+		}
+		if err := os.Rename(archive+".tmp", archive); err != nil {
+			return nil, err
+		}
+		out = append(out, archive)
+	}
+	return out, nil
+}
+
+// buildStatic compiles one embedded program into a static binary and returns its bytes.
+func buildStatic(ctx context.Context, name string, src []byte) ([]byte, error) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		return nil, fmt.Errorf("building the %s image needs Go on PATH (https://go.dev/dl): %w", name, ErrPrerequisite)
+	}
+	dir, err := os.MkdirTemp("", "tare-image-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module "+name+"\n\ngo 1.22\n"), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), src, 0o644); err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, gobin, "build", "-trimpath", "-ldflags=-s -w", "-o", name, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building the %s image program: %w\n%s", name, err, tail(out, 10))
+	}
+	return os.ReadFile(filepath.Join(dir, name))
+}
+
+// writeOCIArchive writes an OCI image layout (as a tar, what `ctr images import` reads) holding one image
+// of one layer: the static binary at img.Binary, run as the entrypoint.
+func writeOCIArchive(w *bytes.Buffer, img Image, binary []byte, mtime time.Time) error {
+	var layer bytes.Buffer
+	lt := tar.NewWriter(&layer)
+	if err := lt.WriteHeader(&tar.Header{Name: img.Binary[1:], Mode: 0o755, Size: int64(len(binary)), ModTime: mtime, Typeflag: tar.TypeReg}); err != nil {
+		return err
+	}
+	if _, err := lt.Write(binary); err != nil {
+		return err
+	}
+	if err := lt.Close(); err != nil {
+		return err
+	}
+	layerDesc := descriptor("application/vnd.oci.image.layer.v1.tar", layer.Bytes())
+	config, err := json.Marshal(map[string]any{
+		"architecture": runtime.GOARCH, "os": "linux", "created": mtime.Format(time.RFC3339),
+		"config": map[string]any{"Entrypoint": []string{img.Binary}},
+		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{layerDesc.Digest}},
+	})
+	if err != nil {
+		return err
+	}
+	configDesc := descriptor("application/vnd.oci.image.config.v1+json", config)
+	manifest, err := json.Marshal(map[string]any{
+		"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+		"config": configDesc, "layers": []ociDescriptor{layerDesc},
+	})
+	if err != nil {
+		return err
+	}
+	manifestDesc := descriptor("application/vnd.oci.image.manifest.v1+json", manifest)
+	manifestDesc.Platform = &ociPlatform{Architecture: runtime.GOARCH, OS: "linux"}
+	manifestDesc.Annotations = map[string]string{"io.containerd.image.name": img.Name, "org.opencontainers.image.ref.name": img.Name}
+	index, err := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": []ociDescriptor{manifestDesc}})
+	if err != nil {
+		return err
+	}
+	t := tar.NewWriter(w)
+	files := []struct {
+		name string
+		data []byte
+	}{
+		{"oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)},
+		{"index.json", index},
+		{blobPath(layerDesc), layer.Bytes()},
+		{blobPath(configDesc), config},
+		{blobPath(manifestDesc), manifest},
+	}
+	for _, f := range files {
+		if err := t.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data)), ModTime: mtime, Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		if _, err := t.Write(f.data); err != nil {
+			return err
+		}
+	}
+	return t.Close()
+}
+
+type ociPlatform struct {
+	Architecture string `json:"architecture"`
+	OS           string `json:"os"`
+}
+
+type ociDescriptor struct {
+	MediaType   string            `json:"mediaType"`
+	Digest      string            `json:"digest"`
+	Size        int               `json:"size"`
+	Platform    *ociPlatform      `json:"platform,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+func descriptor(mediaType string, b []byte) ociDescriptor {
+	sum := sha256.Sum256(b)
+	return ociDescriptor{MediaType: mediaType, Digest: "sha256:" + hex.EncodeToString(sum[:]), Size: len(b)}
+}
+
+func blobPath(d ociDescriptor) string { return "blobs/sha256/" + d.Digest[len("sha256:"):] }
+
+// importImages loads the archives into containerd's k8s.io namespace (where the CRI plugin looks).
+func importImages(ctx context.Context, ctr, address string, archives []string) error {
+	for _, a := range archives {
+		cmd := exec.CommandContext(ctx, ctr, "--address", address, "-n", "k8s.io", "images", "import", a)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("importing %s into containerd: %w\n%s", filepath.Base(a), err, tail(out, 10))
+		}
+	}
+	return nil
+}

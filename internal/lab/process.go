@@ -1,0 +1,90 @@
+package lab
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/procfs"
+)
+
+// daemon is a component process started by this tare; exited is closed when it ends.
+type daemon struct {
+	Process
+	exited chan struct{}
+	err    error
+}
+
+// startDaemon starts a component in its own session (so it outlives `tare lab up` and a Ctrl-C at the
+// terminal), with stdout and stderr appended to DIR/logs/NAME.log.
+func startDaemon(dir, name, bin string, args, env []string) (*daemon, error) {
+	logPath := filepath.Join(dir, "logs", name+".log")
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return nil, err
+	}
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening the %s log: %w", name, err)
+	}
+	defer log.Close()
+	fmt.Fprintf(log, "==== tare lab: starting %s at %s\n", name, time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s (%s): %w", name, bin, err)
+	}
+	d := &daemon{Process: Process{Name: name, PID: cmd.Process.Pid, Args: append([]string{bin}, args...), Log: logPath}, exited: make(chan struct{})}
+	if st, err := procStat(d.PID); err == nil {
+		d.StartTicks = st.Starttime
+	}
+	go func() { d.err = cmd.Wait(); close(d.exited) }()
+	return d, nil
+}
+
+func procStat(pid int) (procfs.ProcStat, error) {
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return procfs.ProcStat{}, err
+	}
+	return p.Stat()
+}
+
+// alive says whether the recorded process still runs: same PID, same start time, not a zombie.
+func alive(p Process) bool {
+	st, err := procStat(p.PID)
+	if err != nil || st.State == "Z" || st.State == "X" {
+		return false
+	}
+	return p.StartTicks == 0 || st.Starttime == p.StartTicks
+}
+
+// stopProcess sends SIGTERM, waits up to grace, then SIGKILL, and waits for the process to go.
+func stopProcess(p Process, grace time.Duration) {
+	if !alive(p) {
+		return
+	}
+	_ = syscall.Kill(p.PID, syscall.SIGTERM)
+	if waitGone(p, grace) {
+		return
+	}
+	_ = syscall.Kill(p.PID, syscall.SIGKILL)
+	waitGone(p, 5*time.Second)
+}
+
+func waitGone(p Process, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if !alive(p) {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return !alive(p)
+}
+func sleepShort() { time.Sleep(20 * time.Millisecond) }

@@ -1,0 +1,109 @@
+package lab
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// stateVersion is bumped when State changes incompatibly.
+const stateVersion = 1
+
+// State is what a lab records about itself in DIR/state.json, rewritten after every step so `down`
+// can clean up after a crash or a kill -9 of tare.
+type State struct {
+	Version     int               `json:"version"`
+	Dir         string            `json:"dir"`
+	Profile     string            `json:"profile"`
+	Node        string            `json:"node,omitempty"`
+	Server      string            `json:"server,omitempty"`
+	Kubeconfig  string            `json:"kubeconfig,omitempty"`
+	ControlOnly bool              `json:"control_plane_only"`
+	KwokNodes   int               `json:"kwok_nodes"`
+	Audit       string            `json:"audit_log,omitempty"`
+	Started     time.Time         `json:"started"`
+	Ready       bool              `json:"ready"`
+	Processes   []Process         `json:"processes"`
+	Cgroups     []string          `json:"cgroups,omitempty"`      // cgroup directories the lab created
+	NetnsBefore []string          `json:"netns_before,omitempty"` // /run/netns entries that existed before up
+	Sysctls     map[string]string `json:"sysctls,omitempty"`      // values before up, restored by down
+	Steps       []Step            `json:"steps,omitempty"`
+	Tunings     []Tuning          `json:"tunings,omitempty"`
+}
+
+// Process is one daemon the lab started. StartTicks (field 22 of /proc/PID/stat) guards against PID reuse.
+type Process struct {
+	Name       string   `json:"name"`
+	PID        int      `json:"pid"`
+	StartTicks uint64   `json:"start_ticks"`
+	Args       []string `json:"args"`
+	Log        string   `json:"log"`
+}
+
+// Step is one stage of `up` and how long it took from the start of `up`.
+type Step struct {
+	Name string        `json:"name"`
+	At   time.Duration `json:"at_ns"`   // since up started
+	Took time.Duration `json:"took_ns"` // since the previous step
+}
+
+// ErrNotRunning says there is no lab in the directory.
+var ErrNotRunning = errors.New("no lab")
+
+func statePath(dir string) string { return filepath.Join(dir, "state.json") }
+
+// LoadState reads DIR/state.json.
+func LoadState(dir string) (*State, error) {
+	b, err := os.ReadFile(statePath(dir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w in %s (start one with tare lab up)", ErrNotRunning, dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the lab state: %w", err)
+	}
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("the lab state %s is corrupt (%w): tare lab down --dir %s still stops what it can find", statePath(dir), err, dir)
+	}
+	if s.Version > stateVersion {
+		return nil, fmt.Errorf("the lab state %s was written by a newer tare (version %d > %d)", statePath(dir), s.Version, stateVersion)
+	}
+	return &s, nil
+}
+
+// save writes the state atomically (write to a temporary file, then rename).
+func (s *State) save() error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := statePath(s.Dir) + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("writing the lab state: %w", err)
+	}
+	return os.Rename(tmp, statePath(s.Dir))
+}
+
+// Running returns the lab processes that are still alive (same PID and start time).
+func (s *State) Running() []Process {
+	var out []Process
+	for _, p := range s.Processes {
+		if alive(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Process returns the recorded process of a component.
+func (s *State) Process(name string) (Process, bool) {
+	for _, p := range s.Processes {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Process{}, false
+}

@@ -1,0 +1,128 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DefaultDir is where a lab lives: $TARE_LAB_DIR, else /var/lib/tare/lab as root, else the user's state
+// directory ($XDG_STATE_HOME or ~/.local/state) + /tare/lab.
+func DefaultDir() string {
+	if d := os.Getenv("TARE_LAB_DIR"); d != "" {
+		return d
+	}
+	if os.Geteuid() == 0 {
+		return "/var/lib/tare/lab"
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "tare", "lab")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "state", "tare", "lab")
+	}
+	return filepath.Join(os.TempDir(), "tare-lab")
+}
+
+// ComponentStatus is one lab process now.
+type ComponentStatus struct {
+	Name    string `json:"name"`
+	PID     int    `json:"pid"`
+	Running bool   `json:"running"`
+	Log     string `json:"log"`
+}
+
+// NodeStatus is one node of the lab.
+type NodeStatus struct {
+	Name  string `json:"name"`
+	Ready bool   `json:"ready"`
+	Fake  bool   `json:"kwok"`
+}
+
+// StatusReport is `tare lab status`.
+type StatusReport struct {
+	Dir         string            `json:"dir"`
+	Profile     string            `json:"profile"`
+	Started     time.Time         `json:"started"`
+	Kubeconfig  string            `json:"kubeconfig"`
+	Server      string            `json:"server"`
+	ControlOnly bool              `json:"control_plane_only"`
+	Components  []ComponentStatus `json:"components"`
+	APIReady    bool              `json:"api_ready"`
+	APIError    string            `json:"api_error,omitempty"`
+	Nodes       []NodeStatus      `json:"nodes"`
+	Tunings     []Tuning          `json:"tunings,omitempty"`
+	Audit       string            `json:"audit_log,omitempty"`
+	Healthy     bool              `json:"healthy"`
+}
+
+// Status reports which lab processes run, whether the API server is ready and which nodes are Ready.
+func Status(ctx context.Context, dir string) (*StatusReport, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	st, err := LoadState(dir)
+	if err != nil {
+		return nil, err
+	}
+	r := &StatusReport{Dir: dir, Profile: st.Profile, Started: st.Started, Kubeconfig: st.Kubeconfig, Server: st.Server,
+		ControlOnly: st.ControlOnly, Tunings: st.Tunings, Audit: st.Audit, Healthy: true}
+	for _, p := range st.Processes {
+		running := alive(p)
+		r.Healthy = r.Healthy && running
+		r.Components = append(r.Components, ComponentStatus{Name: p.Name, PID: p.PID, Running: running, Log: p.Log})
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	c, err := Client(st.Kubeconfig)
+	if err == nil {
+		_, err = c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	}
+	if err != nil {
+		r.APIError, r.Healthy = err.Error(), false
+		return r, nil
+	}
+	r.APIReady = true
+	nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		r.APIError, r.Healthy = fmt.Sprintf("listing nodes: %v", err), false
+		return r, nil
+	}
+	for _, n := range nodes.Items {
+		ns := NodeStatus{Name: n.Name, Fake: n.Annotations[kwokAnnotation] != ""}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				ns.Ready = true
+			}
+		}
+		r.Healthy = r.Healthy && ns.Ready
+		r.Nodes = append(r.Nodes, ns)
+	}
+	return r, nil
+}
+
+// LogPath returns the log file of a lab component.
+func LogPath(dir, component string) (string, error) {
+	st, err := LoadState(dir)
+	if err == nil {
+		if p, ok := st.Process(component); ok {
+			return p.Log, nil
+		}
+	}
+	p := filepath.Join(dir, "logs", component+".log")
+	if _, err := os.Stat(p); err != nil {
+		ents, _ := os.ReadDir(filepath.Join(dir, "logs"))
+		var have []string
+		for _, e := range ents {
+			have = append(have, e.Name()[:len(e.Name())-len(filepath.Ext(e.Name()))])
+		}
+		return "", fmt.Errorf("no log for %q in %s (components with logs: %v)", component, dir, have)
+	}
+	return p, nil
+}

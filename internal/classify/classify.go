@@ -74,6 +74,10 @@ func Component(exe, comm, cmdline string) string {
 			return c
 		}
 	}
+	// CNI plugins (bridge, host-local, portmap, …) run from a cni directory for each pod's network.
+	if strings.Contains(exe, "/cni/") {
+		return "cni"
+	}
 	// comm is cut at 15 characters: kube-controller and containerd-shim are prefixes.
 	for name, c := range components {
 		if len(comm) == 15 && strings.HasPrefix(name, comm) {

@@ -145,7 +145,9 @@ func newLabEnv(s streams, dir *string) *cobra.Command {
 }
 
 func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool { return !strings.ContainsRune("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-", r) }) < 0 {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !strings.ContainsRune("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-", r)
+	}) < 0 {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

@@ -10,7 +10,7 @@ import (
 // binaries are the programs a lab runs.
 type binaries struct {
 	etcd, apiserver, kcm, scheduler, kubelet, proxy string
-	containerd, ctr, kwok, kwokStages                  string
+	containerd, ctr, kwok, kwokStages               string
 }
 
 // findBinaries locates every program `up` needs: the Kubernetes components in binDir or tare's cache,

@@ -21,7 +21,9 @@ import (
 
 // ruleChain says whether an iptables chain is one the lab's components add: kubelet and kube-proxy
 // (KUBE-…) and the CNI bridge plugin's masquerade chains (CNI-…).
-func ruleChain(name string) bool { return strings.HasPrefix(name, "KUBE-") || strings.HasPrefix(name, "CNI-") }
+func ruleChain(name string) bool {
+	return strings.HasPrefix(name, "KUBE-") || strings.HasPrefix(name, "CNI-")
+}
 
 // iptablesCleanup turns iptables-save output into an iptables-restore --noflush script that deletes
 // every rule jumping into a lab chain from another chain, then flushes and deletes the lab chains. It
@@ -116,7 +118,9 @@ func labMounts(mountPoints []string, dir string, netnsBefore []string) []string 
 			out = append(out, m)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return strings.Count(out[i], "/") > strings.Count(out[j], "/") || (strings.Count(out[i], "/") == strings.Count(out[j], "/") && out[i] > out[j]) })
+	sort.Slice(out, func(i, j int) bool {
+		return strings.Count(out[i], "/") > strings.Count(out[j], "/") || (strings.Count(out[i], "/") == strings.Count(out[j], "/") && out[i] > out[j])
+	})
 	return out
 }
 
@@ -396,4 +400,57 @@ func labChains() []string {
 		}
 	}
 	return out
+}
+
+// machineDirs are directories outside the lab directory that the components create whatever they are
+// told: kubelet's device-plugins directory and container log links, libcni's result cache, containerd's
+// shim sockets, the pod network namespaces. up records which were absent; down removes those.
+var machineDirs = []string{"/var/lib/kubelet", "/var/lib/cni", "/var/log/containers", "/var/log/pods", "/run/containerd", "/run/netns"}
+
+func absentDirs(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		if _, err := os.Stat(d); errors.Is(err, os.ErrNotExist) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// removeMachineDirs removes the directories the lab made (namespaces and sockets only when empty).
+func removeMachineDirs(made []string) error {
+	var errs []error
+	for _, d := range made {
+		var err error
+		if d == "/run/netns" || d == "/run/containerd" {
+			_ = os.Remove(filepath.Join(d, "s"))
+			err = os.Remove(d)
+			if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
+				err = nil // in use by someone else now: leave it
+			}
+		} else {
+			err = os.RemoveAll(d)
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("removing %s: %w", d, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeCNIResults removes libcni's cached results for the lab's pods (/var/lib/cni/results keeps one
+// per network and interface, named NETWORK-CONTAINERID-IFNAME) when the directory predates the lab.
+func removeCNIResults(p paths) {
+	sandboxes, _ := os.ReadDir(p.join("containerd", "root", "io.containerd.grpc.v1.cri", "sandboxes"))
+	ents, _ := os.ReadDir("/var/lib/cni/results")
+	for _, e := range ents {
+		n := e.Name()
+		ours := strings.HasPrefix(n, cniNetworkName+"-")
+		for _, sb := range sandboxes {
+			ours = ours || strings.Contains(n, "-"+sb.Name()+"-")
+		}
+		if ours {
+			_ = os.Remove(filepath.Join("/var/lib/cni/results", n))
+		}
+	}
 }

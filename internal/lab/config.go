@@ -50,7 +50,7 @@ func labPorts(controlOnly bool) []labPort {
 type paths struct{ dir string }
 
 func (p paths) join(elem ...string) string { return filepath.Join(append([]string{p.dir}, elem...)...) }
-func (p paths) pki() string               { return p.join("pki") }
+func (p paths) pki() string                { return p.join("pki") }
 func (p paths) kubeconfig(who string) string {
 	if who == "admin" {
 		return p.join("kubeconfig")
@@ -87,11 +87,12 @@ state = %q
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+        Root = %q
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = %q
 `, p.join("containerd", "root"), p.containerdState(), p.containerdSocket(), p.containerdSocket()+".ttrpc",
-		p.join("containerd", "debug.sock"), p.join("containerd", "opt"), PauseImage.Name, p.join("cni", "net.d"))
+		p.join("containerd", "debug.sock"), p.join("containerd", "opt"), PauseImage.Name, p.join("containerd", "runc"), p.join("cni", "net.d"))
 }
 
 // cniConfig is the pod network: a bridge with the gateway on the host, host-local addresses kept in the

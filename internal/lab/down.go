@@ -101,6 +101,10 @@ func Down(ctx context.Context, dir string, keep bool) (*DownReport, error) {
 		}
 		removeContainerLogLinks(p)
 		removeShimSockets(p)
+		removeCNIResults(p)
+		if err := removeMachineDirs(st.MadeDirs); err != nil {
+			errs = append(errs, err)
+		}
 		if err := restoreSysctls(st.Sysctls); err != nil {
 			errs = append(errs, err)
 		}

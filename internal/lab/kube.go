@@ -55,7 +55,7 @@ func (l *lab) probe(ctx context.Context) error {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: probePodName, Labels: map[string]string{labManagedLabel: "probe"}},
 		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "probe", Image: PauseImage.Name, ImagePullPolicy: corev1.PullNever}},
+			Containers:                    []corev1.Container{{Name: "probe", Image: PauseImage.Name, ImagePullPolicy: corev1.PullNever}},
 			TerminationGracePeriodSeconds: new(int64),
 			AutomountServiceAccountToken:  new(bool),
 		},
@@ -117,7 +117,7 @@ func podWaiting(p *corev1.Pod) string {
 func (l *lab) kwok(ctx context.Context, tunings []Tuning) error {
 	if _, err := l.launch("kwok", l.bin.kwok, []string{"--kubeconfig", l.st.Kubeconfig, "--config", l.bin.kwokStages,
 		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector", kwokAnnotation + "=fake",
-		"--server-address", "127.0.0.1:0"}, tunings); err != nil {
+		"--server-address", "127.0.0.1:0", "--node-lease-duration-seconds", "40"}, tunings); err != nil {
 		return err
 	}
 	c, err := l.client()
@@ -157,4 +157,3 @@ func createKwokNode(ctx context.Context, c kubernetes.Interface, name string) er
 	}
 	return nil
 }
-

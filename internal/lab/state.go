@@ -30,6 +30,7 @@ type State struct {
 	Cgroups     []string          `json:"cgroups,omitempty"`      // cgroup directories the lab created
 	NetnsBefore []string          `json:"netns_before,omitempty"` // /run/netns entries that existed before up
 	Sysctls     map[string]string `json:"sysctls,omitempty"`      // values before up, restored by down
+	MadeDirs    []string          `json:"made_dirs,omitempty"`    // machine directories absent before up
 	Steps       []Step            `json:"steps,omitempty"`
 	Tunings     []Tuning          `json:"tunings,omitempty"`
 }

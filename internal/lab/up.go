@@ -87,6 +87,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *State, err error) {
 		KwokNodes: opts.KwokNodes, Started: l.start, Tunings: tunings, NetnsBefore: netnsNames()}
 	if !opts.ControlPlaneOnly {
 		l.st.Sysctls = readSysctls()
+		l.st.MadeDirs = absentDirs(machineDirs)
 	}
 	for _, d := range []string{"logs", "kubeconfigs"} {
 		if err := os.MkdirAll(l.p.join(d), 0o700); err != nil {

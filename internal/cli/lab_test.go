@@ -1,0 +1,303 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tare-dev/tare/internal/lab"
+)
+
+// requireLab skips without root or in -short mode and makes sure every lab component is installed
+// (built into the cache the first time: minutes on a fresh machine).
+func requireLab(t *testing.T) {
+	t.Helper()
+	requireRoot(t)
+	if testing.Short() {
+		t.Skip("starts a real cluster")
+	}
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		t.Fatal("the lab tests drive the cluster with the real kubectl: install it (apt-get install kubectl)")
+	}
+	if _, errOut, err := run(context.Background(), "lab", "install"); err != nil {
+		t.Fatalf("lab install: %v\n%s", err, errOut)
+	}
+}
+
+// labDir is a fresh directory for a lab, removed (after down) at the end of the test.
+func labDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "tare-lab-") // short: containerd's socket paths must fit in 108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = lab.Down(context.Background(), dir, false)
+		_ = os.RemoveAll(dir)
+	})
+	return dir
+}
+
+func kubectl(t *testing.T, kubeconfig string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+const webManifest = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: web
+        image: tare.lab/web:v1
+        imagePullPolicy: Never
+        ports: [{containerPort: 8080}]
+        readinessProbe: {httpGet: {path: /healthz, port: 8080}, periodSeconds: 1}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: on-kwok}
+spec:
+  nodeSelector: {type: kwok}
+  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, effect: NoSchedule}]
+  containers: [{name: app, image: tare.lab/web:v1}]
+`
+
+// TestLab starts one real lab (tuned, audited, with kwok nodes) and checks everything the issue names
+// against it: a Deployment behind a Service reached through its ClusterIP, scaled to 10; a pod on a
+// kwok node; the tuned profile's effect on leases; the audit log; status, env, logs; measure naming
+// every lab process; and a down that leaves nothing behind.
+func TestLab(t *testing.T) {
+	requireLab(t)
+	ctx := context.Background()
+	dir := labDir(t)
+	sysctlsBefore := readProcSys(t)
+	out, errOut, err := run(ctx, "lab", "up", "--dir", dir, "--profile", "tuned", "--audit", "--kwok-nodes", "2")
+	if err != nil {
+		t.Fatalf("lab up: %v\nstderr:\n%s", err, errOut)
+	}
+	kc := filepath.Join(dir, "kubeconfig")
+	for _, want := range []string{"etcd healthy", "kube-apiserver ready", "node Ready", "2 kwok nodes Ready", "probe pod Running",
+		"kube-controller-manager --leader-elect=false", "minikube measured 18%", "audit log: " + filepath.Join(dir, "audit", "audit.log"),
+		"export KUBECONFIG=" + kc} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lab up output lacks %q:\n%s", want, out)
+		}
+	}
+
+	t.Run("up twice says it is running", func(t *testing.T) {
+		_, _, err := run(ctx, "lab", "up", "--dir", dir)
+		if err == nil || !strings.Contains(err.Error(), "already running in "+dir) {
+			t.Errorf("second up: %v", err)
+		}
+	})
+	t.Run("status env logs", func(t *testing.T) {
+		out, _, err := run(ctx, "lab", "status", "--dir", dir)
+		if err != nil {
+			t.Fatalf("status: %v\n%s", err, out)
+		}
+		for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet", "kube-proxy", "kwok"} {
+			if !strings.Contains(out, "\n"+c+" ") || !strings.Contains(out, "running") {
+				t.Errorf("status lacks %s running:\n%s", c, out)
+			}
+		}
+		for _, want := range []string{": ready", "node kwok-node-1 (kwok): Ready"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("status lacks %q:\n%s", want, out)
+			}
+		}
+		env, _, err := run(ctx, "lab", "env", "--dir", dir)
+		if err != nil || !strings.Contains(env, "export KUBECONFIG="+kc+"\n") {
+			t.Errorf("env: %q, %v", env, err)
+		}
+		logs, _, err := run(ctx, "lab", "logs", "kube-apiserver", "--tail", "5", "--dir", dir)
+		if err != nil || strings.Count(logs, "\n") != 5 {
+			t.Errorf("logs --tail 5: %v\n%q", err, logs)
+		}
+		if _, _, err := run(ctx, "lab", "logs", "nope", "--dir", dir); err == nil || !strings.Contains(err.Error(), "kube-apiserver") {
+			t.Errorf("logs of an unknown component should list the known ones: %v", err)
+		}
+	})
+	t.Run("deployment behind a service, scaled to 10", func(t *testing.T) {
+		apply := exec.Command("kubectl", "--kubeconfig", kc, "apply", "-f", "-")
+		apply.Stdin = strings.NewReader(webManifest)
+		if b, err := apply.CombinedOutput(); err != nil {
+			t.Fatalf("kubectl apply: %v\n%s", err, b)
+		}
+		kubectl(t, kc, "rollout", "status", "deployment/web", "--timeout=120s")
+		pods := strings.Fields(kubectl(t, kc, "get", "pods", "-l", "app=web", "-o", "jsonpath={.items[*].metadata.name}"))
+		if len(pods) != 3 {
+			t.Fatalf("pods = %v, want 3", pods)
+		}
+		ip := kubectl(t, kc, "get", "service", "web", "-o", "jsonpath={.spec.clusterIP}")
+		answered := map[string]int{}
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		// kube-proxy programs the service a moment after the endpoints are ready.
+		for reach := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			resp, err := client.Get("http://" + ip + "/")
+			if err == nil {
+				resp.Body.Close()
+				break
+			}
+			if time.Now().After(reach) {
+				t.Fatalf("ClusterIP %s not reachable after 30 s: %v", ip, err)
+			}
+		}
+		// Every answer must come from a pod of the deployment; kube-proxy adds endpoints as they become
+		// ready, so keep asking (new connection each time) until several pods have answered.
+		deadline := time.Now().Add(30 * time.Second)
+		for i := 0; i < 30 || (len(answered) < 2 && time.Now().Before(deadline)); i++ {
+			resp, err := client.Get(fmt.Sprintf("http://%s/req%d", ip, i))
+			if err != nil {
+				t.Fatalf("GET through ClusterIP %s: %v", ip, err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			host, path, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
+			if path != fmt.Sprintf("/req%d", i) {
+				t.Fatalf("answer %q to /req%d", b, i)
+			}
+			answered[host]++
+			if i >= 30 {
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		for host := range answered {
+			if !strings.Contains(strings.Join(pods, " "), host) {
+				t.Errorf("%s answered but is not a pod of the deployment %v", host, pods)
+			}
+		}
+		if len(answered) < 2 {
+			t.Errorf("connections through the ClusterIP all reached one pod (%v) for 30 s: not load-balanced", answered)
+		}
+		kubectl(t, kc, "scale", "deployment/web", "--replicas=10")
+		kubectl(t, kc, "rollout", "status", "deployment/web", "--timeout=180s")
+		ready := kubectl(t, kc, "get", "deployment", "web", "-o", "jsonpath={.status.readyReplicas}")
+		endpoints := strings.Fields(kubectl(t, kc, "get", "endpoints", "web", "-o", "jsonpath={.subsets[*].addresses[*].ip}"))
+		if ready != "10" || len(endpoints) != 10 {
+			t.Errorf("after scaling: %s ready, %d endpoints; want 10 and 10", ready, len(endpoints))
+		}
+	})
+	t.Run("pod on a kwok node", func(t *testing.T) {
+		kubectl(t, kc, "wait", "--for=condition=Ready", "pod/on-kwok", "--timeout=60s")
+		if node := kubectl(t, kc, "get", "pod", "on-kwok", "-o", "jsonpath={.spec.nodeName}"); !strings.HasPrefix(node, "kwok-node-") {
+			t.Errorf("on-kwok ran on %q", node)
+		}
+	})
+	t.Run("tuned profile: no leader-election leases", func(t *testing.T) {
+		leases := kubectl(t, kc, "get", "leases", "-n", "kube-system", "-o", "jsonpath={.items[*].metadata.name}")
+		if strings.Contains(leases, "kube-controller-manager") || strings.Contains(leases, "kube-scheduler") {
+			t.Errorf("leader-election leases exist with the tuned profile: %s", leases)
+		}
+	})
+	t.Run("audit log at Metadata level", func(t *testing.T) {
+		assertAuditCreate(t, filepath.Join(dir, "audit", "audit.log"), "deployments")
+	})
+	t.Run("measure names every lab process", func(t *testing.T) {
+		s := measureJSON(t, "--duration", "3s", "--kubeconfig", kc)
+		groups := map[string]bool{}
+		for _, g := range s.Groups {
+			groups[g.Name] = true
+		}
+		for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd", "containerd-shim", "kwok"} {
+			if !groups[c] {
+				t.Errorf("measure has no %s group: %v", c, groups)
+			}
+		}
+		named := 0
+		for g := range groups {
+			if strings.HasPrefix(g, "pod default/web-") {
+				named++
+			}
+		}
+		if named == 0 {
+			t.Errorf("no web pod named namespace/name: %v", groups)
+		}
+	})
+
+	out, errOut, err = run(ctx, "lab", "down", "--dir", dir)
+	if err != nil {
+		t.Fatalf("lab down: %v\n%s%s", err, out, errOut)
+	}
+	if left := lab.Leftovers(dir, true); len(left) > 0 {
+		t.Errorf("left after down: %v", left)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s still exists after down: %v", dir, err)
+	}
+	if after := readProcSys(t); fmt.Sprint(after) != fmt.Sprint(sysctlsBefore) {
+		t.Errorf("sysctls changed by the lab: before %v, after %v", sysctlsBefore, after)
+	}
+}
+
+func readProcSys(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, k := range []string{"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops", "net/ipv4/ip_forward"} {
+		b, err := os.ReadFile("/proc/sys/" + k)
+		if err == nil {
+			out[k] = strings.TrimSpace(string(b))
+		}
+	}
+	return out
+}
+
+// assertAuditCreate checks every audit event is at Metadata level (no request bodies) and that exactly
+// one create of resource completed: the one the test made.
+func assertAuditCreate(t *testing.T, path, resource string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<22)
+	found := 0
+	for sc.Scan() {
+		var ev struct {
+			Level, Verb, Stage string
+			ObjectRef          struct{ Resource string }
+			RequestObject      json.RawMessage
+		}
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("audit line is not JSON: %v: %.200s", err, sc.Text())
+		}
+		if ev.Level != "Metadata" || ev.RequestObject != nil {
+			t.Fatalf("audit event above Metadata level: %.300s", sc.Text())
+		}
+		if ev.Verb == "create" && ev.ObjectRef.Resource == resource && ev.Stage == "ResponseComplete" {
+			found++
+		}
+	}
+	if found != 1 {
+		t.Errorf("audit log has %d completed creates of %s, want exactly the 1 the test made", found, resource)
+	}
+}

@@ -6,7 +6,7 @@ LDFLAGS   := -X github.com/tare-dev/tare/internal/cli.Version=$(VERSION)
 GOLANGCI  ?= $(shell $(GO) env GOPATH)/bin/golangci-lint
 GOLANGCI_VERSION ?= v2.15.0
 
-.PHONY: build test test-short bench lint measure deps clean
+.PHONY: build test test-short bench bench-overhead bench-lab lint measure deps clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/tare
@@ -15,9 +15,16 @@ build:
 deps:
 	@command -v pidstat >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sysstat >/dev/null)
 
-# measure is the README's main command: install what is needed, build, and measure this node for a minute.
+# measure is the README's main command: build tare, install the lab's components, start the lab, measure it
+# (DURATION, default 60s) and print the overhead report, then stop the lab. KEEP=1 leaves it running; a lab
+# that is already running is measured and left alone. Ctrl-C ends the measurement early (the report is
+# still printed) and the lab is still stopped.
 measure: build
-	./$(BIN) measure --duration $${DURATION:-60s}
+	./$(BIN) lab install
+	@trap : INT; \
+	if ./$(BIN) lab status >/dev/null 2>&1; then started=; else ./$(BIN) lab up $(LAB_FLAGS) || exit 1; started=1; fi; \
+	./$(BIN) measure --duration $${DURATION:-60s} --kubeconfig "$$(./$(BIN) lab env --kubeconfig)"; rc=$$?; \
+	if [ -n "$$started" ] && [ -z "$$KEEP" ]; then ./$(BIN) lab down; fi; exit $$rc
 
 # test: vet, then the race detector over everything but the real-process timing tests (-short), then every
 # test without it, packages one at a time so CPU ground-truth tests do not compete.
@@ -29,8 +36,15 @@ test: deps
 test-short:
 	$(GO) test -short -count=1 ./...
 
-bench: build deps
+# bench: tare's own overhead next to pidstat, then the lab (time to Ready and first pod, cold and warm;
+# idle CPU upstream vs tuned). Root.
+bench: bench-overhead bench-lab
+
+bench-overhead: build deps
 	$(GO) run ./bench/overhead -tare ./$(BIN)
+
+bench-lab: build
+	$(GO) run ./bench/lab -tare ./$(BIN)
 
 lint:
 	@test -x $(GOLANGCI) || $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)

@@ -23,6 +23,13 @@ func TestBadInput(t *testing.T) {
 	if err := os.WriteFile(existing, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	corruptLab := filepath.Join(dir, "corrupt-lab")
+	if err := os.MkdirAll(corruptLab, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(corruptLab, "state.json"), []byte("{\"version\": 1, \"processes\": [tru"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -47,6 +54,16 @@ func TestBadInput(t *testing.T) {
 		{"record in a missing dir", []string{"measure", "--duration", "1s", "--record", filepath.Join(dir, "no", "r.db")}, 1, "no such file"},
 		{"lab install with a bad bin dir", []string{"lab", "install", "--bin-dir", filepath.Join(dir, "nobin")}, 1, "--bin-dir"},
 		{"lab install stray argument", []string{"lab", "install", "now"}, 2, "unknown command"},
+		{"lab up unknown profile", []string{"lab", "up", "--dir", filepath.Join(dir, "lab"), "--profile", "fast"}, 2, "unknown profile \"fast\""},
+		{"lab up bad --set", []string{"lab", "up", "--dir", filepath.Join(dir, "lab"), "--set", "kubelet"}, 2, "COMPONENT.FLAG=VALUE"},
+		{"lab up unknown component", []string{"lab", "up", "--dir", filepath.Join(dir, "lab"), "--set", "kubectl.v=1"}, 2, "unknown component kubectl"},
+		{"lab up negative kwok nodes", []string{"lab", "up", "--dir", filepath.Join(dir, "lab"), "--kwok-nodes", "-1"}, 2, "--kwok-nodes -1"},
+		{"lab status without a lab", []string{"lab", "status", "--dir", dir}, 1, "no lab in " + dir},
+		{"lab down without a lab", []string{"lab", "down", "--dir", dir}, 1, "no lab in " + dir},
+		{"lab env without a lab", []string{"lab", "env", "--dir", dir}, 1, "no lab in " + dir},
+		{"lab logs without a component", []string{"lab", "logs", "--dir", dir}, 2, "accepts 1 arg"},
+		{"lab logs bad tail", []string{"lab", "logs", "etcd", "--tail", "-3", "--dir", dir}, 2, "--tail -3"},
+		{"lab status corrupt state", []string{"lab", "status", "--dir", corruptLab}, 1, "is corrupt"},
 		{"bad proc root", []string{"measure", "--duration", "1s", "--proc-root", filepath.Join(dir, "noproc")}, 1, "noproc"},
 	}
 	for _, tt := range tests {

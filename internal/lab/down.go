@@ -39,13 +39,12 @@ func Down(ctx context.Context, dir string, keep bool) (*DownReport, error) {
 		return nil, err
 	}
 	st, stErr := LoadState(dir)
-	strays := strayProcesses(dir)
-	if stErr != nil && errors.Is(stErr, ErrNotRunning) && len(strays) == 0 {
-		if _, err := os.Stat(dir); err != nil {
-			return nil, stErr
-		}
+	haveState := stErr == nil || !errors.Is(stErr, ErrNotRunning) // present, maybe corrupt
+	if !haveState && len(strayProcesses(dir)) == 0 {
+		return nil, stErr // not a lab directory: touch nothing
 	}
-	if st == nil { // no or corrupt state: clean what can be found
+	loaded := st != nil
+	if st == nil { // corrupt state, or lab programs without one: clean what can be found
 		st = &State{Dir: dir}
 		if os.Geteuid() == 0 {
 			if hier, err := cgroupMounts(); err == nil {
@@ -83,6 +82,11 @@ func Down(ctx context.Context, dir string, keep bool) (*DownReport, error) {
 		}
 	}
 	stopAll(r.Strays, time.Second)
+	// The KUBE-/CNI- chains are the lab's when it ran a node (kubelet, kube-proxy, pods).
+	nodeLab := loaded && !st.ControlOnly
+	for _, s := range r.Strays {
+		nodeLab = nodeLab || slices.Contains([]string{"kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2"}, s.Name)
+	}
 	if os.Geteuid() == 0 {
 		if err := unmountLab(dir, st.NetnsBefore); err != nil {
 			errs = append(errs, err)
@@ -94,7 +98,7 @@ func Down(ctx context.Context, dir string, keep bool) (*DownReport, error) {
 		if err := removeBridge(); err != nil {
 			errs = append(errs, err)
 		}
-		if !st.ControlOnly || len(st.Processes) == 0 {
+		if nodeLab {
 			if err := removeRules(); err != nil {
 				errs = append(errs, err)
 			}
@@ -109,7 +113,7 @@ func Down(ctx context.Context, dir string, keep bool) (*DownReport, error) {
 			errs = append(errs, err)
 		}
 	}
-	r.Leftover = Leftovers(dir, !st.ControlOnly)
+	r.Leftover = Leftovers(dir, nodeLab)
 	if len(r.Leftover) > 0 {
 		errs = append(errs, fmt.Errorf("left behind: %s", strings.Join(r.Leftover, "; ")))
 	}
@@ -118,8 +122,8 @@ func Down(ctx context.Context, dir string, keep bool) (*DownReport, error) {
 		if err := os.Remove(statePath(dir)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
-	case len(r.Leftover) > 0:
-		r.Kept = true // never RemoveAll through a mount that is still there
+	case len(r.Leftover) > 0 || !haveState:
+		r.Kept = true // never RemoveAll through a mount still there, nor a directory that held no lab
 	default:
 		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, fmt.Errorf("removing %s: %w", dir, err))

@@ -1,0 +1,189 @@
+// Command lab is the lab benchmark (make bench): how long `tare lab up` takes to a Ready node and a
+// Running first pod, cold (empty directory) and warm (a directory kept by down --keep), next to the
+// published time-to-k8s totals of other local clusters; and the idle CPU of the lab's components with
+// the upstream and the tuned profile, measured with tare measure, compared with Welch's t-test.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/stats"
+	"github.com/tare-dev/tare/internal/summary"
+)
+
+// anchors are the time-to-k8s totals published for other local clusters on their reference machine.
+var anchors = []struct {
+	name string
+	secs float64
+}{{"minikube", 50.8}, {"kind", 33.0}, {"k3d", 19.9}}
+
+// components whose idle CPU is compared between profiles.
+var components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd"}
+
+func main() {
+	tare := flag.String("tare", "bin/tare", "tare binary")
+	runs := flag.Int("runs", 3, "cold and warm starts, and idle windows per profile")
+	window := flag.Duration("window", 45*time.Second, "idle measurement window")
+	settle := flag.Duration("settle", 15*time.Second, "wait after up before measuring idle CPU")
+	flag.Parse()
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "bench lab: needs root (a full lab with kubelet and containerd)")
+		os.Exit(1)
+	}
+	if err := run(context.Background(), *tare, *runs, *window, *settle); err != nil {
+		fmt.Fprintln(os.Stderr, "bench lab:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, tare string, runs int, window, settle time.Duration) error {
+	if out, err := exec.CommandContext(ctx, tare, "lab", "install").CombinedOutput(); err != nil {
+		return fmt.Errorf("lab install: %w\n%s", err, out)
+	}
+	var coldReady, coldPod, warmReady, warmPod []float64
+	for i := range runs {
+		dir, err := os.MkdirTemp("", "tare-bench-lab-")
+		if err != nil {
+			return err
+		}
+		st, err := up(ctx, tare, dir)
+		if err != nil {
+			return err
+		}
+		coldReady, coldPod = append(coldReady, at(st, "node Ready")), append(coldPod, at(st, "probe pod Running"))
+		if err := down(ctx, tare, dir, true); err != nil {
+			return err
+		}
+		if st, err = up(ctx, tare, dir); err != nil {
+			return err
+		}
+		warmReady, warmPod = append(warmReady, at(st, "node Ready")), append(warmPod, at(st, "probe pod Running"))
+		if err := down(ctx, tare, dir, false); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "start %d/%d: cold %.1fs, warm %.1fs to first pod\n", i+1, runs, coldPod[i], warmPod[i])
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "TIME TO\tCOLD (s, mean ± 95%% CI, n=%d)\tWARM\n", runs)
+	fmt.Fprintf(tw, "node Ready\t%s\t%s\n", ci(coldReady), ci(warmReady))
+	fmt.Fprintf(tw, "first pod Running\t%s\t%s\n", ci(coldPod), ci(warmPod))
+	for _, a := range anchors {
+		fmt.Fprintf(tw, "%s (published time-to-k8s total)\t%.1f\t\n", a.name, a.secs)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	idle := map[string]map[string][]float64{}
+	for i := range runs {
+		for _, profile := range []string{lab.ProfileUpstream, lab.ProfileTuned} { // interleaved: drift hits both
+			m, err := idleCPU(ctx, tare, profile, window, settle)
+			if err != nil {
+				return err
+			}
+			if idle[profile] == nil {
+				idle[profile] = map[string][]float64{}
+			}
+			for k, v := range m {
+				idle[profile][k] = append(idle[profile][k], v)
+			}
+			fmt.Fprintf(os.Stderr, "idle %s %d/%d: control plane %.1fm\n", profile, i+1, runs, m["control plane"])
+		}
+	}
+	fmt.Printf("\nIdle CPU, millicores (mean ± 95%% CI over %d windows of %s each, %s after up)\n", runs, window, settle)
+	tw = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMPONENT\tUPSTREAM\tTUNED\tDELTA\tP (Welch)\tSIGNIFICANT")
+	for _, c := range append(append([]string{}, components...), "control plane", "all lab") {
+		u, t := idle[lab.ProfileUpstream][c], idle[lab.ProfileTuned][c]
+		d := stats.Welch(u, t, 0.05)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%+.2f (%+.0f%%)\t%.3f\t%v\n", c, ci(u), ci(t), d.Delta, d.DeltaPct, d.P, d.Significant)
+	}
+	return tw.Flush()
+}
+
+func ci(xs []float64) string {
+	iv := stats.MeanCI(xs, 0.95)
+	return fmt.Sprintf("%.2f ± %.2f", iv.Mean, iv.Half)
+}
+
+func up(ctx context.Context, tare, dir string, extra ...string) (*lab.State, error) {
+	args := append([]string{"lab", "up", "--dir", dir, "-o", "json"}, extra...)
+	out, err := exec.CommandContext(ctx, tare, args...).Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		return nil, fmt.Errorf("lab up: %w\n%s", err, stderr)
+	}
+	var st lab.State
+	if err := json.Unmarshal(out, &st); err != nil {
+		return nil, fmt.Errorf("lab up output: %w", err)
+	}
+	return &st, nil
+}
+
+func down(ctx context.Context, tare, dir string, keep bool) error {
+	args := []string{"lab", "down", "--dir", dir}
+	if keep {
+		args = append(args, "--keep")
+	}
+	if out, err := exec.CommandContext(ctx, tare, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("lab down: %w\n%s", err, out)
+	}
+	return nil
+}
+
+func at(st *lab.State, step string) float64 {
+	for _, s := range st.Steps {
+		if s.Name == step {
+			return s.At.Seconds()
+		}
+	}
+	return 0
+}
+
+// idleCPU starts a lab with a profile, lets it settle, measures it and returns each component's mean CPU.
+func idleCPU(ctx context.Context, tare, profile string, window, settle time.Duration) (map[string]float64, error) {
+	dir, err := os.MkdirTemp("", "tare-bench-lab-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = down(ctx, tare, dir, false) }()
+	if _, err := up(ctx, tare, dir, "--profile", profile); err != nil {
+		return nil, err
+	}
+	time.Sleep(settle)
+	out, err := exec.CommandContext(ctx, tare, "measure", "-o", "json", "--duration", window.String(),
+		"--kubeconfig", dir+"/kubeconfig").Output()
+	if err != nil {
+		return nil, fmt.Errorf("measure: %w", err)
+	}
+	var s summary.Summary
+	if err := json.Unmarshal(out, &s); err != nil {
+		return nil, err
+	}
+	m := map[string]float64{}
+	for _, g := range s.Groups {
+		m[g.Name] = g.CPU.Mean // includes the group's short-lived children
+	}
+	res := map[string]float64{}
+	for _, c := range components {
+		res[c] = m[c]
+		res["all lab"] += m[c]
+		if !strings.HasPrefix(c, "kube-proxy") && c != "kubelet" && c != "containerd" {
+			res["control plane"] += m[c]
+		}
+	}
+	res["all lab"] += m["containerd-shim"] + m["runc"] + m["cni"] + m["pause"]
+	return res, nil
+}

@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -120,7 +121,7 @@ func up(ctx context.Context, tare, dir string, extra ...string) (*lab.State, err
 	out, err := exec.CommandContext(ctx, tare, args...).Output()
 	if err != nil {
 		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			stderr = string(ee.Stderr)
 		}
 		return nil, fmt.Errorf("lab up: %w\n%s", err, stderr)

@@ -96,9 +96,13 @@ func Install(ctx context.Context, opts InstallOptions) ([]Component, error) {
 		opts.Log("images")
 	}
 	start := time.Now()
+	src := "cached"
+	if !imagesCached() {
+		src = "go build"
+	}
 	archives, err := ensureImages(ctx)
 	for i, a := range archives {
-		out = append(out, Component{Name: "image " + labImages[i].Name, Path: a, Source: "go build", Version: labImages[i].Source, Took: time.Since(start)})
+		out = append(out, Component{Name: "image " + labImages[i].Name, Path: a, Source: src, Version: labImages[i].Source, Took: time.Since(start)})
 	}
 	return out, err
 }

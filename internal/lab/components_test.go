@@ -77,6 +77,12 @@ func TestInstall(t *testing.T) {
 	byName := map[string]Component{}
 	for _, c := range comps {
 		byName[c.Name] = c
+		if strings.HasPrefix(c.Name, "image ") { // an OCI archive (imported by the lab tests)
+			if fi, err := os.Stat(c.Path); err != nil || fi.Size() == 0 {
+				t.Errorf("%s: %v", c.Name, err)
+			}
+			continue
+		}
 		if err := executable(c.Path); err != nil {
 			t.Errorf("%s: %v", c.Name, err)
 		}

@@ -33,21 +33,42 @@ var (
 	labImages  = []Image{PauseImage, WebImage}
 )
 
+// imageArchive is where an image's OCI archive is cached: named for its source, so a change rebuilds it.
+func imageArchive(img Image) (path string, src []byte, err error) {
+	cache, err := CacheDir()
+	if err != nil {
+		return "", nil, err
+	}
+	if src, err = imageSources.ReadFile("images/" + img.Source + "/main.go"); err != nil {
+		return "", nil, err
+	}
+	sum := sha256.Sum256(append(append([]byte(img.Name), 0), src...))
+	return filepath.Join(cache, "images", img.Source+"-"+hex.EncodeToString(sum[:6])+".tar"), src, nil
+}
+
+// imagesCached says whether every lab image is already built.
+func imagesCached() bool {
+	for _, img := range labImages {
+		p, _, err := imageArchive(img)
+		if err != nil {
+			return false
+		}
+		if _, err := os.Stat(p); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // ensureImages builds every lab image into the cache as an OCI archive (once per source version) and
 // returns the archive paths.
 func ensureImages(ctx context.Context) ([]string, error) {
-	cache, err := CacheDir()
-	if err != nil {
-		return nil, err
-	}
 	var out []string
 	for _, img := range labImages {
-		src, err := imageSources.ReadFile("images/" + img.Source + "/main.go")
+		archive, src, err := imageArchive(img)
 		if err != nil {
 			return nil, err
 		}
-		sum := sha256.Sum256(append(append([]byte(img.Name), 0), src...))
-		archive := filepath.Join(cache, "images", img.Source+"-"+hex.EncodeToString(sum[:6])+".tar")
 		if _, err := os.Stat(archive); err == nil {
 			out = append(out, archive)
 			continue
@@ -84,7 +105,7 @@ func buildStatic(ctx context.Context, name string, src []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module "+name+"\n\ngo 1.22\n"), 0o644); err != nil {
 		return nil, err
 	}

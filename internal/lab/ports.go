@@ -17,6 +17,7 @@ func portOwner(port int) string {
 		return ""
 	}
 	inodes := map[uint64]bool{}
+	//nolint:staticcheck // /proc/net/tcp is enough to name a port's holder in an error message
 	for _, read := range []func() (procfs.NetTCP, error){fs.NetTCP, fs.NetTCP6} {
 		tcp, err := read()
 		if err != nil {

@@ -222,7 +222,11 @@ func (l *lab) dead() *daemon {
 
 func (l *lab) died(d *daemon) error {
 	b, _ := os.ReadFile(d.Log)
-	return fmt.Errorf("%s exited during start (%v); last lines of %s:\n%s", d.Name, d.err, d.Log, tail(b, 15))
+	exit := d.err
+	if exit == nil {
+		exit = errors.New("exit status 0")
+	}
+	return fmt.Errorf("%s exited during start (%w); last lines of %s:\n%s", d.Name, exit, d.Log, tail(b, 15))
 }
 
 // certificates creates the lab's PKI, or reuses the one a kept directory has (warm start).

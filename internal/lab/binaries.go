@@ -22,7 +22,7 @@ func findBinaries(binDir string, controlOnly, kwok bool) (binaries, error) {
 	if err != nil {
 		return b, err
 	}
-	k8s := filepath.Join(cache, "k8s", KubernetesVersion, "bin")
+	k8s := k8sBinDir(cache)
 	if binDir != "" {
 		k8s = binDir
 	}
@@ -54,7 +54,7 @@ func findBinaries(binDir string, controlOnly, kwok bool) (binaries, error) {
 		}
 	}
 	if kwok {
-		dir := filepath.Join(cache, "kwok", KwokVersion)
+		dir := kwokDir(cache)
 		b.kwok, b.kwokStages = filepath.Join(dir, "bin", "kwok"), filepath.Join(dir, "stages.yaml")
 		for _, p := range []string{b.kwok, b.kwokStages} {
 			if _, err := os.Stat(p); err != nil {

@@ -230,20 +230,8 @@ func createCgroupRoot() ([]string, error) {
 // removeCgroups kills every task left in the lab's cgroups (pod processes whose shim died) and removes
 // the directories, deepest first.
 func removeCgroups(roots []string) error {
-	var dirs []string
-	for _, r := range roots {
-		_ = filepath.WalkDir(r, func(p string, d os.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				dirs = append(dirs, p)
-			}
-			return nil
-		})
-	}
-	for _, d := range dirs {
-		for _, pid := range cgroupPIDs(d) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
+	killCgroupTree(roots...)
+	dirs := cgroupDirs(roots)
 	sort.Slice(dirs, func(i, j int) bool { return strings.Count(dirs[i], "/") > strings.Count(dirs[j], "/") })
 	var errs []error
 	for _, d := range dirs {

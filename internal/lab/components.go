@@ -123,7 +123,7 @@ func cachedBuild(name string) bool {
 	if err != nil {
 		return false
 	}
-	_, err = os.Stat(filepath.Join(cache, "k8s", KubernetesVersion, "bin", name))
+	_, err = os.Stat(filepath.Join(k8sBinDir(cache), name))
 	return err == nil
 }
 
@@ -198,9 +198,9 @@ func ensureKwok(ctx context.Context) (Component, error) {
 	if err != nil {
 		return c, err
 	}
-	bin := filepath.Join(cache, "kwok", KwokVersion, "bin")
+	bin := filepath.Join(kwokDir(cache), "bin")
 	c.Path = filepath.Join(bin, "kwok")
-	stages := filepath.Join(cache, "kwok", KwokVersion, "stages.yaml")
+	stages := filepath.Join(kwokDir(cache), "stages.yaml")
 	_, binErr := os.Stat(c.Path)
 	_, stErr := os.Stat(stages)
 	if binErr == nil && stErr == nil {

@@ -144,21 +144,12 @@ func (cp *ControlPlane) Stop() {
 func waitHTTP(ctx context.Context, c *http.Client, url string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var last error
+	check := httpOK(c, url)
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
+		last := check(ctx)
+		if last == nil {
+			return nil
 		}
-		resp, err := c.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("%s: %s", url, resp.Status)
-		}
-		last = err
 		select {
 		case <-ctx.Done():
 			return errors.Join(ctx.Err(), last)

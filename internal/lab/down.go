@@ -71,9 +71,7 @@ func Down(ctx context.Context, dir string, keep bool) (*DownReport, error) {
 	}
 	r.Stopped = append(r.Stopped, stopAll(first, 10*time.Second)...)
 	var errs []error
-	for _, cg := range st.Cgroups {
-		killCgroupTree(cg)
-	}
+	killCgroupTree(st.Cgroups...)
 	r.Stopped = append(r.Stopped, stopAll(rest, 15*time.Second)...)
 	r.Stopped = append(r.Stopped, stopAll(last, 10*time.Second)...)
 	for _, s := range strayProcesses(dir) {
@@ -152,15 +150,27 @@ func stopAll(ps []Process, grace time.Duration) []Process {
 	return out
 }
 
-func killCgroupTree(root string) {
-	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			for _, pid := range cgroupPIDs(p) {
-				_ = killPID(pid)
-			}
+// killCgroupTree sends SIGKILL to every task in the cgroups under roots.
+func killCgroupTree(roots ...string) {
+	for _, d := range cgroupDirs(roots) {
+		for _, pid := range cgroupPIDs(d) {
+			_ = killPID(pid)
 		}
-		return nil
-	})
+	}
+}
+
+// cgroupDirs lists every cgroup directory under roots, parents before children.
+func cgroupDirs(roots []string) []string {
+	var dirs []string
+	for _, r := range roots {
+		_ = filepath.WalkDir(r, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+	}
+	return dirs
 }
 
 // Leftovers lists what of a lab is still on the machine: processes naming its directory, mounts under

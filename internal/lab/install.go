@@ -30,6 +30,10 @@ func CacheDir() (string, error) {
 	return filepath.Join(d, "tare"), nil
 }
 
+// k8sBinDir and kwokDir are where the built Kubernetes components and kwok (with its stages) are cached.
+func k8sBinDir(cache string) string { return filepath.Join(cache, "k8s", KubernetesVersion, "bin") }
+func kwokDir(cache string) string   { return filepath.Join(cache, "kwok", KwokVersion) }
+
 // EnsureEtcd returns the path of etcd, installing Debian's etcd-server when it is missing and tare may.
 func EnsureEtcd(ctx context.Context) (string, error) {
 	if p, err := exec.LookPath("etcd"); err == nil {
@@ -54,7 +58,7 @@ func Build(ctx context.Context, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(cache, "k8s", KubernetesVersion, "bin", name)
+	bin := filepath.Join(k8sBinDir(cache), name)
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}

@@ -64,7 +64,6 @@ func (l *lab) probe(ctx context.Context) error {
 		pod.Spec.NodeSelector = map[string]string{"type": "kwok"}
 		pod.Spec.Tolerations = []corev1.Toleration{{Key: kwokAnnotation, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
 	} else {
-		pod.Spec.NodeName = ""
 		pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": l.st.Node}
 	}
 	// Admission refuses pods until the namespace's default service account exists; the controller

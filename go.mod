@@ -5,9 +5,11 @@ go 1.26.8
 require (
 	github.com/google/go-cmp v0.7.0
 	github.com/mdlayher/genetlink v1.4.0
+	github.com/prometheus/common v0.67.5
 	github.com/prometheus/procfs v0.23.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
+	github.com/valyala/fastjson v1.6.10
 	github.com/vishvananda/netlink v1.3.1-0.20250206174618-62fb240731fa
 	golang.org/x/sys v0.49.0
 	gonum.org/v1/gonum v0.17.0
@@ -48,6 +50,7 @@ require (
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
+	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/vishvananda/netns v0.0.4 // indirect
 	github.com/x448/float16 v0.8.4 // indirect

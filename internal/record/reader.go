@@ -93,6 +93,11 @@ func readAll(ctx context.Context, db *sql.DB) (Recording, error) {
 	if err := readProcSamples(ctx, db, rec.Samples, idx); err != nil {
 		return rec, err
 	}
+	if ver >= 2 {
+		if err := readResources(ctx, db, rec.Samples, idx); err != nil {
+			return rec, err
+		}
+	}
 	return rec, readExits(ctx, db, rec.Samples, idx)
 }
 
@@ -192,4 +197,39 @@ func readExits(ctx context.Context, db *sql.DB, ss []sample.Sample, idx map[int]
 		}
 	}
 	return rows.Err()
+}
+
+// readResources attaches each resource reading to its sample and carries it over to the samples after it
+// that had none of their own, as the sampler does.
+func readResources(ctx context.Context, db *sql.DB, ss []sample.Sample, idx map[int]int) error {
+	rows, err := db.QueryContext(ctx, "SELECT seq, json FROM node_resources ORDER BY seq")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq int
+		var js string
+		if err := rows.Scan(&seq, &js); err != nil {
+			return err
+		}
+		i, ok := idx[seq]
+		if !ok {
+			continue
+		}
+		r := &sample.Resources{}
+		if err := json.Unmarshal([]byte(js), r); err != nil {
+			return fmt.Errorf("sample %d resources: %w", seq, err)
+		}
+		ss[i].Node.Resources = r
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for i := 1; i < len(ss); i++ {
+		if ss[i].Node.Resources == nil {
+			ss[i].Node.Resources = ss[i-1].Node.Resources
+		}
+	}
+	return nil
 }

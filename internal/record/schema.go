@@ -2,7 +2,8 @@ package record
 
 // SchemaVersion is the version of the recording schema written by this tare. Readers accept versions up to
 // and including it.
-const SchemaVersion = 1
+// Version 2 added node_resources; version 1 files are read without it.
+const SchemaVersion = 2
 
 // formatName marks a SQLite file as a tare recording.
 const formatName = "tare-recording"
@@ -61,6 +62,10 @@ CREATE TABLE process_samples (
   threads     INTEGER NOT NULL,
   PRIMARY KEY (seq, id)
 ) WITHOUT ROWID;
+CREATE TABLE node_resources (
+  seq  INTEGER PRIMARY KEY,
+  json TEXT NOT NULL
+);
 CREATE TABLE exits (
   seq INTEGER NOT NULL,
   id  INTEGER NOT NULL,

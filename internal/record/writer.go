@@ -24,6 +24,9 @@ type Writer struct {
 	insP  *sql.Stmt
 	insPS *sql.Stmt
 	insE  *sql.Stmt
+	insR  *sql.Stmt
+	// lastRes is the last resource reading stored; samples that carry it over do not store it again.
+	lastRes *sample.Resources
 }
 
 // Create makes a new recording at path. It refuses to overwrite an existing file.
@@ -84,6 +87,7 @@ func (w *Writer) init(ctx context.Context, meta sample.Meta) error {
 	w.insP = prep(`INSERT INTO processes VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	w.insPS = prep(`INSERT INTO process_samples VALUES(?,?,?,?,?,?,?,?,?,?)`)
 	w.insE = prep(`INSERT OR IGNORE INTO exits VALUES(?,?)`)
+	w.insR = prep(`INSERT INTO node_resources VALUES(?,?)`)
 	return err
 }
 
@@ -118,6 +122,17 @@ func (w *Writer) append(ctx context.Context, s sample.Sample) (err error) {
 		c.User, c.Nice, c.System, c.Idle, c.Iowait, c.IRQ, c.SoftIRQ, c.Steal, c.Guest, c.GuestNice,
 		s.Node.Load1, s.Node.Load5, s.Node.Load15, s.Node.Running, int64(s.Node.TasksCPUNs), nullString(psi)); err != nil {
 		return err
+	}
+	// Resources are read on full samples and carried over between them: store each reading once.
+	if r := s.Node.Resources; r != nil && r != w.lastRes {
+		var rj []byte
+		if rj, err = json.Marshal(r); err != nil {
+			return err
+		}
+		if _, err = tx.StmtContext(ctx, w.insR).ExecContext(ctx, s.Seq, string(rj)); err != nil {
+			return err
+		}
+		w.lastRes = r
 	}
 	insP := tx.StmtContext(ctx, w.insP)
 	for _, p := range s.New {

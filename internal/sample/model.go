@@ -70,6 +70,8 @@ type Node struct {
 	Pressure   map[string]Pressure `json:"pressure,omitempty"` // cpu, io, memory; absent when the kernel lacks PSI
 	TasksCPUNs uint64              `json:"tasks_cpu_ns"`       // root cgroup CPU usage (cpuacct.usage or cpu.stat), 0 if unreadable
 	Running    int                 `json:"procs_running"`
+	// Resources are memory, disk and network counters, read on full samples and carried over between them.
+	Resources *Resources `json:"resources,omitempty"`
 }
 
 // ProcSample is one process in one sample. CPUNs is the CPU it used since the previous sample (for the

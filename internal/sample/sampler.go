@@ -66,6 +66,7 @@ type Sampler struct {
 	opts         Options
 	pfs          procfs.FS
 	node         *NodeReader
+	res          *ResourceReader
 	ts           *TaskstatsClient
 	exits        *ExitListener
 	execs        *ExecWatcher
@@ -112,7 +113,11 @@ func New(ctx context.Context, opts Options, warn func(string)) (*Sampler, error)
 	if err != nil {
 		return nil, err
 	}
-	s := &Sampler{opts: opts, pfs: pfs, node: node, procs: map[int]*procState{}, recent: map[int]recentExit{},
+	res, err := NewResourceReader(opts.ProcRoot, opts.SysRoot)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sampler{opts: opts, pfs: pfs, node: node, res: res, procs: map[int]*procState{}, recent: map[int]recentExit{},
 		reapedBy: map[int]int64{}, seenChildren: map[int]uint64{}, teardown: map[int]*teardown{}, denied: map[string]int{}, warned: map[string]bool{}, warn: warn}
 	s.detailEvery = max(1, int(opts.Detail/opts.Interval))
 	s.idleEvery = max(1, int(time.Second/opts.Interval))
@@ -213,6 +218,12 @@ func (s *Sampler) sample(final bool) (Sample, error) {
 	node, err := s.node.Read(full, s.lastNode)
 	if err != nil {
 		return Sample{}, err
+	}
+	if full && s.res != nil {
+		var err error
+		if node.Resources, err = s.res.Read(); err != nil {
+			s.warnOnce("resources", err.Error())
+		}
 	}
 	s.lastNode = node
 	smp := Sample{Seq: s.seq, Time: now, Node: node}

@@ -203,7 +203,7 @@ func (s *Summary) assemble(procs map[int64]*procAcc, samples []sample.Sample, se
 		if start.IsZero() {
 			start = samples[min(p.info.BornSeq, len(samples)-1)].Time
 		}
-		c.starts = append(c.starts, start)
+		c.Starts = append(c.Starts, start)
 	}
 	for _, id := range ids {
 		p := procs[id]
@@ -248,6 +248,7 @@ func (s *Summary) assemble(procs map[int64]*procAcc, samples []sample.Sample, se
 		s.Groups = append(s.Groups, *g)
 	}
 	sortGroups(s.Groups)
+	s.groupSeries = groupSeries
 	for _, id := range ids {
 		p := procs[id]
 		if owner[id] != p || (p.total == 0 && p.kids == 0 && p.memN == 0) {
@@ -269,7 +270,7 @@ func (s *Summary) assemble(procs map[int64]*procAcc, samples []sample.Sample, se
 		c.CPU = mc(c.ns, secs)
 		c.CPUPerRunMs = float64(c.ns) / 1e6 / float64(c.Runs)
 		c.PerMinute = float64(c.Runs) / secs * 60
-		c.PeriodSeconds = meanGap(c.starts)
+		c.PeriodSeconds = meanGap(c.Starts)
 		c.SharePct = pct(float64(c.ns), busyNs)
 		if opts.Match == nil || opts.Match.MatchString(c.Cmdline) || opts.Match.MatchString(c.ParentCmdline) {
 			s.Children = append(s.Children, *c)

@@ -36,7 +36,12 @@ type Summary struct {
 	Filter         string         `json:"filter,omitempty"`
 	Warnings       []string       `json:"warnings,omitempty"`
 	top            int
+	groupSeries    map[string][]float64
 }
+
+// GroupSeries is each group's CPU in millicores per interval (index i is the interval ending at sample
+// i+1), short-lived children included in their ancestor's group.
+func (s Summary) GroupSeries() map[string][]float64 { return s.groupSeries }
 
 // Window is the measured span.
 type Window struct {
@@ -126,8 +131,9 @@ type Children struct {
 	PerMinute     float64 `json:"runs_per_minute"`
 	PeriodSeconds float64 `json:"mean_period_seconds,omitempty"`
 	SharePct      float64 `json:"share_of_busy_percent"`
-	starts        []time.Time
-	ns            uint64
+	// Starts are the runs' start times, sorted.
+	Starts []time.Time `json:"-"`
+	ns     uint64
 }
 
 // Reconciliation checks that the parts add up to the node total. The reference is the root cgroup's task

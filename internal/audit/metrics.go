@@ -1,0 +1,101 @@
+package audit
+
+import (
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Without an audit log, kube-apiserver's own apiserver_request_total counter still says how many requests
+// of each verb on each resource it served, though not who sent them.
+
+// MetricsGap is said next to the metrics view: what it cannot tell.
+const MetricsGap = "from kube-apiserver's apiserver_request_total: requests per verb and resource, but not per client (user agent), namespace or lease; for those, enable an audit log: " + EnableHint
+
+// RequestTotals is apiserver_request_total summed per verb and resource.
+type RequestTotals map[[2]string]float64
+
+// ParseRequestTotals reads apiserver_request_total from a /metrics scrape (Prometheus text format).
+func ParseRequestTotals(r io.Reader) (RequestTotals, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, fmt.Errorf("parsing kube-apiserver metrics: %w", err)
+	}
+	fam, ok := fams["apiserver_request_total"]
+	if !ok {
+		return nil, fmt.Errorf("kube-apiserver metrics have no apiserver_request_total")
+	}
+	out := RequestTotals{}
+	for _, m := range fam.GetMetric() {
+		var verb, resource, group, sub string
+		for _, l := range m.GetLabel() {
+			switch l.GetName() {
+			case "verb":
+				verb = l.GetValue()
+			case "resource":
+				resource = l.GetValue()
+			case "group":
+				group = l.GetValue()
+			case "subresource":
+				sub = l.GetValue()
+			}
+		}
+		if group != "" {
+			resource += "." + group
+		}
+		if sub != "" {
+			resource += "/" + sub
+		}
+		if resource == "" {
+			resource = "(non-resource)"
+		}
+		out[[2]string{verb, resource}] += m.GetCounter().GetValue()
+	}
+	return out, nil
+}
+
+// MetricRow is requests of one verb on one resource between two scrapes.
+type MetricRow struct {
+	Verb      string  `json:"verb"`
+	Resource  string  `json:"resource"`
+	Requests  float64 `json:"requests"`
+	PerMinute float64 `json:"requests_per_minute"`
+}
+
+// MetricsReport is the API view when there is no audit log.
+type MetricsReport struct {
+	Minutes   float64     `json:"minutes"`
+	Requests  float64     `json:"requests"`
+	PerMinute float64     `json:"requests_per_minute"`
+	Rows      []MetricRow `json:"rows"`
+	Missing   string      `json:"missing"`
+}
+
+// Delta is what the counters grew by between two scrapes taken minutes apart. A counter that went down
+// (an API server restart) counts from zero.
+func Delta(before, after RequestTotals, minutes float64) MetricsReport {
+	rep := MetricsReport{Minutes: round2(minutes), Missing: MetricsGap, Rows: []MetricRow{}}
+	for k, v := range after {
+		d := v - before[k]
+		if d < 0 {
+			d = v
+		}
+		if d <= 0 {
+			continue
+		}
+		rep.Requests += d
+		rep.Rows = append(rep.Rows, MetricRow{Verb: k[0], Resource: k[1], Requests: d, PerMinute: round2(d / max(minutes, 1.0/60))})
+	}
+	rep.PerMinute = round2(rep.Requests / max(minutes, 1.0/60))
+	sort.Slice(rep.Rows, func(i, j int) bool {
+		if rep.Rows[i].Requests != rep.Rows[j].Requests {
+			return rep.Rows[i].Requests > rep.Rows[j].Requests
+		}
+		return rep.Rows[i].Verb+rep.Rows[i].Resource < rep.Rows[j].Verb+rep.Rows[j].Resource
+	})
+	return rep
+}

@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/google/go-cmp v0.7.0
+	github.com/google/pprof v0.0.0-20261016150608-1facf8f91b50
 	github.com/mdlayher/genetlink v1.4.0
 	github.com/prometheus/common v0.67.5
 	github.com/prometheus/procfs v0.23.0

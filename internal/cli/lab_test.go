@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -227,52 +226,25 @@ func TestLab(t *testing.T) {
 		assertAuditCreate(t, filepath.Join(dir, "audit", "audit.log"), "deployments")
 	})
 	t.Run("pprof on every component", func(t *testing.T) {
-		pki, err := lab.LoadPKI(filepath.Join(dir, "pki"))
+		targets, err := lab.PprofTargets(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		admin, err := pki.HTTPClient("admin")
-		if err != nil {
-			t.Fatal(err)
+		if len(targets) != 7 {
+			t.Errorf("%d pprof targets, want etcd, apiserver, controller manager, scheduler, kubelet, kube-proxy, containerd", len(targets))
 		}
-		admin.Timeout = 10 * time.Second
-		// The controller manager and scheduler serve with self-signed certificates of their own.
-		selfSigned := admin.Transport.(*http.Transport).Clone()
-		selfSigned.TLSClientConfig.InsecureSkipVerify = true
-		adminSelfSigned := &http.Client{Timeout: 10 * time.Second, Transport: selfSigned}
-		st, err := lab.LoadState(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sock := filepath.Join(dir, "containerd", "debug.sock")
-		overSocket := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-			}}}
-		for _, e := range []struct {
-			name string
-			c    *http.Client
-			url  string
-		}{
-			{"etcd", http.DefaultClient, "http://127.0.0.1:12379/debug/pprof/goroutine?debug=1"},
-			{"kube-apiserver", admin, st.Server + "/debug/pprof/goroutine?debug=1"},
-			// The controller manager, scheduler and kubelet trust the lab CA's client certificates
-			// (published by the API server) and authorize through it.
-			{"kube-controller-manager", adminSelfSigned, "https://127.0.0.1:10257/debug/pprof/goroutine?debug=1"},
-			{"kube-scheduler", adminSelfSigned, "https://127.0.0.1:10259/debug/pprof/goroutine?debug=1"},
-			{"kubelet", admin, "https://127.0.0.1:10250/debug/pprof/goroutine?debug=1"},
-			{"kube-proxy", http.DefaultClient, "http://127.0.0.1:10249/debug/pprof/goroutine?debug=1"},
-			{"containerd", overSocket, "http://containerd/debug/pprof/goroutine?debug=1"},
-		} {
-			resp, err := e.c.Get(e.url)
+		for _, e := range targets {
+			e.Client.Timeout = 10 * time.Second
+			url := e.Base + "/debug/pprof/goroutine?debug=1"
+			resp, err := e.Client.Get(url)
 			if err != nil {
-				t.Errorf("%s pprof: %v", e.name, err)
+				t.Errorf("%s pprof: %v", e.Component, err)
 				continue
 			}
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "goroutine") {
-				t.Errorf("%s pprof at %s: %s %.200s", e.name, e.url, resp.Status, b)
+				t.Errorf("%s pprof at %s: %s %.200s", e.Component, url, resp.Status, b)
 			}
 		}
 	})

@@ -82,7 +82,8 @@ func findSpikes(x, dt []float64, b Baseline, threshold float64) []spikeRun {
 // period finds the lag, in intervals, at which the series best repeats itself: the first local maximum of
 // the autocorrelation that comes within 90% of the highest one (a pattern that repeats every 5 intervals
 // also correlates at 10 and 15), among lags from 2 to a third of the series. It returns 0 when nothing
-// correlates above both 0.3 and the 95% bound for white noise (2/√n).
+// correlates above both 0.35 and 1.5 times the 95% bound for white noise (2/√n): the best of n/3 lags
+// of pure noise clears the plain bound too often.
 func period(x []float64) (lag int, r float64) {
 	n := len(x)
 	if n < 6 {
@@ -113,7 +114,7 @@ func period(x []float64) (lag int, r float64) {
 	for k := 2; k <= maxLag; k++ {
 		best = math.Max(best, acf[k])
 	}
-	floor := math.Max(0.3, 2/math.Sqrt(float64(n)))
+	floor := math.Max(0.35, 3/math.Sqrt(float64(n)))
 	if best < floor {
 		return 0, 0
 	}

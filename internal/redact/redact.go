@@ -20,6 +20,9 @@ var bearer = regexp.MustCompile(`(?i)\b(bearer|basic)(\s+|%20)([A-Za-z0-9\-._~+/
 // quotedPair matches "name": "value" and 'name'='value' pairs, as in JSON or YAML passed on a command line.
 var quotedPair = regexp.MustCompile(`(["']?)([A-Za-z0-9_.\-]+)(["']?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,;&}]+)`)
 
+// queryParam matches name=value in a URL's query string (?token=… or &password=…).
+var queryParam = regexp.MustCompile(`([?&])([^=&\s?#]+)=([^&\s#]*)`)
+
 // userinfo matches the password in scheme://user:password@host.
 var userinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]*):([^@\s/]*)@`)
 
@@ -65,6 +68,13 @@ func Args(argv []string) []string {
 // Text masks secrets in free text such as a log line or a joined command line.
 func Text(s string) string {
 	s = userinfo.ReplaceAllString(s, "$1:"+Mask+"@")
+	s = queryParam.ReplaceAllStringFunc(s, func(m string) string {
+		g := queryParam.FindStringSubmatch(m)
+		if !Sensitive(g[2]) {
+			return m
+		}
+		return g[1] + g[2] + "=" + Mask
+	})
 	s = bearer.ReplaceAllString(s, "$1$2"+Mask)
 	s = quotedPair.ReplaceAllStringFunc(s, func(m string) string {
 		g := quotedPair.FindStringSubmatch(m)

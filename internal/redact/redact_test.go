@@ -20,6 +20,7 @@ func TestArgs(t *testing.T) {
 		{"bearer header", []string{"curl", "-H", "Authorization: Bearer eyJhbGciOi.abc"}, "curl -H Authorization: Bearer ***"},
 		{"url password", []string{"psql", "postgres://admin:s3cr3t@db:5432/x"}, "psql postgres://admin:***@db:5432/x"},
 		{"query token", []string{"wget", "https://h/x?a=1&access_token=abc&b=2"}, "wget https://h/x?a=1&access_token=***&b=2"},
+		{"query token after a port", []string{"curl", "http://127.0.0.1:8080/debug?token=sekret"}, "curl http://127.0.0.1:8080/debug?token=***"},
 		{"bootstrap token", []string{"kubeadm", "join", "--token", "abcdef.0123456789abcdef"}, "kubeadm join --token ***"},
 		{"authorization mode is not secret", []string{"kube-apiserver", "--authorization-mode=Node,RBAC"}, "kube-apiserver --authorization-mode=Node,RBAC"},
 		{"value with secret assignment", []string{"x", "--env=API_KEY=k1"}, "x --env=API_KEY=***"},

@@ -1,0 +1,55 @@
+package explain
+
+import (
+	"github.com/tare-dev/tare/internal/audit"
+	"github.com/tare-dev/tare/internal/kube"
+	"github.com/tare-dev/tare/internal/pprof"
+	"github.com/tare-dev/tare/internal/sample"
+	"github.com/tare-dev/tare/internal/summary"
+)
+
+// Report is everything explain found, in the order it is printed after the findings.
+type Report struct {
+	Window   summary.Window   `json:"window"`
+	NodeBusy float64          `json:"node_busy_millicores"`
+	Busy     string           `json:"node_busy_reference"`
+	Self     float64          `json:"tare_millicores"`
+	Groups   []summary.Group  `json:"groups"`
+	Findings []Finding        `json:"findings"`
+	Activity Activity         `json:"activity"`
+	API      API              `json:"api"`
+	Profiles []pprof.Summary  `json:"profiles"`
+	USE      USE              `json:"use"`
+	Facts    *kube.Facts      `json:"cluster,omitempty"`
+	Notes    []string         `json:"notes,omitempty"`
+	Summary  *summary.Summary `json:"-"`
+}
+
+// API is the API-client view: the audit log's, or the API server's metrics when there is no audit log.
+type API struct {
+	Audit   *audit.Report        `json:"audit,omitempty"`
+	Metrics *audit.MetricsReport `json:"metrics,omitempty"`
+	Missing string               `json:"missing,omitempty"`
+}
+
+// New analyses a measurement and assembles the report. api, facts and profiles may be empty.
+func New(samples []sample.Sample, sum summary.Summary, api API, facts *kube.Facts, profiles []pprof.Summary) Report {
+	act := Analyze(samples, sum)
+	r := Report{Window: sum.Window, NodeBusy: round(sum.Reconcile.NodeBusy, 1), Busy: sum.Reconcile.Reference, Activity: act,
+		API: api, Profiles: profiles, USE: BuildUSE(samples, sum), Facts: facts, Summary: &sum, Groups: sum.Groups}
+	if r.Profiles == nil {
+		r.Profiles = []pprof.Summary{}
+	}
+	if sum.Self != nil {
+		r.Self = round(sum.Self.CPU.Mean, 1)
+	}
+	if len(r.Groups) > 12 {
+		r.Groups = r.Groups[:12]
+	}
+	r.Findings = Findings(Inputs{Summary: sum, Activity: act, Audit: api.Audit, Metrics: api.Metrics, Facts: facts})
+	if r.Findings == nil {
+		r.Findings = []Finding{}
+	}
+	r.Notes = append(r.Notes, sum.Warnings...)
+	return r
+}

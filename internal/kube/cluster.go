@@ -1,0 +1,166 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/tare-dev/tare/internal/pprof"
+)
+
+// Cluster is a connection to a cluster's API server for explain's rules, profiles and metrics.
+type Cluster struct {
+	Source string // the kubeconfig
+	Host   string
+	HTTP   *http.Client
+	cs     kubernetes.Interface
+}
+
+// Connect opens the kubeconfig at path; it does not contact the server.
+func Connect(path string) (*Cluster, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
+	}
+	cfg.UserAgent = "tare"
+	cfg.Timeout = 10 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	// Profiles take as long as they are asked to: the HTTP client has no overall timeout; callers bound it.
+	pcfg := rest.CopyConfig(cfg)
+	pcfg.Timeout = 0
+	hc, err := rest.HTTPClientFor(pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	return &Cluster{Source: path, Host: strings.TrimSuffix(cfg.Host, "/"), HTTP: hc, cs: cs}, nil
+}
+
+// PprofTargets reach kube-apiserver directly and the kubelet of node through the API server's node proxy.
+func (c *Cluster) PprofTargets(node string) []pprof.Target {
+	ts := []pprof.Target{{Component: "kube-apiserver", Base: c.Host, Client: c.HTTP}}
+	if node != "" {
+		ts = append(ts, pprof.Target{Component: "kubelet", Base: c.Host + "/api/v1/nodes/" + node + "/proxy", Client: c.HTTP})
+	}
+	return ts
+}
+
+// Metrics returns kube-apiserver's /metrics (Prometheus text).
+func (c *Cluster) Metrics(ctx context.Context) (io.ReadCloser, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.Host+"/metrics", nil)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("kube-apiserver /metrics: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		cancel()
+		return nil, fmt.Errorf("kube-apiserver /metrics: %s", resp.Status)
+	}
+	return cancelOnClose{resp.Body, cancel}, nil
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error { defer c.cancel(); return c.ReadCloser.Close() }
+
+// Facts is what explain's rules read from the live cluster.
+type Facts struct {
+	Source string `json:"kubeconfig"`
+	Nodes  int    `json:"nodes"`
+	// Leases are the lease locks in kube-system (leader election).
+	Leases []LeaseFact `json:"leases"`
+	// ControlPlanePods counts kube-system pods per component label (static pods of kubeadm clusters).
+	ControlPlanePods map[string]int `json:"control_plane_pods"`
+	CoreDNS          *Deployment    `json:"coredns,omitempty"`
+	// Unreadable lists what could not be read and why (RBAC, say); the rules that need it are skipped.
+	Unreadable []string `json:"unreadable,omitempty"`
+}
+
+// LeaseFact is one lease lock.
+type LeaseFact struct {
+	Name            string  `json:"name"`
+	Holder          string  `json:"holder"`
+	DurationSeconds int32   `json:"lease_duration_seconds"`
+	RenewedAgo      float64 `json:"renewed_seconds_ago"`
+	Transitions     int32   `json:"transitions"`
+}
+
+// Deployment is a Deployment's name and desired replicas.
+type Deployment struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Replicas  int32  `json:"replicas"`
+}
+
+// Facts reads nodes, kube-system leases, control-plane pods and the cluster DNS Deployment.
+func (c *Cluster) Facts(ctx context.Context) Facts {
+	f := Facts{Source: c.Source, ControlPlanePods: map[string]int{}, Leases: []LeaseFact{}}
+	miss := func(what string, err error) { f.Unreadable = append(f.Unreadable, what+": "+err.Error()) }
+	if nodes, err := c.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"}); err == nil {
+		f.Nodes = len(nodes.Items)
+	} else {
+		miss("nodes", err)
+	}
+	now := time.Now()
+	if ls, err := c.cs.CoordinationV1().Leases("kube-system").List(ctx, metav1.ListOptions{}); err == nil {
+		for _, l := range ls.Items {
+			lf := LeaseFact{Name: l.Name}
+			if l.Spec.HolderIdentity != nil {
+				lf.Holder = *l.Spec.HolderIdentity
+			}
+			if l.Spec.LeaseDurationSeconds != nil {
+				lf.DurationSeconds = *l.Spec.LeaseDurationSeconds
+			}
+			if l.Spec.LeaseTransitions != nil {
+				lf.Transitions = *l.Spec.LeaseTransitions
+			}
+			if l.Spec.RenewTime != nil {
+				lf.RenewedAgo = now.Sub(l.Spec.RenewTime.Time).Round(100 * time.Millisecond).Seconds()
+			} else {
+				lf.RenewedAgo = -1
+			}
+			f.Leases = append(f.Leases, lf)
+		}
+	} else {
+		miss("leases in kube-system", err)
+	}
+	if pods, err := c.cs.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "component"}); err == nil {
+		for _, p := range pods.Items {
+			f.ControlPlanePods[p.Labels["component"]]++
+		}
+	} else {
+		miss("pods in kube-system", err)
+	}
+	if ds, err := c.cs.AppsV1().Deployments("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"}); err == nil {
+		for _, d := range ds.Items {
+			r := int32(1)
+			if d.Spec.Replicas != nil {
+				r = *d.Spec.Replicas
+			}
+			f.CoreDNS = &Deployment{Namespace: d.Namespace, Name: d.Name, Replicas: r}
+		}
+	} else {
+		miss("deployments in kube-system", err)
+	}
+	return f
+}

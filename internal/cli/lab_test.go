@@ -248,6 +248,22 @@ func TestLab(t *testing.T) {
 			}
 		}
 	})
+	t.Run("explain: tuned has no leader election to cut", func(t *testing.T) {
+		r, _ := explainJSON(t, "--lab-dir", dir, "--duration", "10s", "--pprof", "none", "--flame-dir", "")
+		if r.API.Audit == nil || r.API.Audit.Requests == 0 {
+			t.Fatalf("no audit view of the tuned lab: %+v", r.API)
+		}
+		for _, l := range r.API.Audit.LeaderElection {
+			if strings.HasPrefix(l.Client, "kube-controller-manager") || strings.HasPrefix(l.Client, "kube-scheduler") {
+				t.Errorf("tuned lab renews a leader lease: %+v", l)
+			}
+		}
+		for _, f := range r.Findings {
+			if strings.HasPrefix(f.ID, "leader-election") {
+				t.Errorf("tuned lab has a leader-election finding: %+v", f)
+			}
+		}
+	})
 	t.Run("measure names every lab process", func(t *testing.T) {
 		s := measureJSON(t, "--duration", "3s", "--kubeconfig", kc)
 		groups := map[string]bool{}

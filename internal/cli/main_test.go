@@ -40,9 +40,15 @@ func run(ctx context.Context, args ...string) (stdout, stderr string, err error)
 // measureJSON runs tare measure -o json and decodes the summary.
 func measureJSON(t *testing.T, args ...string) summary.Summary {
 	t.Helper()
-	out, errOut, err := run(context.Background(), append([]string{"measure", "-o", "json"}, args...)...)
+	return summaryJSON(t, "measure", args...)
+}
+
+// summaryJSON runs measure or report with -o json and decodes the summary.
+func summaryJSON(t *testing.T, verb string, args ...string) summary.Summary {
+	t.Helper()
+	out, errOut, err := run(context.Background(), append([]string{verb, "-o", "json"}, args...)...)
 	if err != nil {
-		t.Fatalf("tare measure %v: %v\nstderr: %s", args, err, errOut)
+		t.Fatalf("tare %s %v: %v\nstderr: %s", verb, args, err, errOut)
 	}
 	var s summary.Summary
 	if err := json.Unmarshal([]byte(out), &s); err != nil {

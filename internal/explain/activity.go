@@ -266,8 +266,8 @@ func round(x float64, digits int) float64 {
 
 // describePoller is the one-line statement of a poller finding.
 func describePoller(p Poller) string {
-	return fmt.Sprintf("every %.1f s: %s (pid %d, %s) runs `%s`, %.0f ms CPU per run, %.1fm, %.1f%% of busy",
-		p.PeriodSeconds, clipCmd(p.ParentCmdline, 60), p.ParentPID, p.Group, clipCmd(p.Cmdline, 80), p.CPUPerRunMs, p.CPUMc, p.SharePct)
+	return fmt.Sprintf("every %.1f s, %s (pid %d, group %s) runs `%s`, %.0f ms CPU per run",
+		p.PeriodSeconds, clipCmd(p.ParentCmdline, 40), p.ParentPID, p.Group, clipCmd(p.Cmdline, 80), p.CPUPerRunMs)
 }
 
 func clipCmd(s string, n int) string {

@@ -17,6 +17,9 @@ import (
 	"github.com/tare-dev/tare/internal/redact"
 )
 
+// UserAgent names tare's profile requests, so they are recognised (and discounted) in audit logs.
+const UserAgent = "tare-pprof"
+
 // Target is one component's pprof endpoint: Base is the URL that /debug/pprof/... is appended to.
 type Target struct {
 	Component string
@@ -39,6 +42,7 @@ func Fetch(ctx context.Context, t Target, d time.Duration) (*profile.Profile, er
 	if err != nil {
 		return nil, fmt.Errorf("%s pprof: bad URL %s: %w", t.Component, redact.Text(u), err)
 	}
+	req.Header.Set("User-Agent", UserAgent)
 	resp, err := c.Do(req)
 	if err != nil {
 		var ue *url.Error

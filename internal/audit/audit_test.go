@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -14,15 +15,15 @@ import (
 
 func TestClientName(t *testing.T) {
 	for ua, want := range map[string]string{
-		"kube-controller-manager/v1.32.4 (linux/amd64) kubernetes/59526cd/leader-election":                                 "kube-controller-manager/leader-election",
+		"kube-controller-manager/v1.32.4 (linux/amd64) kubernetes/59526cd/leader-election":                                  "kube-controller-manager/leader-election",
 		"kube-controller-manager/v1.32.4 (linux/amd64) kubernetes/59526cd/system:serviceaccount:kube-system:job-controller": "kube-controller-manager/system:serviceaccount:kube-system:job-controller",
-		"kubectl/v1.32.4 (linux/amd64) kubernetes/59526cd":                 "kubectl",
-		"kubelet/v1.29.0+k3s1 (linux/arm64) kubernetes/abcdef0":            "kubelet",
-		"kube-apiserver/v0.0.0 (linux/amd64) kubernetes/$Format":           "kube-apiserver",
-		"Go-http-client/2.0":                                               "Go-http-client",
-		"coredns/1.11.1":                                                   "coredns",
-		"":                                                                 "(no user agent)",
-		"kwok/v0.8.0 (linux/amd64) kubernetes/v0.8.0":                      "kwok",
+		"kubectl/v1.32.4 (linux/amd64) kubernetes/59526cd":                                                                  "kubectl",
+		"kubelet/v1.29.0+k3s1 (linux/arm64) kubernetes/abcdef0":                                                             "kubelet",
+		"kube-apiserver/v0.0.0 (linux/amd64) kubernetes/$Format":                                                            "kube-apiserver",
+		"Go-http-client/2.0": "Go-http-client",
+		"coredns/1.11.1":     "coredns",
+		"":                   "(no user agent)",
+		"kwok/v0.8.0 (linux/amd64) kubernetes/v0.8.0":                       "kwok",
 		"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 Chrome/120.0.0": "Mozilla/AppleWebKit/Chrome",
 	} {
 		if got := ClientName(ua); got != want {
@@ -119,11 +120,11 @@ func TestStreamLongLineAndCancel(t *testing.T) {
 	if err != nil || r.Requests != 2 || r.BadLines != 0 {
 		t.Fatalf("two 3 MiB lines: %+v, %v", r, err)
 	}
+	// Ctrl-C after the first chunk: what was read is counted, the rest is not read.
 	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	many := strings.Repeat(`{"kind":"Event","stage":"ResponseComplete","verb":"get","userAgent":"x/1.0","requestReceivedTimestamp":"2026-11-21T10:00:00Z"}`+"\n", 70000)
-	r, err = Stream(ctx, strings.NewReader(many), Options{})
-	if !errors.Is(err, context.Canceled) || r == nil || r.Requests == 0 {
+	many := strings.Repeat(`{"kind":"Event","stage":"ResponseComplete","verb":"get","userAgent":"x/1.0","requestReceivedTimestamp":"2026-11-21T10:00:00Z"}`+"\n", 100000)
+	r, err = Stream(ctx, &cancelAfterRead{r: strings.NewReader(many), cancel: cancel}, Options{})
+	if !errors.Is(err, context.Canceled) || r == nil || r.Requests == 0 || r.Requests == 100000 {
 		t.Errorf("cancelled stream: %v, report %v; want what was counted and the context's error", err, r)
 	}
 }
@@ -157,3 +158,13 @@ apiserver_request_total{code="200",component="apiserver",dry_run="",group="",res
 }
 
 func TestMain(m *testing.M) { os.Exit(m.Run()) }
+
+type cancelAfterRead struct {
+	r      io.Reader
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfterRead) Read(p []byte) (int, error) {
+	defer c.cancel()
+	return c.r.Read(p)
+}

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"errors"
 	"sort"
 	"strings"
@@ -102,9 +103,70 @@ func (a *aggregator) bad(line int, reason string) {
 	}
 }
 
+// chunk counts every line of a chunk.
+func (a *aggregator) chunk(p *fastjson.Parser, c chunk) {
+	n := c.firstLine
+	for b := c.data; len(b) > 0; n++ {
+		i := bytes.IndexByte(b, '\n')
+		line := b
+		if i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		a.line(p, n, bytes.TrimRight(line, "\r"))
+	}
+}
+
+// merge adds another aggregator's tallies (of other chunks of the same log) to a's.
+func (a *aggregator) merge(o *aggregator) {
+	a.r.Lines += o.r.Lines
+	a.r.Events += o.r.Events
+	a.r.Requests += o.r.Requests
+	a.r.OutOfWindow += o.r.OutOfWindow
+	a.r.BadLines += o.r.BadLines
+	a.r.Bad = append(a.r.Bad, o.r.Bad...)
+	sort.Slice(a.r.Bad, func(i, j int) bool { return a.r.Bad[i].Line < a.r.Bad[j].Line })
+	if len(a.r.Bad) > a.opts.MaxBadLines {
+		a.r.Bad = a.r.Bad[:a.opts.MaxBadLines]
+	}
+	if !o.first.IsZero() && (a.first.IsZero() || o.first.Before(a.first)) {
+		a.first = o.first
+	}
+	if o.last.After(a.last) {
+		a.last = o.last
+	}
+	for k, n := range o.rows {
+		a.rows[k] += n
+	}
+	for k, l := range o.leases {
+		if m := a.leases[k]; m != nil {
+			m.Renewals += l.Renewals
+			m.Reads += l.Reads
+		} else {
+			a.leases[k] = l
+		}
+	}
+	for name, c := range o.clients {
+		m := a.clients[name]
+		if m == nil {
+			a.clients[name] = c
+			continue
+		}
+		m.n += c.n
+		m.errs += c.errs
+		for u, n := range c.users {
+			m.users[u] += n
+		}
+		for t, n := range c.minutes {
+			m.minutes[t] += n
+		}
+	}
+}
+
 func (a *aggregator) line(p *fastjson.Parser, n int, b []byte) {
 	a.r.Lines++
-	if len(strings.TrimSpace(string(b))) == 0 {
+	if len(bytes.TrimSpace(b)) == 0 {
 		return
 	}
 	e, err := parseEvent(p, b)

@@ -1,13 +1,14 @@
 package audit
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/valyala/fastjson"
@@ -49,41 +50,73 @@ func File(ctx context.Context, path string, opts Options) (*Report, error) {
 	return r, err
 }
 
-// Stream reads JSON lines from r and counts every request. Memory is bounded by the number of distinct
-// (client, verb, resource, namespace) keys and minutes, never by the size of the log. Bad lines (not JSON,
-// cut short, not an Event) are counted and skipped. A cancelled context returns what was counted so far
-// along with the context's error.
+// chunkSize is how much of the log one worker parses at a time.
+const chunkSize = 4 << 20
+
+type chunk struct {
+	data      []byte
+	firstLine int // number of the chunk's first line
+}
+
+// Stream reads JSON lines from r and counts every request. One goroutine cuts the log into chunks at line
+// ends; one parser per CPU counts them into its own tallies, merged at the end. Memory is bounded by a few
+// chunks in flight and the number of distinct (client, verb, resource, namespace) keys and minutes, never
+// by the size of the log. Bad lines (not JSON, cut short, not an Event) are counted and skipped. A
+// cancelled context returns what was counted so far along with the context's error.
 func Stream(ctx context.Context, r io.Reader, opts Options) (*Report, error) {
 	if opts.MaxBadLines == 0 {
 		opts.MaxBadLines = 20
 	}
-	agg := newAggregator(opts)
-	br := bufio.NewReaderSize(r, 1<<20)
-	var p fastjson.Parser
-	var long []byte // a line longer than the reader's buffer, assembled
-	line := 0
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long, chunk...)
-			continue
-		}
-		if long != nil {
-			chunk = append(long, chunk...)
-			long = nil
-		}
-		if len(chunk) > 0 {
-			line++
-			if line&0xffff == 0 && ctx.Err() != nil {
-				return agg.report(), ctx.Err()
+	workers := max(1, runtime.GOMAXPROCS(0))
+	chunks := make(chan chunk, workers)
+	aggs := make([]*aggregator, workers)
+	var wg sync.WaitGroup
+	for w := range aggs {
+		a := newAggregator(opts)
+		aggs[w] = a
+		wg.Go(func() {
+			var p fastjson.Parser
+			for c := range chunks {
+				a.chunk(&p, c)
 			}
-			agg.line(&p, line, bytes.TrimRight(chunk, "\r\n"))
+		})
+	}
+	err := split(ctx, r, chunks)
+	close(chunks)
+	wg.Wait()
+	for _, a := range aggs[1:] {
+		aggs[0].merge(a)
+	}
+	return aggs[0].report(), err
+}
+
+// split reads r into line-aligned chunks. A line longer than a chunk grows its chunk.
+func split(ctx context.Context, r io.Reader, out chan<- chunk) error {
+	line := 1
+	var carry []byte
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		if err == io.EOF {
-			return agg.report(), nil
+		buf := make([]byte, len(carry), max(chunkSize, 2*len(carry)))
+		copy(buf, carry)
+		n, err := io.ReadFull(r, buf[len(carry):cap(buf)])
+		buf = buf[:len(carry)+n]
+		eof := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+		if err != nil && !eof {
+			return fmt.Errorf("reading audit log after line %d: %w", line, err)
 		}
-		if err != nil {
-			return agg.report(), fmt.Errorf("reading audit log at line %d: %w", line+1, err)
+		cut := len(buf)
+		if !eof {
+			cut = bytes.LastIndexByte(buf, '\n') + 1 // 0 when no line ends in buf: carry it all
+		}
+		if cut > 0 {
+			out <- chunk{data: buf[:cut], firstLine: line}
+			line += bytes.Count(buf[:cut], []byte{'\n'})
+		}
+		carry = buf[cut:]
+		if eof {
+			return nil
 		}
 	}
 }

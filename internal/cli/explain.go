@@ -102,7 +102,7 @@ func (o *explainOptions) validate() error {
 	}
 	for _, u := range o.pprofURL {
 		name, url, ok := strings.Cut(u, "=")
-		if !ok || name == "" || !(strings.HasPrefix(url, "http://") || strings.HasPrefix(url, "https://")) {
+		if !ok || name == "" || !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
 			return usageError("--pprof-url %q: want NAME=http(s)://HOST:PORT", u)
 		}
 	}

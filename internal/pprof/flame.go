@@ -90,7 +90,7 @@ func FlameSVG(w io.Writer, title string, p *profile.Profile) error {
 			if label := fit(n.name, wpx); label != "" {
 				fmt.Fprintf(bw, `<text x="%.2f" y="%.1f">%s</text>`, 13+x, y+frameHeight-4, html.EscapeString(label))
 			}
-			bw.WriteString("</g>\n")
+			fmt.Fprint(bw, "</g>\n")
 			for _, c := range n.sorted() {
 				draw(c, x, level+1)
 				x += float64(c.value) * scale
@@ -98,7 +98,7 @@ func FlameSVG(w io.Writer, title string, p *profile.Profile) error {
 		}
 		draw(root, 0, 0)
 	}
-	bw.WriteString("</svg>\n")
+	fmt.Fprint(bw, "</svg>\n")
 	return bw.Flush()
 }
 

@@ -41,11 +41,11 @@ type DiskStat struct {
 	WriteIOs     uint64 `json:"write_ios"`
 	ReadSectors  uint64 `json:"read_sectors"`
 	WriteSectors uint64 `json:"write_sectors"`
-	IOTicksMs    uint64 `json:"io_ticks_ms"`       // time the device had I/O in flight: utilisation
-	WeightedMs   uint64 `json:"weighted_io_ms"`    // I/O time × requests in flight: queue (saturation)
-	FlushIOs     uint64 `json:"flush_ios"`         // flushes (fsync) completed, kernel 5.5+
-	InFlight     uint64 `json:"in_flight"`         // requests in flight at the reading
-	SectorBytes  uint64 `json:"sector_bytes"`      // 512 in /proc/diskstats whatever the device
+	IOTicksMs    uint64 `json:"io_ticks_ms"`    // time the device had I/O in flight: utilisation
+	WeightedMs   uint64 `json:"weighted_io_ms"` // I/O time × requests in flight: queue (saturation)
+	FlushIOs     uint64 `json:"flush_ios"`      // flushes (fsync) completed, kernel 5.5+
+	InFlight     uint64 `json:"in_flight"`      // requests in flight at the reading
+	SectorBytes  uint64 `json:"sector_bytes"`   // 512 in /proc/diskstats whatever the device
 	Rotational   bool   `json:"rotational,omitempty"`
 }
 

@@ -30,6 +30,14 @@ func TestBadInput(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(corruptLab, "state.json"), []byte("{\"version\": 1, \"processes\": [tru"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	oneTrial := filepath.Join(dir, "one-trial.yaml")
+	if err := os.WriteFile(oneTrial, []byte("name: x\ntrials: 1\nwindow: 10s\nvariants: [{name: a}, {name: b}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	badComponent := filepath.Join(dir, "bad-component.yaml")
+	if err := os.WriteFile(badComponent, []byte("name: x\ntrials: 4\nwindow: 10s\nvariants: [{name: a}, {name: b, set: [coredns.replicas=1]}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -57,6 +65,15 @@ func TestBadInput(t *testing.T) {
 		{"explain two recordings", []string{"explain", garbage, existing}, 2, "accepts at most 1 arg"},
 		{"explain garbage recording", []string{"explain", garbage}, 1, "not a tare recording"},
 		{"explain missing recording", []string{"explain", filepath.Join(dir, "nope.db")}, 1, "no such file"},
+		{"experiment without spec", []string{"experiment"}, 2, "give a spec file, or --resume DIR"},
+		{"experiment spec and resume", []string{"experiment", oneTrial, "--resume", dir}, 2, "give a spec file, or --resume DIR"},
+		{"experiment missing spec", []string{"experiment", filepath.Join(dir, "nope.yaml")}, 2, "no such file"},
+		{"experiment one trial", []string{"experiment", oneTrial}, 2, "at least 2 are needed"},
+		{"experiment unknown component", []string{"experiment", badComponent}, 2, "unknown component coredns"},
+		{"experiment resume nothing", []string{"experiment", "--resume", filepath.Join(dir, "none")}, 1, "no experiment in"},
+		{"diff one file", []string{"diff", garbage}, 2, "accepts 2 arg"},
+		{"diff garbage", []string{"diff", garbage, garbage}, 1, "not a tare recording"},
+		{"diff bad block", []string{"diff", garbage, garbage, "--block", "0s"}, 2, "--block must be positive"},
 		{"lab install with a bad bin dir", []string{"lab", "install", "--bin-dir", filepath.Join(dir, "nobin")}, 1, "--bin-dir"},
 		{"lab install stray argument", []string{"lab", "install", "now"}, 2, "unknown command"},
 		{"lab up unknown profile", []string{"lab", "up", "--dir", filepath.Join(dir, "lab"), "--profile", "fast"}, 2, "unknown profile \"fast\""},

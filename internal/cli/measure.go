@@ -154,8 +154,8 @@ func runMeasure(ctx context.Context, s streams, g *globalOptions, o *measureOpti
 	return nil
 }
 
-// loop samples until the window ends or ctx is cancelled; a cancelled window still gets a closing sample
-// so the summary covers everything up to the interruption. Samples are kept even if recording fails.
+// loop samples the window (sample.Loop), recording each sample when rec is set. Samples are kept even
+// if recording fails.
 func loop(ctx context.Context, smp *sample.Sampler, rec *record.Writer, o *measureOptions, warn func(string)) (samples []sample.Sample, recErr, err error) {
 	keep := func(x sample.Sample) {
 		samples = append(samples, x)
@@ -167,38 +167,10 @@ func loop(ctx context.Context, smp *sample.Sampler, rec *record.Writer, o *measu
 			warn(err.Error() + "; measuring on without recording")
 		}
 	}
-	first, err := smp.Sample()
-	if err != nil {
-		return nil, nil, fmt.Errorf("taking the first sample: %w", err)
+	if err := sample.Loop(ctx, smp, o.duration, o.interval, keep, warn); err != nil {
+		return nil, nil, err
 	}
-	keep(first)
-	end := first.Time.Add(o.duration)
-	tick := time.NewTicker(o.interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			if x, err := smp.SampleFinal(); err == nil && x.Time.Sub(samples[len(samples)-1].Time) > o.interval/10 {
-				keep(x)
-			}
-			return samples, recErr, nil
-		case <-tick.C:
-		}
-		final := !time.Now().Add(o.interval / 2).Before(end)
-		take := smp.Sample
-		if final {
-			take = smp.SampleFinal
-		}
-		x, err := take()
-		if err != nil {
-			warn(err.Error())
-			continue
-		}
-		keep(x)
-		if final {
-			return samples, recErr, nil
-		}
-	}
+	return samples, recErr, nil
 }
 
 func render(s streams, g *globalOptions, sum summary.Summary) error {

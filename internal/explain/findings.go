@@ -116,7 +116,7 @@ func apiCostPerRequest(in Inputs) (mcPerReqPerMin float64, ok bool) {
 func leaderElection(in Inputs, comp string) (Finding, bool) {
 	f := Finding{ID: "leader-election-" + comp, Title: comp + " renews a leader-election lease with nothing to elect",
 		Change: fmt.Sprintf("start %s with --leader-elect=false: with one replica there is no one to hand over to (the lab's tuned profile does this)", comp),
-		Verify: fmt.Sprintf("tare experiment examples/leader-election.yaml (on vs off, interleaved trials; or `tare lab up --set %s.leader-elect=false` and explain again)", comp)}
+		Verify: fmt.Sprintf("tare experiment examples/experiments/leader-election.yaml (on vs off, interleaved trials; or `tare lab up --set %s.leader-elect=false` and explain again)", comp)}
 	var renewPerMin float64
 	evidenced := false
 	if in.Audit != nil {

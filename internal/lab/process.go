@@ -12,6 +12,9 @@ import (
 )
 
 // daemon is a component process started by this tare; exited is closed when it ends.
+// logMarker starts each start's part of a component's log.
+const logMarker = "==== tare lab: starting "
+
 type daemon struct {
 	Process
 	exited chan struct{}
@@ -30,7 +33,7 @@ func startDaemon(dir, name, bin string, args, env []string) (*daemon, error) {
 		return nil, fmt.Errorf("opening the %s log: %w", name, err)
 	}
 	defer log.Close()
-	fmt.Fprintf(log, "==== tare lab: starting %s at %s\n", name, time.Now().Format(time.RFC3339Nano))
+	fmt.Fprintf(log, "%s%s at %s\n", logMarker, name, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = log, log

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -226,7 +228,37 @@ func (l *lab) died(d *daemon) error {
 	if exit == nil {
 		exit = errors.New("exit status 0")
 	}
-	return fmt.Errorf("%s exited during start (%w); last lines of %s:\n%s", d.Name, exit, d.Log, tail(b, 15))
+	run := lastRun(b)
+	msg := fmt.Sprintf("%s exited during start (%v)", d.Name, exit)
+	if errs := errorLines(run, 5); len(errs) > 0 {
+		msg += ": " + strings.Join(errs, "; ")
+	}
+	return fmt.Errorf("%s; last lines of %s:\n%s", msg, d.Log, tail(run, 15))
+}
+
+// lastRun is the part of an appended log written by the latest start (after its ==== marker).
+func lastRun(b []byte) []byte {
+	if i := bytes.LastIndex(b, []byte(logMarker)); i >= 0 {
+		return b[i:]
+	}
+	return b
+}
+
+var errorLine = regexp.MustCompile(`(?i)\b(error|invalid|fatal|unknown flag|panic|failed)\b`)
+
+// errorLines are the first n lines that say what went wrong: a program that exits on a bad flag prints
+// the error first and then its whole usage, so the tail alone would show only the usage.
+func errorLines(b []byte, n int) []string {
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" && errorLine.MatchString(l) && !strings.HasPrefix(l, logMarker) {
+			out = append(out, l)
+			if len(out) == n {
+				break
+			}
+		}
+	}
+	return out
 }
 
 // certificates creates the lab's PKI, or reuses the one a kept directory has (warm start).

@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tare-dev/tare/internal/experiment"
+	"github.com/tare-dev/tare/internal/lab"
+)
+
+type experimentOptions struct {
+	out    string
+	resume string
+	labDir string
+}
+
+func newExperiment(s streams, g *globalOptions) *cobra.Command {
+	o := &experimentOptions{}
+	cmd := &cobra.Command{
+		Use:   "experiment SPEC | --resume DIR",
+		Short: "Prove a change cuts overhead: interleaved trials, medians with intervals, Mann–Whitney tests, a UX guard",
+		Long: `Run the experiment a spec file (YAML) describes: a baseline and one or more variants (component flags,
+Deployment replica counts) or a sweep of one flag over values, on the lab or on any cluster through
+commands that apply a variant and wait for it.
+
+Trials run round by round, each variant once per round in a random order (seeded, recorded), so drift
+hits every variant alike. Each trial: start the variant (the lab restarted with its flags, warm), the
+guard (time from the restart to a Deployment reachable through its Service; median latency of 20 API
+GETs), the warm-up (discarded), then the measured window (recorded: DIR/trial-NNN.db). DIR/experiment.db
+keeps the spec, the order and every finished trial: Ctrl-C keeps them and --resume DIR continues.
+
+Results per metric (node busy, control-plane CPU, each component's CPU and memory, etcd writes, API
+requests per minute, and the guard): each variant's median with its interval; the change from the
+baseline as a Hodges–Lehmann shift with its interval and a Mann–Whitney U test, "~" where it is not
+significant (benchstat's convention); the smallest change the run could have detected; warnings for too
+few trials, outliers and drift. A variant is recommended when its primary metric fell significantly and
+no guard worsened beyond the tolerance. A sweep adds a chart of the primary metric against the values.
+
+Ready-made specs: examples/experiments/ (upstream vs tuned, leader election on vs off, etcd
+--snapshot-count sweep).`,
+		Example: `  sudo tare experiment examples/experiments/leader-election.yaml
+  sudo tare experiment examples/experiments/etcd-snapshot-count.yaml --out snap
+  sudo tare experiment --resume snap          # after Ctrl-C
+  tare experiment --resume snap -o json        # a finished one: print its results again`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runExperiment(cmd.Context(), s, g, o, args)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.out, "out", "", "directory for the experiment file and the trials' recordings (default tare-experiment-NAME-TIME)")
+	f.StringVar(&o.resume, "resume", "", "continue the experiment in this directory (or print its results when it is complete)")
+	f.StringVar(&o.labDir, "lab-dir", lab.DefaultDir(), "a lab running here is refused: the experiment starts its own")
+	return cmd
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+func runExperiment(ctx context.Context, s streams, g *globalOptions, o *experimentOptions, args []string) error {
+	if err := g.validate(); err != nil {
+		return err
+	}
+	if (len(args) == 1) == (o.resume != "") {
+		return usageError("give a spec file, or --resume DIR (not both)")
+	}
+	var st *experiment.Store
+	var trials []experiment.Trial
+	var err error
+	if o.resume != "" {
+		if st, trials, err = experiment.Open(ctx, o.resume); err != nil {
+			return err
+		}
+	} else {
+		spec, err := experiment.Load(args[0])
+		if err != nil {
+			return usageError("%s: %w", args[0], err)
+		}
+		out := o.out
+		if out == "" {
+			out = fmt.Sprintf("tare-experiment-%s-%s", unsafeName.ReplaceAllString(spec.Name, "-"), time.Now().Format("20060102-150405"))
+		}
+		pre := &experiment.Runner{Store: &experiment.Store{Dir: out, Spec: spec}}
+		if err := pre.Check(ctx, o.labDir); err != nil {
+			return usageError("%s: %w", args[0], err)
+		}
+		if st, trials, err = experiment.Create(ctx, out, spec); err != nil {
+			return err
+		}
+	}
+	defer st.Close()
+	r := &experiment.Runner{Store: st, ProcRoot: g.procRoot, SysRoot: g.sysRoot, Version: Version, Progress: s.err}
+	pending := 0
+	for _, t := range trials {
+		if t.Status != "ok" {
+			pending++
+		}
+	}
+	var runErr error
+	if pending > 0 {
+		if o.resume != "" {
+			if err := r.Check(ctx, o.labDir); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(s.err, "experiment %s: %d trial(s) to run, recorded in %s\n", st.Spec.Name, pending, st.Dir)
+		trials, runErr = r.Run(ctx, trials)
+	}
+	res := experiment.Analyze(st.Spec, trials)
+	var rerr error
+	if g.output == "json" {
+		rerr = res.JSON(s.out)
+	} else {
+		rerr = res.Table(s.out)
+	}
+	if rerr != nil {
+		return rerr
+	}
+	abs, _ := filepath.Abs(st.Dir)
+	switch {
+	case errors.Is(runErr, context.Canceled):
+		return fmt.Errorf("interrupted: the finished trials are kept in %s; continue with: tare experiment --resume %s", abs, abs)
+	case runErr != nil:
+		return fmt.Errorf("%w\nthe experiment stopped; the finished trials are kept in %s (tare experiment --resume %s runs the rest)", runErr, abs, abs)
+	}
+	fmt.Fprintf(s.err, "recorded in %s (experiment.db; each trial's window in trial-NNN.db, for tare report or tare diff)\n", abs)
+	return nil
+}

@@ -1,0 +1,280 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tare-dev/tare/internal/experiment"
+	"github.com/tare-dev/tare/internal/lab"
+)
+
+func writeSpec(t *testing.T, yaml string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "spec.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func decodeResults(t *testing.T, out string) experiment.Results {
+	t.Helper()
+	var r experiment.Results
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("decoding results: %v\n%.3000s", err, out)
+	}
+	return r
+}
+
+func row(r experiment.Results, metric string) (experiment.Row, bool) {
+	for _, x := range r.Rows {
+		if x.Metric == metric {
+			return x, true
+		}
+	}
+	return experiment.Row{}, false
+}
+
+// assertNoLab: nothing of the experiment's lab is running and the API port is free.
+func assertNoLab(t *testing.T, dir string) {
+	t.Helper()
+	if st, err := lab.LoadState(filepath.Join(dir, "lab")); err == nil {
+		t.Errorf("a lab still runs in %s: %+v", st.Dir, st.Processes)
+	}
+	l, err := net.Listen("tcp", ":6443")
+	if err != nil {
+		t.Errorf("port 6443 still taken after the experiment: %v", err)
+		return
+	}
+	l.Close()
+}
+
+// TestExperimentLeaderElection: leader election on vs off on the real lab, 5 interleaved trials each:
+// control-plane CPU and API requests fall significantly, with intervals, and the guard is measured in
+// every trial.
+func TestExperimentLeaderElection(t *testing.T) {
+	requireLab(t)
+	spec := writeSpec(t, `name: le
+target: {lab: {profile: upstream}}
+trials: 5
+warmup: 3s
+window: 20s
+primary: control-plane-cpu
+variants:
+  - {name: le-on, baseline: true}
+  - {name: le-off, set: [kube-controller-manager.leader-elect=false, kube-scheduler.leader-elect=false]}
+`)
+	out := filepath.Join(t.TempDir(), "le")
+	stdout, stderr, err := run(context.Background(), "experiment", spec, "--out", out, "--lab-dir", t.TempDir(), "-o", "json")
+	if err != nil {
+		t.Fatalf("experiment: %v\n%s", err, stderr)
+	}
+	t.Log(stderr)
+	r := decodeResults(t, stdout)
+	assertNoLab(t, out)
+	if len(r.Trials) != 10 {
+		t.Fatalf("%d trials, want 10", len(r.Trials))
+	}
+	for _, tr := range r.Trials {
+		if tr.Status != "ok" || tr.Guard[experiment.GuardReady] <= 0 || tr.Guard[experiment.GuardLatency] <= 0 {
+			t.Errorf("trial %d (%s): %s %s, guard %v", tr.Seq, tr.Variant, tr.Status, tr.Error, tr.Guard)
+		}
+		if _, err := os.Stat(tr.Recording); err != nil {
+			t.Errorf("trial %d's recording: %v", tr.Seq, err)
+		}
+	}
+	// Interleaved: both variants appear in the first round.
+	if r.Trials[0].Variant == r.Trials[1].Variant {
+		t.Errorf("round 1 ran %s twice", r.Trials[0].Variant)
+	}
+	for _, m := range []string{"control-plane-cpu", "api-requests"} {
+		x, ok := row(r, m)
+		if !ok {
+			t.Errorf("no %s row", m)
+			continue
+		}
+		off := x.Cells[1]
+		if off.Shift == nil || !off.Shift.Significant || off.Shift.Estimate >= 0 || off.LoPct > off.HiPct {
+			t.Errorf("%s: leader election off is not a significant drop: %+v %+v", m, off, off.Shift)
+		}
+		t.Logf("%s: on %.1f [%.1f, %.1f], off %.1f: %+.1f%% [%+.1f%%, %+.1f%%] p=%.4f", m, x.Cells[0].Median.Median, x.Cells[0].Median.Lo,
+			x.Cells[0].Median.Hi, off.Median.Median, off.DeltaPct, off.LoPct, off.HiPct, off.Shift.P)
+	}
+	if x, ok := row(r, experiment.GuardReady); !ok || !x.Guard || x.Cells[0].Median.N != 5 {
+		t.Errorf("guard row: %+v", x)
+	}
+	// The trials' recordings are ordinary recordings.
+	if _, errOut, err := run(context.Background(), "report", r.Trials[0].Recording); err != nil {
+		t.Errorf("report of a trial: %v\n%s", err, errOut)
+	}
+}
+
+// TestExperimentSweepInterruptedAndResumed: a sweep of etcd --snapshot-count over 4 values on a
+// control-plane-only lab, interrupted (as by Ctrl-C) after a few trials and resumed to the end; the
+// results say which differences are significant and chart the sweep.
+func TestExperimentSweepInterruptedAndResumed(t *testing.T) {
+	requireLab(t)
+	spec := writeSpec(t, `name: snap
+target: {lab: {control_plane_only: true}}
+trials: 4
+warmup: 1s
+window: 6s
+primary: etcd-cpu
+sweep: {flag: etcd.snapshot-count, values: [100000, 10000, 5000, 500]}
+`)
+	out := filepath.Join(t.TempDir(), "snap")
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	_, stderr, err := run(ctx, "experiment", spec, "--out", out, "--lab-dir", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "interrupted") || !strings.Contains(err.Error(), "--resume") {
+		t.Fatalf("interrupted experiment: %v\n%s", err, stderr)
+	}
+	assertNoLab(t, out)
+	st, trials, err := experiment.Open(context.Background(), out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	done := 0
+	for _, tr := range trials {
+		if tr.Status == "ok" {
+			done++
+		}
+	}
+	if done == 0 || done == 16 {
+		t.Fatalf("%d of 16 trials done after the interruption; want some but not all", done)
+	}
+	stdout, stderr, err := run(context.Background(), "experiment", "--resume", out, "--lab-dir", t.TempDir())
+	if err != nil {
+		t.Fatalf("resume: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "trial(s) to run") || strings.Count(stderr, "trial ") > 16-done+1 {
+		t.Errorf("resume reran finished trials:\n%s", stderr)
+	}
+	assertNoLab(t, out)
+	t.Log("\n" + stdout)
+	for _, want := range []string{"etcd-cpu (m)", "against etcd.snapshot-count", "100000 (baseline)", "500"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("results lack %q", want)
+		}
+	}
+	jsonOut, _, err := run(context.Background(), "experiment", "--resume", out, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := decodeResults(t, jsonOut)
+	x, ok := row(r, "etcd-cpu")
+	if !ok || len(x.Cells) != 4 {
+		t.Fatalf("etcd-cpu row: %+v", x)
+	}
+	for _, c := range x.Cells[1:] {
+		if c.Shift == nil || c.Median.N != 4 || c.Shift.P <= 0 || c.Shift.P > 1 {
+			t.Errorf("value %s: %+v", c.Variant, c)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "lab")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the finished experiment left its lab directory: %v", err)
+	}
+}
+
+// TestExperimentBadVariants: a misspelt flag is refused before any lab starts; a variant whose
+// component cannot start stops the experiment with the component's log tail, keeps the finished trials
+// and leaves no lab running.
+func TestExperimentBadVariants(t *testing.T) {
+	requireLab(t)
+	spec := writeSpec(t, `name: bad
+target: {lab: {control_plane_only: true}}
+trials: 2
+window: 2s
+variants:
+  - {name: base}
+  - {name: typo, set: [kube-apiserver.max-request-inflight=100]}
+`)
+	_, _, err := run(context.Background(), "experiment", spec, "--out", filepath.Join(t.TempDir(), "x"), "--lab-dir", t.TempDir())
+	var ec ExitCoder
+	if err == nil || !errors.As(err, &ec) || ec.ExitCode() != 2 || !strings.Contains(err.Error(), "kube-apiserver has no flag --max-request-inflight") {
+		t.Errorf("misspelt flag: %v", err)
+	}
+	spec = writeSpec(t, `name: dies
+target: {lab: {control_plane_only: true}}
+trials: 2
+window: 2s
+api_latency: false
+variants:
+  - {name: base}
+  - {name: broken, set: [etcd.snapshot-count=lots]}
+`)
+	_, _, err = run(context.Background(), "experiment", spec, "--lab-dir", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "unknown field") {
+		t.Errorf("a misplaced field: %v", err)
+	}
+	spec = writeSpec(t, `name: dies
+target: {lab: {control_plane_only: true}}
+trials: 2
+window: 2s
+variants:
+  - {name: base}
+  - {name: broken, set: [etcd.snapshot-count=lots]}
+`)
+	out := filepath.Join(t.TempDir(), "dies")
+	_, stderr, err := run(context.Background(), "experiment", spec, "--out", out, "--lab-dir", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "did not start") || !strings.Contains(err.Error(), "etcd") || !strings.Contains(err.Error(), "--resume") {
+		t.Fatalf("a variant that cannot start: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(err.Error(), "lots") {
+		t.Errorf("the error lacks etcd's log tail naming the bad value: %v", err)
+	}
+	assertNoLab(t, out)
+	if _, _, err := experiment.Open(context.Background(), out); err != nil {
+		t.Errorf("the experiment file is gone: %v", err)
+	}
+}
+
+// TestDiffRecordings: B has a 200m burner that A lacks; diff finds node busy up by about 200m,
+// significantly, and an idle-versus-idle diff finds nothing.
+func TestDiffRecordings(t *testing.T) {
+	requireTiming(t)
+	dir := t.TempDir()
+	a, b, a2 := filepath.Join(dir, "a.db"), filepath.Join(dir, "b.db"), filepath.Join(dir, "a2.db")
+	for _, p := range []string{a, a2} {
+		if _, errOut, err := run(context.Background(), "measure", "--duration", "6s", "--interval", "250ms", "--record", p, "-o", "json"); err != nil {
+			t.Fatalf("measure: %v\n%s", err, errOut)
+		}
+	}
+	h := startHelper(t, "burn", "200")
+	h.line(t, 10*time.Second)
+	if _, errOut, err := run(context.Background(), "measure", "--duration", "6s", "--interval", "250ms", "--record", b, "-o", "json"); err != nil {
+		t.Fatalf("measure: %v\n%s", err, errOut)
+	}
+	h.stop()
+	out, errOut, err := run(context.Background(), "diff", a, b, "--block", "1s", "-o", "json")
+	if err != nil {
+		t.Fatalf("diff: %v\n%s", err, errOut)
+	}
+	r := decodeResults(t, out)
+	x, ok := row(r, "node-busy")
+	if !ok {
+		t.Fatalf("no node-busy row: %+v", r.Rows)
+	}
+	c := x.Cells[1]
+	if c.Shift == nil || !c.Shift.Significant || c.Shift.Estimate < 160 || c.Shift.Estimate > 240 || c.Median.N < 5 {
+		t.Errorf("node busy with a 200m burner: %+v %+v", c, c.Shift)
+	}
+	table, _, err := run(context.Background(), "diff", a, a2, "--block", "1s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table, "node-busy (m)") {
+		t.Errorf("diff table:\n%s", table)
+	}
+	if _, _, err := run(context.Background(), "diff", a, b, "--block", "1h"); err == nil || !strings.Contains(err.Error(), "shorter than one 1h0m0s block") {
+		t.Errorf("block longer than the recording: %v", err)
+	}
+}

@@ -1,0 +1,183 @@
+package experiment
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+)
+
+// JSON writes the results as indented JSON. A variant without trials has an empty median (n = 0).
+func (r Results) JSON(w io.Writer) error {
+	for i := range r.Rows {
+		for j := range r.Rows[i].Cells {
+			if m := &r.Rows[i].Cells[j].Median; m.N == 0 {
+				m.Median, m.Lo, m.Hi = 0, 0, 0
+			}
+		}
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// Table writes the results as benchstat does: one row per metric, each variant's median ± interval, and
+// the change from the baseline with its interval and p-value, or ~ when it is not significant.
+func (r Results) Table(w io.Writer) error {
+	var b strings.Builder
+	ok := 0
+	for _, t := range r.Trials {
+		if t.Status == "ok" {
+			ok++
+		}
+	}
+	fmt.Fprintf(&b, "%s: %d trials (%d ok), α = %.2g, primary metric %s; medians with %.0f%% intervals, changes by Mann–Whitney U with Hodges–Lehmann intervals\n\n",
+		r.Name, len(r.Trials), ok, r.Alpha, r.Primary, 100*(1-r.Alpha))
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	head := []string{"METRIC"}
+	for i, c := range r.rowCells() {
+		if i == 0 {
+			head = append(head, c+" (baseline)")
+			continue
+		}
+		head = append(head, c, "vs baseline")
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, row := range r.Rows {
+		name := row.Metric + " (" + row.Unit + ")"
+		if row.Guard {
+			name = "guard: " + name
+		}
+		cols := []string{name}
+		for i, c := range row.Cells {
+			cols = append(cols, medianText(c))
+			if i > 0 {
+				cols = append(cols, changeText(c))
+			}
+		}
+		fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	b.WriteString("\n")
+	for _, v := range r.Verdicts {
+		if v.Baseline {
+			continue
+		}
+		fmt.Fprintf(&b, "%s: %s (%d trials", v.Variant, v.Summary, v.Trials)
+		if v.Failed > 0 {
+			fmt.Fprintf(&b, ", %d failed", v.Failed)
+		}
+		b.WriteString(")\n")
+		for _, g := range v.Guard {
+			fmt.Fprintf(&b, "  guard: %s\n", g)
+		}
+	}
+	if r.Sweep != nil {
+		b.WriteString("\n")
+		b.WriteString(r.chart())
+	}
+	if len(r.Warnings) > 0 {
+		b.WriteString("\nwarnings:\n")
+		for _, x := range r.Warnings {
+			fmt.Fprintf(&b, "  - %s\n", x)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (r Results) rowCells() []string {
+	if len(r.Rows) == 0 {
+		var out []string
+		for _, v := range r.Verdicts {
+			out = append(out, v.Variant)
+		}
+		return out
+	}
+	var out []string
+	for _, c := range r.Rows[0].Cells {
+		out = append(out, c.Variant)
+	}
+	return out
+}
+
+func medianText(c Cell) string {
+	m := c.Median
+	if m.N == 0 {
+		return "–"
+	}
+	if m.N == 1 {
+		return fmt.Sprintf("%.4g (n=1)", m.Median)
+	}
+	return fmt.Sprintf("%.4g [%.4g, %.4g] n=%d", m.Median, m.Lo, m.Hi, m.N)
+}
+
+func changeText(c Cell) string {
+	s := c.Shift
+	if s == nil || math.IsNaN(s.P) {
+		return "–"
+	}
+	if !s.Significant {
+		return fmt.Sprintf("~ (p=%.2f)", s.P)
+	}
+	return fmt.Sprintf("%+.1f%% [%+.1f%%, %+.1f%%] p=%.3f", c.DeltaPct, c.LoPct, c.HiPct, s.P)
+}
+
+// chart draws the primary metric against the swept value: one line per value, a bar to the median and
+// the interval marked, so the shape of the curve shows at a glance.
+func (r Results) chart() string {
+	var row *Row
+	for i := range r.Rows {
+		if r.Rows[i].Metric == r.Primary {
+			row = &r.Rows[i]
+		}
+	}
+	if row == nil {
+		return ""
+	}
+	hi := 0.0
+	for _, c := range row.Cells {
+		hi = math.Max(hi, finiteOr(c.Median.Hi, c.Median.Median))
+	}
+	if hi <= 0 {
+		return ""
+	}
+	const width = 50
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (%s) against %s; ▇ median, ├─┤ interval, * significant change from %s\n", row.Metric, row.Unit, r.Sweep.Flag, row.Cells[0].Variant)
+	for _, c := range row.Cells {
+		pos := func(x float64) int { return int(math.Round(x / hi * width)) }
+		line := []rune(strings.Repeat(" ", width+1))
+		for i := 0; i < pos(c.Median.Median) && i <= width; i++ {
+			line[i] = '▇'
+		}
+		if lo, h := finiteOr(c.Median.Lo, c.Median.Median), finiteOr(c.Median.Hi, c.Median.Median); c.Median.N > 1 {
+			for i := pos(lo); i <= pos(h) && i <= width; i++ {
+				if line[i] == ' ' {
+					line[i] = '─'
+				}
+			}
+			line[min(pos(lo), width)], line[min(pos(h), width)] = '├', '┤'
+		}
+		mark := " "
+		if c.Shift != nil && c.Shift.Significant {
+			mark = "*"
+		}
+		fmt.Fprintf(&b, "  %12s %s %s %.4g\n", c.Variant, mark, string(line), c.Median.Median)
+	}
+	return b.String()
+}
+
+func finiteOr(x, alt float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return alt
+	}
+	return x
+}

@@ -1,0 +1,325 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tare-dev/tare/internal/audit"
+	"github.com/tare-dev/tare/internal/kube"
+	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/record"
+	"github.com/tare-dev/tare/internal/sample"
+	"github.com/tare-dev/tare/internal/summary"
+)
+
+// Runner runs the planned trials of an experiment.
+type Runner struct {
+	Store    *Store
+	ProcRoot string
+	SysRoot  string
+	Version  string
+	// Progress receives one line per step (nil: quiet).
+	Progress io.Writer
+}
+
+// ErrStart says a variant's cluster did not start; the experiment stops there.
+var ErrStart = errors.New("a variant did not start")
+
+// LabDir is where the experiment's own lab lives (kept between trials for warm starts).
+func (r *Runner) LabDir() string { return filepath.Join(r.Store.Dir, "lab") }
+
+func (r *Runner) say(format string, a ...any) {
+	if r.Progress != nil {
+		fmt.Fprintf(r.Progress, format+"\n", a...)
+	}
+}
+
+// Check verifies what can be checked before any trial: the lab's flags exist on the installed
+// components, and no other lab holds the lab's ports.
+func (r *Runner) Check(ctx context.Context, userLab string) error {
+	spec := r.Store.Spec
+	if spec.Target.Lab == nil {
+		return nil
+	}
+	if st, err := lab.LoadState(userLab); err == nil && userLab != r.LabDir() {
+		return fmt.Errorf("a lab is running in %s: the experiment starts its own labs on the same ports; stop it first with `tare lab down` (it is left alone)", st.Dir)
+	}
+	var sets []lab.Tuning
+	for _, x := range spec.Target.Lab.Set {
+		t, _ := lab.ParseSet(x)
+		sets = append(sets, t)
+	}
+	for _, v := range spec.Variants {
+		ts, _ := v.tunings()
+		sets = append(sets, ts...)
+	}
+	return lab.CheckSets(ctx, spec.Target.Lab.BinDir, sets)
+}
+
+// Run runs every trial not yet done, in plan order, saving each as it finishes. It stops at the first
+// variant that does not start (ErrStart, with the component's log tail) or when ctx is cancelled; the
+// trials finished so far stay in the store. The lab is stopped in every case.
+func (r *Runner) Run(ctx context.Context, trials []Trial) ([]Trial, error) {
+	spec := r.Store.Spec
+	total := len(trials)
+	var runErr error
+	for i := range trials {
+		t := &trials[i]
+		if t.Status == "ok" {
+			continue
+		}
+		if ctx.Err() != nil {
+			runErr = ctx.Err()
+			break
+		}
+		v := spec.variant(t.Variant)
+		*t = Trial{Seq: t.Seq, Round: t.Round, Variant: t.Variant, Started: time.Now(), Status: "ok"}
+		r.say("trial %d/%d: %s (round %d)", t.Seq, total, t.Variant, t.Round)
+		err := r.trial(ctx, t, v)
+		if ctx.Err() != nil {
+			// Interrupted: the trial is not a measurement; it is run again on --resume.
+			*t = Trial{Seq: t.Seq, Round: t.Round, Variant: t.Variant, Status: "planned"}
+			runErr = ctx.Err()
+			break
+		}
+		if err != nil {
+			t.Status, t.Error = "failed", err.Error()
+		}
+		if serr := r.Store.Save(context.WithoutCancel(ctx), *t); serr != nil {
+			runErr = fmt.Errorf("saving trial %d: %w", t.Seq, serr)
+			break
+		}
+		if err != nil {
+			runErr = fmt.Errorf("trial %d (%s): %w", t.Seq, t.Variant, err)
+			if errors.Is(err, ErrStart) {
+				break
+			}
+			r.say("  failed: %v", err)
+			runErr = nil // a failed guard or window is recorded and the experiment goes on
+			continue
+		}
+		r.say("  %s", trialLine(*t, spec))
+	}
+	if lt := spec.Target.Lab; lt != nil {
+		// Each trial stops its lab keeping the directory (a warm start for the next trial, or on --resume).
+		// A finished experiment removes it, once nothing of the lab is left on the machine.
+		if _, err := lab.Down(context.WithoutCancel(ctx), r.LabDir(), true); err != nil && !errors.Is(err, lab.ErrNotRunning) && runErr == nil {
+			runErr = fmt.Errorf("stopping the experiment's lab: %w", err)
+		}
+		if runErr == nil {
+			if left := lab.Leftovers(r.LabDir(), !lt.ControlPlaneOnly); len(left) == 0 {
+				_ = os.RemoveAll(r.LabDir())
+			}
+		}
+	}
+	return trials, runErr
+}
+
+func (s *Spec) variant(name string) Variant {
+	for _, v := range s.Variants {
+		if v.Name == name {
+			return v
+		}
+	}
+	return Variant{Name: name}
+}
+
+func trialLine(t Trial, spec *Spec) string {
+	var parts []string
+	for _, g := range []string{GuardReady, GuardLatency} {
+		if v, ok := t.Guard[g]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.3g%s", g, v, unit(g)))
+		}
+	}
+	for _, m := range order(keys(t.Metrics), spec.Primary)[:min(3, len(t.Metrics))] {
+		parts = append(parts, fmt.Sprintf("%s %.1f%s", m, t.Metrics[m], unit(m)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func keys(m map[string]float64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// trial brings up the variant, measures the guard, waits out the warm-up and measures the window.
+func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
+	spec := r.Store.Spec
+	start := time.Now()
+	var kubeconfig string
+	if lt := spec.Target.Lab; lt != nil {
+		sets, err := labSets(lt, v)
+		if err != nil {
+			return err
+		}
+		st, err := lab.Up(ctx, lab.UpOptions{Dir: r.LabDir(), Profile: lt.Profile, Sets: sets, ControlPlaneOnly: lt.ControlPlaneOnly, BinDir: lt.BinDir})
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrStart, err)
+		}
+		defer func() { _, _ = lab.Down(context.WithoutCancel(ctx), r.LabDir(), true) }()
+		kubeconfig = st.Kubeconfig
+		r.say("  lab up in %.1f s", time.Since(start).Seconds())
+	} else {
+		c := spec.Target.Commands
+		if err := shell(ctx, c.Apply, v, spec); err != nil {
+			return fmt.Errorf("%w: apply: %w", ErrStart, err)
+		}
+		if c.Wait != "" {
+			if err := shell(ctx, c.Wait, v, spec); err != nil {
+				return fmt.Errorf("%w: wait: %w", ErrStart, err)
+			}
+		}
+		path, err := kube.ResolveKubeconfig(c.Kubeconfig)
+		if err != nil {
+			return err
+		}
+		kubeconfig = path
+	}
+	cs, err := lab.Client(kubeconfig)
+	if err != nil {
+		return err
+	}
+	cl, err := kube.Connect(kubeconfig)
+	if err != nil {
+		return err
+	}
+	if err := scale(ctx, cs, v.Scale); err != nil {
+		return err
+	}
+	t.Guard = map[string]float64{}
+	if spec.guardDeployment() {
+		if err := reachable(ctx, cs, spec.Guard.image()); err != nil {
+			return err
+		}
+		t.Guard[GuardReady] = time.Since(start).Seconds()
+		defer func() { _ = removeGuard(context.WithoutCancel(ctx), cs) }()
+	}
+	if spec.Guard.apiLatency() {
+		ms, err := apiLatency(ctx, cs)
+		if err != nil {
+			return err
+		}
+		t.Guard[GuardLatency] = ms
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(spec.Warmup.Duration):
+	}
+	return r.window(ctx, t, cs, cl)
+}
+
+// window measures the node for the spec's window, recording it, and reads the API server's request rate
+// over the same span.
+func (r *Runner) window(ctx context.Context, t *Trial, _ kubernetes.Interface, cl *kube.Cluster) error {
+	spec := r.Store.Spec
+	before, berr := scrape(ctx, cl)
+	smp, err := sample.New(ctx, sample.Options{ProcRoot: r.ProcRoot, SysRoot: r.SysRoot, Interval: spec.Interval.Duration, Detail: 5 * time.Second}, nil)
+	if err != nil {
+		return err
+	}
+	defer smp.Close()
+	t.Recording = filepath.Join(r.Store.Dir, fmt.Sprintf("trial-%03d.db", t.Seq))
+	_ = os.Remove(t.Recording) // a trial interrupted before is measured again
+	m := smp.Meta()
+	m.TareVersion, m.Duration, m.Started = r.Version, spec.Window.Duration, time.Now()
+	rec, err := record.Create(ctx, t.Recording, m)
+	if err != nil {
+		return err
+	}
+	var samples []sample.Sample
+	var recErr error
+	keep := func(x sample.Sample) {
+		samples = append(samples, x)
+		if recErr == nil {
+			recErr = rec.Append(context.WithoutCancel(ctx), x)
+		}
+	}
+	err = sample.Loop(ctx, smp, spec.Window.Duration, spec.Interval.Duration, keep, func(string) {})
+	after, aerr := scrape(context.WithoutCancel(ctx), cl)
+	meta := smp.Meta()
+	meta.TareVersion, meta.Duration = r.Version, spec.Window.Duration
+	if len(samples) > 0 {
+		meta.Started = samples[0].Time
+	}
+	if ferr := rec.Finish(context.WithoutCancel(ctx), meta); ferr != nil && recErr == nil {
+		recErr = ferr
+	}
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if recErr != nil {
+		return fmt.Errorf("recording the window: %w", recErr)
+	}
+	if len(samples) < 2 {
+		return fmt.Errorf("the window has %d sample(s)", len(samples))
+	}
+	sum := summary.Build(meta, samples, summary.Options{})
+	perMin := -1.0
+	if berr == nil && aerr == nil {
+		d := audit.Delta(before, after, samples[len(samples)-1].Time.Sub(samples[0].Time).Minutes())
+		perMin = d.PerMinute
+	}
+	t.Metrics = measure(sum, perMin, spec.Metrics)
+	return nil
+}
+
+func scrape(ctx context.Context, cl *kube.Cluster) (audit.RequestTotals, error) {
+	body, err := cl.Metrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	return audit.ParseRequestTotals(body)
+}
+
+// labSets are the target's and the variant's flags, in that order (the variant wins).
+func labSets(lt *LabTarget, v Variant) ([]lab.Tuning, error) {
+	var sets []lab.Tuning
+	for _, x := range lt.Set {
+		t, err := lab.ParseSet(x)
+		if err != nil {
+			return nil, err
+		}
+		sets = append(sets, t)
+	}
+	ts, err := v.tunings()
+	if err != nil {
+		return nil, err
+	}
+	return append(sets, ts...), nil
+}
+
+// shell runs a target command with the variant in its environment.
+func shell(ctx context.Context, command string, v Variant, spec *Spec) error {
+	cmd := exec.CommandContext(ctx, "sh", "-c", command)
+	value := ""
+	if spec.Sweep != nil {
+		value = v.Name
+	}
+	cmd.Env = append(os.Environ(), "TARE_VARIANT="+v.Name, "TARE_VALUE="+value, "TARE_SET="+strings.Join(v.Set, " "))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		tail := strings.TrimSpace(string(out))
+		if len(tail) > 2000 {
+			tail = tail[len(tail)-2000:]
+		}
+		return fmt.Errorf("%q: %w: %s", command, err, tail)
+	}
+	return nil
+}

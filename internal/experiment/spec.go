@@ -1,0 +1,323 @@
+// Package experiment runs A/B (and sweep) experiments on a cluster: variants of component flags or
+// replica counts, trials interleaved in random order, a user-experience guard in every trial, and
+// results with medians, confidence intervals and Mann–Whitney tests, as benchstat reports them.
+package experiment
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/tare-dev/tare/internal/lab"
+)
+
+// Spec is an experiment file (YAML).
+type Spec struct {
+	Name        string    `json:"name"`
+	Description string    `json:"description,omitempty"`
+	Target      Target    `json:"target"`
+	Trials      int       `json:"trials"`             // per variant
+	Warmup      Duration  `json:"warmup"`             // after the guard, before the window; discarded
+	Window      Duration  `json:"window"`             // measured
+	Interval    Duration  `json:"interval,omitempty"` // between samples (default 1s)
+	Seed        uint64    `json:"seed,omitempty"`     // of the trial order (default: from the clock, recorded)
+	Alpha       float64   `json:"alpha,omitempty"`    // default 0.05
+	Metrics     []string  `json:"metrics,omitempty"`  // default: all
+	Primary     string    `json:"primary,omitempty"`  // the metric a recommendation rests on (default control-plane-cpu, or node-busy)
+	Guard       Guard     `json:"guard"`
+	Variants    []Variant `json:"variants,omitempty"`
+	Sweep       *Sweep    `json:"sweep,omitempty"`
+	observation string    // what one observation is called in warnings: trial (default) or block
+}
+
+// Target is the lab (default) or any cluster through commands.
+type Target struct {
+	Lab      *LabTarget      `json:"lab,omitempty"`
+	Commands *CommandsTarget `json:"commands,omitempty"`
+}
+
+// LabTarget starts tare's lab for every trial with the variant's flags on top of these.
+type LabTarget struct {
+	Profile          string   `json:"profile,omitempty"`
+	Set              []string `json:"set,omitempty"`
+	ControlPlaneOnly bool     `json:"control_plane_only,omitempty"`
+	BinDir           string   `json:"bin_dir,omitempty"`
+}
+
+// CommandsTarget applies a variant to any cluster: Apply runs with TARE_VARIANT, TARE_VALUE and TARE_SET
+// (the variant's COMPONENT.FLAG=VALUE list, space separated) in the environment, then Wait until the
+// cluster has settled. Both run with sh -c.
+type CommandsTarget struct {
+	Apply      string `json:"apply"`
+	Wait       string `json:"wait,omitempty"`
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+}
+
+// Guard is the user experience measured in every trial.
+type Guard struct {
+	Deployment *bool   `json:"deployment,omitempty"` // time to a Deployment reachable through its Service (default: on when the target has a node)
+	APILatency *bool   `json:"api_latency,omitempty"` // median latency of API GETs (default on)
+	Tolerance  Percent `json:"tolerance,omitempty"`   // worsening beyond this flags a variant (default 20%)
+	Image      string  `json:"image,omitempty"`       // the guard Deployment's image (default: the lab's web image)
+}
+
+// Variant is one configuration: flags to set and Deployments to scale.
+type Variant struct {
+	Name     string   `json:"name"`
+	Baseline bool     `json:"baseline,omitempty"`
+	Set      []string `json:"set,omitempty"`   // COMPONENT.FLAG=VALUE
+	Scale    []string `json:"scale,omitempty"` // NAMESPACE/DEPLOYMENT=REPLICAS
+}
+
+// Sweep is one flag over values; the first value is the baseline.
+type Sweep struct {
+	Flag   string `json:"flag"` // COMPONENT.FLAG
+	Values Values `json:"values"`
+}
+
+// Values are flag values, written in YAML as strings or numbers.
+type Values []string
+
+// UnmarshalJSON accepts a list of strings and numbers.
+func (v *Values) UnmarshalJSON(b []byte) error {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("values: want a list, got %s", b)
+	}
+	for _, r := range raw {
+		var s string
+		if err := json.Unmarshal(r, &s); err != nil {
+			s = string(r) // a number, as written
+		}
+		*v = append(*v, s)
+	}
+	return nil
+}
+
+// Duration reads "10s" or "1m" in YAML.
+type Duration struct{ time.Duration }
+
+// UnmarshalJSON accepts a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return fmt.Errorf("want a duration such as \"30s\", got %s", b)
+	}
+	d.Duration, err = time.ParseDuration(s)
+	return err
+}
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return []byte(strconv.Quote(d.String())), nil }
+
+// Percent reads "20%" or 20.
+type Percent float64
+
+// UnmarshalJSON accepts "20%" or a number.
+func (p *Percent) UnmarshalJSON(b []byte) error {
+	s := strings.TrimSuffix(strings.Trim(string(b), `"`), "%")
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return fmt.Errorf("want a percentage such as \"20%%\", got %s", b)
+	}
+	*p = Percent(v)
+	return nil
+}
+
+// Load reads and checks a spec file.
+func Load(path string) (*Spec, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading spec: %w", err)
+	}
+	return Parse(b)
+}
+
+// Parse reads a spec, rejecting unknown fields, and fills the defaults.
+func Parse(b []byte) (*Spec, error) {
+	var s Spec
+	if err := yaml.UnmarshalStrict(b, &s); err != nil {
+		return nil, fmt.Errorf("spec: %w", err)
+	}
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("spec: %w", err)
+	}
+	return &s, nil
+}
+
+func (s *Spec) check() error {
+	if s.Name == "" {
+		return fmt.Errorf("no name")
+	}
+	if s.Target.Lab == nil && s.Target.Commands == nil {
+		s.Target.Lab = &LabTarget{}
+	}
+	if s.Target.Lab != nil && s.Target.Commands != nil {
+		return fmt.Errorf("target: give lab or commands, not both")
+	}
+	if c := s.Target.Commands; c != nil && c.Apply == "" {
+		return fmt.Errorf("target.commands: no apply command")
+	}
+	if s.Trials < 2 {
+		return fmt.Errorf("trials: %d per variant; at least 2 are needed to see any spread, and 4 for a difference to reach significance at alpha 0.05 (Mann–Whitney's smallest p with 3 against 3 is 0.10)", s.Trials)
+	}
+	if s.Window.Duration <= 0 {
+		return fmt.Errorf("window: must be positive (e.g. 30s)")
+	}
+	if s.Interval.Duration == 0 {
+		s.Interval.Duration = time.Second
+	}
+	if s.Interval.Duration < 100*time.Millisecond || s.Interval.Duration > s.Window.Duration/2 {
+		return fmt.Errorf("interval %s: want 100ms to half the window", s.Interval.Duration)
+	}
+	if s.Warmup.Duration < 0 {
+		return fmt.Errorf("warmup: must not be negative")
+	}
+	if s.Alpha == 0 {
+		s.Alpha = 0.05
+	}
+	if s.Alpha <= 0 || s.Alpha >= 0.5 {
+		return fmt.Errorf("alpha %g: want between 0 and 0.5", s.Alpha)
+	}
+	if s.Guard.Tolerance == 0 {
+		s.Guard.Tolerance = 20
+	}
+	if s.Sweep != nil {
+		if len(s.Sweep.Values) < 2 {
+			return fmt.Errorf("sweep: at least 2 values")
+		}
+		var expanded []Variant
+		for i, v := range s.Sweep.Values {
+			expanded = append(expanded, Variant{Name: v, Baseline: i == 0, Set: []string{s.Sweep.Flag + "=" + v}})
+		}
+		switch {
+		case len(s.Variants) == 0:
+			s.Variants = expanded
+		case !sameVariants(s.Variants, expanded): // a stored spec holds its sweep expanded
+			return fmt.Errorf("give variants or a sweep, not both")
+		}
+	}
+	if len(s.Variants) < 2 {
+		return fmt.Errorf("variants: at least 2 (a baseline and a change), or a sweep")
+	}
+	names := map[string]bool{}
+	baselines := 0
+	for i, v := range s.Variants {
+		if v.Name == "" {
+			return fmt.Errorf("variant %d has no name", i+1)
+		}
+		if names[v.Name] {
+			return fmt.Errorf("two variants are named %q", v.Name)
+		}
+		names[v.Name] = true
+		if v.Baseline {
+			baselines++
+		}
+		if _, err := v.tunings(); err != nil {
+			return fmt.Errorf("variant %s: %w", v.Name, err)
+		}
+		for _, sc := range v.Scale {
+			if _, _, _, err := parseScale(sc); err != nil {
+				return fmt.Errorf("variant %s: %w", v.Name, err)
+			}
+		}
+	}
+	switch baselines {
+	case 0:
+		s.Variants[0].Baseline = true
+	case 1:
+	default:
+		return fmt.Errorf("%d variants say baseline: true; one is the baseline", baselines)
+	}
+	if s.Target.Lab != nil {
+		if _, err := lab.ProfileTunings(s.Target.Lab.Profile); err != nil {
+			return fmt.Errorf("target.lab: %w", err)
+		}
+		for _, x := range s.Target.Lab.Set {
+			if _, err := lab.ParseSet(x); err != nil {
+				return fmt.Errorf("target.lab.set: %w", err)
+			}
+		}
+	}
+	for _, m := range s.Metrics {
+		if !knownMetric(m) {
+			return fmt.Errorf("unknown metric %q (known: %s)", m, strings.Join(metricNames, ", "))
+		}
+	}
+	if s.Primary != "" && !knownPrimary(s.Primary) {
+		return fmt.Errorf("unknown primary metric %q (known: %s)", s.Primary, strings.Join(metricNames, ", "))
+	}
+	return nil
+}
+
+// tunings parses the variant's --set list.
+func (v Variant) tunings() ([]lab.Tuning, error) {
+	var ts []lab.Tuning
+	for _, x := range v.Set {
+		t, err := lab.ParseSet(x)
+		if err != nil {
+			return nil, err
+		}
+		ts = append(ts, t)
+	}
+	return ts, nil
+}
+
+func parseScale(s string) (ns, name string, replicas int32, err error) {
+	key, val, ok := strings.Cut(s, "=")
+	ns, name, ok2 := strings.Cut(key, "/")
+	n, err := strconv.ParseInt(val, 10, 32)
+	if !ok || !ok2 || ns == "" || name == "" || err != nil || n < 0 {
+		return "", "", 0, fmt.Errorf("scale %q: want NAMESPACE/DEPLOYMENT=REPLICAS", s)
+	}
+	return ns, name, int32(n), nil
+}
+
+// Baseline returns the baseline variant.
+func (s *Spec) Baseline() Variant {
+	for _, v := range s.Variants {
+		if v.Baseline {
+			return v
+		}
+	}
+	return s.Variants[0]
+}
+
+// deployment: on by default for a lab with a node; on another cluster only with an image that serves
+// HTTP 200 on / and /healthz at port 8080 (the lab's web image is only in the lab).
+func (s *Spec) guardDeployment() bool {
+	g := s.Guard
+	if g.Deployment != nil {
+		return *g.Deployment
+	}
+	if s.Target.Lab != nil {
+		return !s.Target.Lab.ControlPlaneOnly
+	}
+	return g.Image != ""
+}
+
+func (g Guard) image() string {
+	if g.Image != "" {
+		return g.Image
+	}
+	return defaultImage
+}
+
+func (g Guard) apiLatency() bool { return g.APILatency == nil || *g.APILatency }
+
+func sameVariants(a, b []Variant) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || a[i].Baseline != b[i].Baseline || strings.Join(a[i].Set, " ") != strings.Join(b[i].Set, " ") {
+			return false
+		}
+	}
+	return true
+}

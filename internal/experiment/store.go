@@ -1,0 +1,220 @@
+package experiment
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	_ "modernc.org/sqlite" // the experiment file, pure Go
+)
+
+// The experiment file DIR/experiment.db holds the spec, the planned order and every finished trial, so
+// an interrupted experiment keeps its trials and --resume continues it.
+const (
+	storeFormat  = "tare-experiment"
+	storeVersion = 1
+	storeSchema  = `
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE trials (
+  seq        INTEGER PRIMARY KEY,
+  round      INTEGER NOT NULL,
+  variant    TEXT NOT NULL,
+  status     TEXT NOT NULL,  -- planned, ok, failed
+  started_ns INTEGER NOT NULL,
+  error      TEXT NOT NULL,
+  metrics    TEXT NOT NULL,  -- JSON object: metric -> value
+  guard      TEXT NOT NULL,  -- JSON object: guard metric -> value
+  recording  TEXT NOT NULL   -- the trial's window, a tare recording (tare report FILE)
+);`
+)
+
+// Store is an open experiment file.
+type Store struct {
+	db   *sql.DB
+	Dir  string
+	Spec *Spec
+}
+
+// StorePath is the experiment file in dir.
+func StorePath(dir string) string { return filepath.Join(dir, "experiment.db") }
+
+// Create starts an experiment file in dir (created if missing; it must not hold one already) with the
+// randomised plan: in each round every variant once, in an order shuffled with the spec's seed.
+func Create(ctx context.Context, dir string, spec *Spec) (*Store, []Trial, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := os.Stat(StorePath(dir)); err == nil {
+		return nil, nil, fmt.Errorf("%s already holds an experiment: continue it with --resume %s, or choose another --out", dir, dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("experiment directory: %w", err)
+	}
+	if spec.Seed == 0 {
+		spec.Seed = uint64(time.Now().UnixNano())
+	}
+	db, err := sql.Open("sqlite", "file:"+StorePath(dir)+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		return nil, nil, err
+	}
+	st := &Store{db: db, Dir: dir, Spec: spec}
+	plan := Plan(spec)
+	if err := st.init(ctx, plan); err != nil {
+		db.Close()
+		_ = os.Remove(StorePath(dir))
+		return nil, nil, fmt.Errorf("creating %s: %w", StorePath(dir), err)
+	}
+	return st, plan, nil
+}
+
+// Plan orders the trials: round by round, each variant once per round in a random order, so slow drift
+// (a warming disk, a neighbour's job) falls on every variant alike.
+func Plan(spec *Spec) []Trial {
+	rng := rand.New(rand.NewPCG(spec.Seed, 0x7a7e))
+	var plan []Trial
+	for round := 1; round <= spec.Trials; round++ {
+		order := rng.Perm(len(spec.Variants))
+		for _, i := range order {
+			plan = append(plan, Trial{Seq: len(plan) + 1, Round: round, Variant: spec.Variants[i].Name, Status: "planned"})
+		}
+	}
+	return plan
+}
+
+func (st *Store) init(ctx context.Context, plan []Trial) error {
+	if _, err := st.db.ExecContext(ctx, storeSchema); err != nil {
+		return err
+	}
+	spec, err := json.Marshal(st.Spec)
+	if err != nil {
+		return err
+	}
+	for k, v := range map[string]string{"format": storeFormat, "schema_version": strconv.Itoa(storeVersion), "spec": string(spec)} {
+		if _, err := st.db.ExecContext(ctx, "INSERT INTO meta VALUES(?, ?)", k, v); err != nil {
+			return err
+		}
+	}
+	for _, t := range plan {
+		if err := st.Save(ctx, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Open reads an experiment file for --resume or a report.
+func Open(ctx context.Context, dir string) (*Store, []Trial, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	path := StorePath(dir)
+	if _, err := os.Stat(path); err != nil {
+		return nil, nil, fmt.Errorf("no experiment in %s: %w", dir, err)
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		return nil, nil, err
+	}
+	st := &Store{db: db, Dir: dir}
+	trials, err := st.load(ctx)
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return st, trials, nil
+}
+
+var errNotExperiment = errors.New("not a tare experiment file")
+
+func (st *Store) load(ctx context.Context) ([]Trial, error) {
+	meta := map[string]string{}
+	rows, err := st.db.QueryContext(ctx, "SELECT key, value FROM meta")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errNotExperiment, err)
+	}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		meta[k] = v
+	}
+	rows.Close()
+	if meta["format"] != storeFormat {
+		return nil, errNotExperiment
+	}
+	if v, _ := strconv.Atoi(meta["schema_version"]); v < 1 || v > storeVersion {
+		return nil, fmt.Errorf("experiment file version %q is newer than this tare reads (%d): upgrade tare", meta["schema_version"], storeVersion)
+	}
+	st.Spec = &Spec{}
+	if err := json.Unmarshal([]byte(meta["spec"]), st.Spec); err != nil {
+		return nil, fmt.Errorf("decoding the spec: %w", err)
+	}
+	if err := st.Spec.check(); err != nil {
+		return nil, fmt.Errorf("the stored spec: %w", err)
+	}
+	rows, err = st.db.QueryContext(ctx, "SELECT seq, round, variant, status, started_ns, error, metrics, guard, recording FROM trials ORDER BY seq")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Trial
+	for rows.Next() {
+		var t Trial
+		var started int64
+		var m, g string
+		if err := rows.Scan(&t.Seq, &t.Round, &t.Variant, &t.Status, &started, &t.Error, &m, &g, &t.Recording); err != nil {
+			return nil, err
+		}
+		if started > 0 {
+			t.Started = time.Unix(0, started)
+		}
+		if err := json.Unmarshal([]byte(m), &t.Metrics); err != nil {
+			return nil, fmt.Errorf("trial %d metrics: %w", t.Seq, err)
+		}
+		if err := json.Unmarshal([]byte(g), &t.Guard); err != nil {
+			return nil, fmt.Errorf("trial %d guard: %w", t.Seq, err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// Save writes (or rewrites) one trial.
+func (st *Store) Save(ctx context.Context, t Trial) error {
+	m, err := json.Marshal(orEmpty(t.Metrics))
+	if err != nil {
+		return err
+	}
+	g, err := json.Marshal(orEmpty(t.Guard))
+	if err != nil {
+		return err
+	}
+	var started int64
+	if !t.Started.IsZero() {
+		started = t.Started.UnixNano()
+	}
+	_, err = st.db.ExecContext(ctx, "INSERT OR REPLACE INTO trials VALUES(?,?,?,?,?,?,?,?,?)",
+		t.Seq, t.Round, t.Variant, t.Status, started, t.Error, string(m), string(g), t.Recording)
+	return err
+}
+
+func orEmpty(m map[string]float64) map[string]float64 {
+	if m == nil {
+		return map[string]float64{}
+	}
+	return m
+}
+
+// Close closes the file.
+func (st *Store) Close() error { return st.db.Close() }

@@ -123,7 +123,7 @@ func runExperiment(ctx context.Context, s streams, g *globalOptions, o *experime
 	}
 	abs, _ := filepath.Abs(st.Dir)
 	switch {
-	case errors.Is(runErr, context.Canceled):
+	case ctx.Err() != nil && (errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded)):
 		return fmt.Errorf("interrupted: the finished trials are kept in %s; continue with: tare experiment --resume %s", abs, abs)
 	case runErr != nil:
 		return fmt.Errorf("%w\nthe experiment stopped; the finished trials are kept in %s (tare experiment --resume %s runs the rest)", runErr, abs, abs)

@@ -130,8 +130,20 @@ primary: etcd-cpu
 sweep: {flag: etcd.snapshot-count, values: [100000, 10000, 5000, 500]}
 `)
 	out := filepath.Join(t.TempDir(), "snap")
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	// Ctrl-C once two trials are done.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			time.Sleep(time.Second)
+			if st, trials, err := experiment.Open(ctx, out); err == nil {
+				st.Close()
+				if n := okTrials(trials); n >= 2 {
+					cancel()
+				}
+			}
+		}
+	}()
 	_, stderr, err := run(ctx, "experiment", spec, "--out", out, "--lab-dir", t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "interrupted") || !strings.Contains(err.Error(), "--resume") {
 		t.Fatalf("interrupted experiment: %v\n%s", err, stderr)
@@ -142,12 +154,7 @@ sweep: {flag: etcd.snapshot-count, values: [100000, 10000, 5000, 500]}
 		t.Fatal(err)
 	}
 	st.Close()
-	done := 0
-	for _, tr := range trials {
-		if tr.Status == "ok" {
-			done++
-		}
-	}
+	done := okTrials(trials)
 	if done == 0 || done == 16 {
 		t.Fatalf("%d of 16 trials done after the interruption; want some but not all", done)
 	}
@@ -277,4 +284,14 @@ func TestDiffRecordings(t *testing.T) {
 	if _, _, err := run(context.Background(), "diff", a, b, "--block", "1h"); err == nil || !strings.Contains(err.Error(), "shorter than one 1h0m0s block") {
 		t.Errorf("block longer than the recording: %v", err)
 	}
+}
+
+func okTrials(ts []experiment.Trial) int {
+	n := 0
+	for _, t := range ts {
+		if t.Status == "ok" {
+			n++
+		}
+	}
+	return n
 }

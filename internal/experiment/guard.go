@@ -47,6 +47,10 @@ func reachable(ctx context.Context, cs kubernetes.Interface, image string) error
 		ObjectMeta: metav1.ObjectMeta{Name: guardName, Labels: labels},
 		Spec:       corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
 	}
+	// A trial that failed before its cleanup leaves the guard behind: start from nothing.
+	if err := removeGuard(ctx, cs); err != nil {
+		return err
+	}
 	if _, err := cs.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating the guard Deployment: %w", err)
 	}
@@ -58,7 +62,10 @@ func reachable(ctx context.Context, cs kubernetes.Interface, image string) error
 		return fmt.Errorf("creating the guard Service: %w", err)
 	}
 	url := "http://" + created.Spec.ClusterIP + "/"
-	hc := &http.Client{Timeout: time.Second}
+	// A fresh connection per attempt: before kube-proxy has written the Service's rules the ClusterIP is
+	// routed off the machine, where something may answer (a transparent proxy's 404), and a kept-alive
+	// connection to it would be reused for every later attempt.
+	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	for {

@@ -114,7 +114,9 @@ func Analyze(spec *Spec, trials []Trial) Results {
 	failed := map[string]int{}
 	for _, t := range trials {
 		if t.Status != "ok" {
-			failed[t.Variant]++
+			if t.Status == "failed" {
+				failed[t.Variant]++
+			}
 			continue
 		}
 		counts[t.Variant]++
@@ -216,9 +218,15 @@ func verdicts(r *Results, names []string, counts, failed map[string]int) []Verdi
 			}
 			base := row.Cells[0].Median.Median
 			if worse := pctOf(c.Median.Median-base, base); worse > r.Tolerance {
+				// A cautious reading: a guard that looks worse blocks the recommendation even when the
+				// test cannot yet tell it from noise; the note says which it is.
 				vd.GuardOK = false
-				vd.Guard = append(vd.Guard, fmt.Sprintf("%s %.3g%s vs %.3g%s at baseline (%+.0f%%, beyond the %.0f%% tolerance)",
-					row.Metric, c.Median.Median, row.Unit, base, row.Unit, worse, r.Tolerance))
+				sig := fmt.Sprintf("significant, p=%.3f", c.Shift.P)
+				if !c.Shift.Significant {
+					sig = fmt.Sprintf("not significant, p=%.2f: more trials would tell", c.Shift.P)
+				}
+				vd.Guard = append(vd.Guard, fmt.Sprintf("%s %.3g%s vs %.3g%s at baseline (%+.0f%%, beyond the %.0f%% tolerance; %s)",
+					row.Metric, c.Median.Median, row.Unit, base, row.Unit, worse, r.Tolerance, sig))
 			}
 		}
 		switch {
@@ -262,10 +270,17 @@ func warnings(spec *Spec, trials []Trial, names []string, counts map[string]int,
 			w = append(w, fmt.Sprintf("%s has %d %s(s): with fewer than 4 on each side no difference can be significant at alpha %.2g (Mann–Whitney's smallest p for 3 against 3 is 0.10)", v, n, obs, spec.Alpha))
 		}
 	}
+	planned := 0
 	for _, t := range trials {
-		if t.Status != "ok" {
+		switch t.Status {
+		case "failed":
 			w = append(w, fmt.Sprintf("trial %d (%s) failed and is left out: %s", t.Seq, t.Variant, t.Error))
+		case "planned":
+			planned++
 		}
+	}
+	if planned > 0 {
+		w = append(w, fmt.Sprintf("%d of %d trials not run yet (interrupted): these results are partial", planned, len(trials)))
 	}
 	for _, v := range names {
 		xs := vals[v]
@@ -282,7 +297,7 @@ func warnings(spec *Spec, trials []Trial, names []string, counts map[string]int,
 		mad := 1.4826 * stats.MedianCI(dev, 0.95).Median
 		for _, x := range xs {
 			if mad > 0 && math.Abs(x-med) > 3*mad {
-				w = append(w, fmt.Sprintf("outlier: %s has a %s of %.1f%s against a median of %.1f (more than 3 MAD away); kept, the rank test is robust to it", v, primary, x, unit(primary), med))
+				w = append(w, fmt.Sprintf("outlier: a trial of %s measured %s %.1f%s, more than 3 MAD from the variant's median %.1f; kept (the rank test is robust to it)", v, primary, x, unit(primary), med))
 			}
 		}
 	}

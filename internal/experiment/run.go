@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tare-dev/tare/internal/audit"
 	"github.com/tare-dev/tare/internal/kube"
@@ -187,7 +188,7 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 		}
 		kubeconfig = path
 	}
-	cs, err := lab.Client(kubeconfig)
+	cs, err := client(kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -200,11 +201,11 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 	}
 	t.Guard = map[string]float64{}
 	if spec.guardDeployment() {
+		defer func() { _ = removeGuard(context.WithoutCancel(ctx), cs) }()
 		if err := reachable(ctx, cs, spec.Guard.image()); err != nil {
 			return err
 		}
 		t.Guard[GuardReady] = time.Since(start).Seconds()
-		defer func() { _ = removeGuard(context.WithoutCancel(ctx), cs) }()
 	}
 	if spec.Guard.apiLatency() {
 		ms, err := apiLatency(ctx, cs)
@@ -322,4 +323,17 @@ func shell(ctx context.Context, command string, v Variant, spec *Spec) error {
 		return fmt.Errorf("%q: %w: %s", command, err, tail)
 	}
 	return nil
+}
+
+// client is a clientset without client-go's default rate limit (5 requests a second, bursts of 10),
+// which would turn the latency probe's 20 GETs into a measurement of the limiter.
+func client(kubeconfig string) (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", kubeconfig, err)
+	}
+	cfg.UserAgent = "tare-experiment"
+	cfg.QPS, cfg.Burst = 1000, 1000
+	cfg.Timeout = 30 * time.Second
+	return kubernetes.NewForConfig(cfg)
 }

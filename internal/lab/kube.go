@@ -150,9 +150,29 @@ func createKwokNode(ctx context.Context, c kubernetes.Interface, name string) er
 		Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: kwokAnnotation, Value: "fake", Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
 	}
-	_, err := c.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating kwok node %s: %w", name, err)
+	// A warm start finds the node of the previous run in etcd with a Ready condition whose heartbeat
+	// kwok will not refresh (it renews the node's lease, not the condition), and the node's lease still
+	// held by the previous kwok, which the new one waits out (40 s) before taking the node: make both
+	// anew, so kwok initializes the node as on a cold start.
+	zero := int64(0)
+	if err := c.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing the previous run's lease of kwok node %s: %w", name, err)
 	}
-	return nil
+	if err := c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing the previous run's kwok node %s: %w", name, err)
+	}
+	for {
+		_, err := c.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating kwok node %s: %w", name, err)
+		}
+		select { // the deletion is still being finalized
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

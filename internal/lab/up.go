@@ -16,6 +16,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // UpOptions configure Up.
@@ -362,6 +365,9 @@ func (l *lab) apiserver(ctx context.Context, tunings []Tuning) error {
 }
 
 func (l *lab) controllers(ctx context.Context, tunings []Tuning) error {
+	if err := l.dropStaleLeases(ctx); err != nil {
+		return err
+	}
 	pki := l.pki.Path
 	kc := l.p.kubeconfig("controller-manager")
 	if _, err := l.launch("kube-controller-manager", l.bin.kcm, []string{"--kubeconfig", kc,
@@ -388,6 +394,24 @@ func (l *lab) controllers(ctx context.Context, tunings []Tuning) error {
 		}
 	}
 	l.step("controller-manager and scheduler healthy")
+	return nil
+}
+
+// dropStaleLeases removes the leader-election leases a warm start finds in etcd: their holders were the
+// previous run's controller manager and scheduler, stopped by down, and the new ones would otherwise wait
+// out the 15 s lease before doing anything (the node's not-ready taint would stay as long).
+func (l *lab) dropStaleLeases(ctx context.Context) error {
+	c, err := l.client()
+	if err != nil {
+		return err
+	}
+	zero := int64(0)
+	for _, name := range []string{"kube-controller-manager", "kube-scheduler"} {
+		err := c.CoordinationV1().Leases(metav1.NamespaceSystem).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("removing the previous run's %s lease: %w", name, err)
+		}
+	}
 	return nil
 }
 

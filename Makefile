@@ -6,7 +6,7 @@ LDFLAGS   := -X github.com/tare-dev/tare/internal/cli.Version=$(VERSION)
 GOLANGCI  ?= $(shell $(GO) env GOPATH)/bin/golangci-lint
 GOLANGCI_VERSION ?= v2.15.0
 
-.PHONY: build test test-short bench bench-overhead bench-lab bench-audit lint measure deps clean
+.PHONY: build test test-short bench bench-overhead bench-lab bench-audit bench-experiment lint measure deps clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/tare
@@ -37,8 +37,9 @@ test-short:
 	$(GO) test -short -count=1 ./...
 
 # bench: tare's own overhead next to pidstat, then the lab (time to Ready and first pod, cold and warm;
-# idle CPU upstream vs tuned), then explain's audit-log reader against jq on 1 GiB. Root.
-bench: bench-overhead bench-lab bench-audit
+# idle CPU upstream vs tuned), explain's audit-log reader against jq on 1 GiB, and how long an A/B
+# experiment needs to detect a 5% change in control-plane CPU. Root.
+bench: bench-overhead bench-lab bench-audit bench-experiment
 
 bench-overhead: build deps
 	$(GO) run ./bench/overhead -tare ./$(BIN)
@@ -49,6 +50,9 @@ bench-lab: build
 bench-audit:
 	@command -v jq >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null)
 	$(GO) run ./bench/audit
+
+bench-experiment: build
+	$(GO) run ./bench/experiment -tare ./$(BIN)
 
 lint:
 	@test -x $(GOLANGCI) || $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)

@@ -93,7 +93,7 @@ func runExperiment(ctx context.Context, s streams, g *globalOptions, o *experime
 			return err
 		}
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	r := &experiment.Runner{Store: st, ProcRoot: g.procRoot, SysRoot: g.sysRoot, Version: Version, Progress: s.err}
 	pending := 0
 	for _, t := range trials {

@@ -60,7 +60,7 @@ type CommandsTarget struct {
 
 // Guard is the user experience measured in every trial.
 type Guard struct {
-	Deployment *bool   `json:"deployment,omitempty"` // time to a Deployment reachable through its Service (default: on when the target has a node)
+	Deployment *bool   `json:"deployment,omitempty"`  // time to a Deployment reachable through its Service (default: on when the target has a node)
 	APILatency *bool   `json:"api_latency,omitempty"` // median latency of API GETs (default on)
 	Tolerance  Percent `json:"tolerance,omitempty"`   // worsening beyond this flags a variant (default 20%)
 	Image      string  `json:"image,omitempty"`       // the guard Deployment's image (default: the lab's web image)

@@ -74,6 +74,8 @@ func TestBadInput(t *testing.T) {
 		{"diff one file", []string{"diff", garbage}, 2, "accepts 2 arg"},
 		{"diff garbage", []string{"diff", garbage, garbage}, 1, "not a tare recording"},
 		{"diff bad block", []string{"diff", garbage, garbage, "--block", "0s"}, 2, "--block must be positive"},
+		{"export without format", []string{"export", garbage}, 2, "--format \"\": want csv, json, openmetrics"},
+		{"export garbage", []string{"export", garbage, "--format", "csv"}, 1, "not a tare recording"},
 		{"lab install with a bad bin dir", []string{"lab", "install", "--bin-dir", filepath.Join(dir, "nobin")}, 1, "--bin-dir"},
 		{"lab install stray argument", []string{"lab", "install", "now"}, 2, "unknown command"},
 		{"lab up unknown profile", []string{"lab", "up", "--dir", filepath.Join(dir, "lab"), "--profile", "fast"}, 2, "unknown profile \"fast\""},

@@ -101,6 +101,19 @@ func TestExplainUpstreamLab(t *testing.T) {
 		t.Fatalf("lab up: %v\n%s", err, errOut)
 	}
 	kc := filepath.Join(dir, "kubeconfig")
+	// Two DNS replicas on a one-node cluster, as kubeadm deploys CoreDNS (the lab's web image stands in).
+	kubectlApply(t, kc, `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: coredns, namespace: kube-system, labels: {k8s-app: kube-dns}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {k8s-app: kube-dns}}
+  template:
+    metadata: {labels: {k8s-app: kube-dns}}
+    spec:
+      terminationGracePeriodSeconds: 0
+      containers: [{name: coredns, image: tare.lab/web:v1, imagePullPolicy: Never}]
+`)
 	startPoller(t, kc)
 	leaked := make(chan error, 1)
 	time.AfterFunc(5*time.Second, func() { leaked <- leakyClient(dir) }) // inside the window, so it is counted
@@ -174,6 +187,12 @@ func TestExplainUpstreamLab(t *testing.T) {
 		f, ok := finding(r, "poller")
 		if !ok || !strings.Contains(f.Title, "every 5.") || f.Mc <= 0 {
 			t.Errorf("poller finding = %+v", f)
+		}
+	})
+	t.Run("coredns replicas", func(t *testing.T) {
+		f, ok := finding(r, "coredns-replicas")
+		if !ok || !strings.Contains(f.Change, "--replicas=1") || r.Facts == nil || r.Facts.Nodes != 1 {
+			t.Errorf("two CoreDNS replicas on one node: finding %+v, facts %+v", f, r.Facts)
 		}
 	})
 	t.Run("profiles", func(t *testing.T) {
@@ -264,4 +283,13 @@ func TestExplainRecording(t *testing.T) {
 	if len(r.USE.Rows) < 3 {
 		t.Errorf("USE from a recording: %+v", r.USE)
 	}
+}
+
+func kubectlApply(t *testing.T, kubeconfig, manifest string) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "m.yaml")
+	if err := os.WriteFile(p, []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, kubeconfig, "apply", "-f", p)
 }

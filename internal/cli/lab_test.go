@@ -264,6 +264,13 @@ func TestLab(t *testing.T) {
 			}
 		}
 	})
+	t.Run("explain without an audit log reads the API server's counters", func(t *testing.T) {
+		r, _ := explainJSON(t, "--lab-dir", dir, "--duration", "5s", "--pprof", "none", "--flame-dir", "", "--audit", "none")
+		m := r.API.Metrics
+		if m == nil || m.Requests <= 0 || len(m.Rows) == 0 || !strings.Contains(m.Missing, "audit") || !strings.Contains(r.API.Missing, "--audit-log-path") {
+			t.Errorf("metrics view: %+v, missing %q", m, r.API.Missing)
+		}
+	})
 	t.Run("measure names every lab process", func(t *testing.T) {
 		s := measureJSON(t, "--duration", "3s", "--kubeconfig", kc)
 		groups := map[string]bool{}

@@ -136,6 +136,6 @@ reconcile against the node's counters.`,
 		}
 		return nil
 	}
-	root.AddCommand(newMeasure(s, g), newReport(s, g), newExplain(s, g), newExperiment(s, g), newDiff(s, g), newLab(s, g))
+	root.AddCommand(newMeasure(s, g), newReport(s, g), newExplain(s, g), newExperiment(s, g), newDiff(s, g), newExport(s, g), newLab(s, g))
 	return root
 }

@@ -270,7 +270,7 @@ func (s *Summary) assemble(procs map[int64]*procAcc, samples []sample.Sample, se
 		c.CPU = mc(c.ns, secs)
 		c.CPUPerRunMs = float64(c.ns) / 1e6 / float64(c.Runs)
 		c.PerMinute = float64(c.Runs) / secs * 60
-		c.PeriodSeconds = meanGap(c.Starts)
+		c.PeriodSeconds = medianGap(c.Starts)
 		c.SharePct = pct(float64(c.ns), busyNs)
 		if opts.Match == nil || opts.Match.MatchString(c.Cmdline) || opts.Match.MatchString(c.ParentCmdline) {
 			s.Children = append(s.Children, *c)
@@ -341,12 +341,23 @@ func (p *procAcc) row(n int, secs float64) Process {
 		Disk:   Disk{ReadBps: r, WriteBps: w}}
 }
 
-func meanGap(ts []time.Time) float64 {
+// medianGap is the median time between consecutive starts: a run the sampler missed or misnamed (a
+// child that exits before its exec is seen keeps its parent's command line) doubles one gap, which would
+// skew the mean of the span but not the median.
+func medianGap(ts []time.Time) float64 {
 	if len(ts) < 2 {
 		return 0
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
-	return ts[len(ts)-1].Sub(ts[0]).Seconds() / float64(len(ts)-1)
+	gaps := make([]float64, 0, len(ts)-1)
+	for i := 1; i < len(ts); i++ {
+		gaps = append(gaps, ts[i].Sub(ts[i-1]).Seconds())
+	}
+	sort.Float64s(gaps)
+	if n := len(gaps); n%2 == 0 {
+		return (gaps[n/2-1] + gaps[n/2]) / 2
+	}
+	return gaps[len(gaps)/2]
 }
 
 func pct(part, whole float64) float64 {

@@ -129,7 +129,7 @@ type Children struct {
 	CPU           float64 `json:"cpu_millicores"`
 	CPUPerRunMs   float64 `json:"cpu_per_run_ms"`
 	PerMinute     float64 `json:"runs_per_minute"`
-	PeriodSeconds float64 `json:"mean_period_seconds,omitempty"`
+	PeriodSeconds float64 `json:"period_seconds,omitempty"` // median gap between starts
 	SharePct      float64 `json:"share_of_busy_percent"`
 	// Starts are the runs' start times, sorted.
 	Starts []time.Time `json:"-"`

@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tare-dev/tare/internal/export"
+	"github.com/tare-dev/tare/internal/record"
+)
+
+func newExport(s streams, g *globalOptions) *cobra.Command {
+	var format, out string
+	cmd := &cobra.Command{
+		Use:   "export FILE --format csv|json|openmetrics",
+		Short: "Write a recording's time series as CSV, JSON or OpenMetrics (pandas, Grafana, Prometheus)",
+		Long: `Write the time series of a recording made with tare measure --record (or an experiment's
+trial-NNN.db): node CPU by mode (/proc/stat) and from the root cgroup's task time, the load average,
+each group's CPU per interval (short-lived children in their parent's group) and each group's memory
+(RSS, PSS, private) at the detail samples. Every series is labelled with the host.
+
+  csv          long form, one row per point: time (RFC 3339), unix_ms, metric, the labels (group, host,
+               kind, mode) and value; in pandas: pd.read_csv(f).pivot_table(index="time",
+               columns=["metric", "group"], values="value")
+  json         {"meta": the recording's meta, "series": [{metric, help, unit, labels, points: [{time,
+               value}]}]}
+  openmetrics  gauges with a timestamp on every sample, ending with # EOF; load into Prometheus with
+               promtool tsdb create-blocks-from openmetrics FILE DATA_DIR, then point Grafana at it`,
+		Example: `  tare export node.db --format csv > node.csv
+  tare export node.db --format openmetrics --out node.om && promtool tsdb create-blocks-from openmetrics node.om data/`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runExport(cmd.Context(), s, g, args[0], format, out)
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "", "csv, json or openmetrics (required)")
+	cmd.Flags().StringVar(&out, "out", "", "write to this file instead of standard output")
+	return cmd
+}
+
+func runExport(ctx context.Context, s streams, g *globalOptions, path, format, out string) error {
+	if err := g.validate(); err != nil {
+		return err
+	}
+	if !slices.Contains(export.Formats, format) {
+		return usageError("--format %q: want %s", format, strings.Join(export.Formats, ", "))
+	}
+	rec, err := record.Read(ctx, path)
+	if err != nil {
+		return err
+	}
+	series := export.Build(rec)
+	if len(series) == 0 {
+		fmt.Fprintf(s.err, "warning: %s has %d sample(s): no interval to export\n", path, len(rec.Samples))
+	}
+	if out == "" {
+		return export.Write(s.out, format, rec.Meta, series)
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if err := export.Write(f, format, rec.Meta, series); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("writing %s: %w", out, err)
+	}
+	return f.Close()
+}

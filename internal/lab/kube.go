@@ -114,13 +114,22 @@ func podWaiting(p *corev1.Pod) string {
 
 // kwok starts kwok and registers the fake nodes it serves.
 func (l *lab) kwok(ctx context.Context, tunings []Tuning) error {
+	c, err := l.client()
+	if err != nil {
+		return err
+	}
+	// A warm start finds the previous run's nodes in etcd with a Ready condition whose heartbeat kwok
+	// will not refresh (it renews the node's lease, not the condition), and their leases still held by
+	// the previous kwok, which a new one waits out (40 s) before taking a node. Remove both before kwok
+	// starts, so it only ever meets fresh nodes, as on a cold start.
+	for i := range l.opts.KwokNodes {
+		if err := removeKwokNode(ctx, c, fmt.Sprintf("%s%d", kwokNodePrefix, i)); err != nil {
+			return err
+		}
+	}
 	if _, err := l.launch("kwok", l.bin.kwok, []string{"--kubeconfig", l.st.Kubeconfig, "--config", l.bin.kwokStages,
 		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector", kwokAnnotation + "=fake",
 		"--server-address", "127.0.0.1:0", "--node-lease-duration-seconds", "40"}, tunings); err != nil {
-		return err
-	}
-	c, err := l.client()
-	if err != nil {
 		return err
 	}
 	for i := range l.opts.KwokNodes {
@@ -150,26 +159,35 @@ func createKwokNode(ctx context.Context, c kubernetes.Interface, name string) er
 		Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: kwokAnnotation, Value: "fake", Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
 	}
-	// A warm start finds the node of the previous run in etcd with a Ready condition whose heartbeat
-	// kwok will not refresh (it renews the node's lease, not the condition), and the node's lease still
-	// held by the previous kwok, which the new one waits out (40 s) before taking the node: make both
-	// anew, so kwok initializes the node as on a cold start.
+	_, err := c.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating kwok node %s: %w", name, err)
+	}
+	return nil
+}
+
+// removeKwokNode deletes a previous run's kwok node and its lease and waits until the node is gone.
+func removeKwokNode(ctx context.Context, c kubernetes.Interface, name string) error {
 	zero := int64(0)
 	if err := c.CoordinationV1().Leases(corev1.NamespaceNodeLease).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("removing the previous run's lease of kwok node %s: %w", name, err)
 	}
-	if err := c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil && !apierrors.IsNotFound(err) {
+	err := c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("removing the previous run's kwok node %s: %w", name, err)
 	}
+	deadline := time.Now().Add(30 * time.Second)
 	for {
-		_, err := c.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-		if err == nil {
+		if _, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 			return nil
 		}
-		if !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating kwok node %s: %w", name, err)
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the previous run's kwok node %s is still there 30 s after deleting it", name)
 		}
-		select { // the deletion is still being finalized
+		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):

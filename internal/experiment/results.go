@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"time"
 
@@ -287,14 +286,7 @@ func warnings(spec *Spec, trials []Trial, names []string, counts map[string]int,
 		if len(xs) < 4 {
 			continue
 		}
-		sorted := slices.Clone(xs)
-		sort.Float64s(sorted)
-		med := stats.MedianCI(xs, 0.95).Median
-		dev := make([]float64, len(xs))
-		for i, x := range xs {
-			dev[i] = math.Abs(x - med)
-		}
-		mad := 1.4826 * stats.MedianCI(dev, 0.95).Median
+		med, mad := stats.Robust(xs)
 		for _, x := range xs {
 			if mad > 0 && math.Abs(x-med) > 3*mad {
 				w = append(w, fmt.Sprintf("outlier: a trial of %s measured %s %.1f%s, more than 3 MAD from the variant's median %.1f; kept (the rank test is robust to it)", v, primary, x, unit(primary), med))
@@ -317,7 +309,7 @@ func drift(trials []Trial, primary string) (rho, p float64, n int) {
 	}
 	med := map[string]float64{}
 	for k, v := range byVariant {
-		med[k] = stats.MedianCI(v, 0.95).Median
+		med[k] = stats.MedianOf(v)
 	}
 	var seq, res []float64
 	for _, t := range trials {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare/internal/sample"
+	"github.com/tare-dev/tare/internal/stats"
 	"github.com/tare-dev/tare/internal/summary"
 )
 
@@ -104,7 +105,7 @@ func Analyze(samples []sample.Sample, sum summary.Summary) Activity {
 	gs := sum.GroupSeries()
 	groupMed := map[string]float64{}
 	for g, s := range gs {
-		groupMed[g] = median(s)
+		groupMed[g] = stats.MedianOf(s)
 	}
 	var spikeStarts []float64
 	for _, r := range findSpikes(x, dt, a.Baseline, a.ThresholdMc) {
@@ -267,12 +268,5 @@ func round(x float64, digits int) float64 {
 // describePoller is the one-line statement of a poller finding.
 func describePoller(p Poller) string {
 	return fmt.Sprintf("every %.1f s, %s (pid %d, group %s) runs `%s`, %.0f ms CPU per run",
-		p.PeriodSeconds, clipCmd(p.ParentCmdline, 40), p.ParentPID, p.Group, clipCmd(p.Cmdline, 80), p.CPUPerRunMs)
-}
-
-func clipCmd(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "…"
+		p.PeriodSeconds, summary.Clip(p.ParentCmdline, 40), p.ParentPID, p.Group, summary.Clip(p.Cmdline, 80), p.CPUPerRunMs)
 }

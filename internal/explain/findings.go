@@ -206,7 +206,7 @@ func pollerFinding(p Poller) Finding {
 	}
 	return Finding{ID: "poller", Title: "poller: " + describePoller(p), Mc: p.CPUMc, Confidence: conf,
 		Evidence: []string{fmt.Sprintf("%d runs of `%s` started by pid %d (%s), median gap %.2f s (irregularity %.1f%%), %.1f ms CPU each",
-			p.Runs, p.Cmdline, p.ParentPID, clipCmd(p.ParentCmdline, 80), p.PeriodSeconds, 100*p.Irregularity, p.CPUPerRunMs)},
+			p.Runs, p.Cmdline, p.ParentPID, summary.Clip(p.ParentCmdline, 80), p.PeriodSeconds, 100*p.Irregularity, p.CPUPerRunMs)},
 		Change: change,
 		Verify: "tare experiment with the poll interval as a variant (or a sweep), node busy as the metric"}
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/tare-dev/tare/internal/summary"
 )
 
 // JSON writes the report as indented JSON.
@@ -104,7 +106,7 @@ func (r Report) tableActivity(p *printer) {
 				gs = append(gs, fmt.Sprintf("%s +%.0fms", g.Group, g.ExcessMs))
 			}
 			rows = append(rows, fmt.Sprintf("%s\t%.1f\t%.0f\t%.0f\t%s\t%s", s.At.Format("15:04:05.0"), s.Seconds, s.PeakMc, s.ExcessMs,
-				strings.Join(gs, ", "), clipCmd(strings.Join(s.Started, "; "), 60)))
+				strings.Join(gs, ", "), summary.Clip(strings.Join(s.Started, "; "), 60)))
 		}
 		p.table("AT\tSECONDS\tPEAK m\tEXCESS ms\tGROUPS ABOVE THEIR MEDIAN\tSTARTED", rows)
 	}
@@ -124,7 +126,7 @@ func (r Report) tableActivity(p *printer) {
 		rows = rows[:0]
 		for _, pl := range a.Pollers {
 			rows = append(rows, fmt.Sprintf("%.2f\t%d\t%.1f\t%.1f\t%.1f\t%d %s\t%s", pl.PeriodSeconds, pl.Runs, pl.CPUPerRunMs, pl.CPUMc, pl.SharePct,
-				pl.ParentPID, clipCmd(pl.ParentCmdline, 30), clipCmd(pl.Cmdline, 60)))
+				pl.ParentPID, summary.Clip(pl.ParentCmdline, 30), summary.Clip(pl.Cmdline, 60)))
 		}
 		p.table("EVERY s\tRUNS\tms/RUN\tm\tSHARE %\tPARENT\tCOMMAND", rows)
 	}
@@ -150,7 +152,7 @@ func (r Report) tableAPI(p *printer) {
 			if i == 12 {
 				break
 			}
-			rows = append(rows, fmt.Sprintf("%s\t%d\t%.1f\t%.1f\t%d\t%s", c.Name, c.Requests, c.PerMinute, c.SharePct, c.Errors, clipCmd(strings.Join(c.Users, ","), 50)))
+			rows = append(rows, fmt.Sprintf("%s\t%d\t%.1f\t%.1f\t%d\t%s", c.Name, c.Requests, c.PerMinute, c.SharePct, c.Errors, summary.Clip(strings.Join(c.Users, ","), 50)))
 		}
 		p.table("CLIENT\tREQUESTS\t/MIN\tSHARE %\tERRORS\tUSERS", rows)
 		rows = rows[:0]
@@ -210,7 +212,7 @@ func (r Report) tableProfiles(p *printer) {
 			if i == 8 {
 				break
 			}
-			rows = append(rows, fmt.Sprintf("  %.1f\t%.1f%%\t%.1f\t%.1f%%\t%s", f.FlatMs, f.FlatPct, f.CumMs, f.CumPct, clipCmd(f.Name, 90)))
+			rows = append(rows, fmt.Sprintf("  %.1f\t%.1f%%\t%.1f\t%.1f%%\t%s", f.FlatMs, f.FlatPct, f.CumMs, f.CumPct, summary.Clip(f.Name, 90)))
 		}
 		p.table("  FLAT ms\tFLAT\tCUM ms\tCUM\tFUNCTION", rows)
 	}

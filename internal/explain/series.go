@@ -5,6 +5,8 @@ package explain
 import (
 	"math"
 	"sort"
+
+	"github.com/tare-dev/tare/internal/stats"
 )
 
 // Baseline is a robust centre and spread: the median and the median absolute deviation scaled to the
@@ -18,25 +20,8 @@ func robustBaseline(x []float64) Baseline {
 	if len(x) == 0 {
 		return Baseline{}
 	}
-	m := median(x)
-	dev := make([]float64, len(x))
-	for i, v := range x {
-		dev[i] = math.Abs(v - m)
-	}
-	return Baseline{Median: m, MAD: 1.4826 * median(dev)}
-}
-
-func median(x []float64) float64 {
-	s := append([]float64(nil), x...)
-	sort.Float64s(s)
-	n := len(s)
-	if n == 0 {
-		return 0
-	}
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
+	m, mad := stats.Robust(x)
+	return Baseline{Median: m, MAD: mad}
 }
 
 func quantile(x []float64, q float64) float64 {
@@ -136,7 +121,7 @@ func gapStats(starts []float64) (medianGap, irregularity float64) {
 	for i := 1; i < len(starts); i++ {
 		gaps = append(gaps, starts[i]-starts[i-1])
 	}
-	m := median(gaps)
+	m := stats.MedianOf(gaps)
 	if m <= 0 {
 		return 0, math.Inf(1)
 	}
@@ -144,5 +129,5 @@ func gapStats(starts []float64) (medianGap, irregularity float64) {
 	for i, g := range gaps {
 		dev[i] = math.Abs(g - m)
 	}
-	return m, median(dev) / m
+	return m, stats.MedianOf(dev) / m
 }

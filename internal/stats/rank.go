@@ -166,6 +166,24 @@ func median(sorted []float64) float64 {
 	return (sorted[n/2-1] + sorted[n/2]) / 2
 }
 
+// MedianOf is the median of xs (NaN when empty); xs is left as it is.
+func MedianOf(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return median(s)
+}
+
+// Robust returns the median of xs and its median absolute deviation scaled by 1.4826, which estimates
+// the standard deviation of normal noise while one burst or outlier barely moves it.
+func Robust(xs []float64) (med, mad float64) {
+	med = MedianOf(xs)
+	dev := make([]float64, len(xs))
+	for i, x := range xs {
+		dev[i] = math.Abs(x - med)
+	}
+	return med, 1.4826 * MedianOf(dev)
+}
+
 // Median is a sample's median with the distribution-free confidence interval from order statistics: the
 // narrowest [x(k), x(n+1-k)] whose binomial coverage reaches level, or [min, max] and its coverage when n
 // is too small to reach it.

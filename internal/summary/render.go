@@ -95,7 +95,7 @@ func (s Summary) tableProcesses(w *errWriter) {
 	for _, p := range procs[:min(s.top, len(procs))] {
 		fmt.Fprintf(tw, "%d\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%d\t%s%s\n", p.PID, p.Group, p.CPU.Mean, p.CPU.P95, p.CPU.Max,
 			p.ChildrenCPU, bytes(p.RSS), bytes(p.PSS), bytes(p.Private), bytes(p.ReadBps), bytes(p.WriteBps), p.Threads,
-			lifeMark(p), clip(p.Cmdline, 100))
+			lifeMark(p), Clip(p.Cmdline, 100))
 	}
 	w.err = firstErr(w.err, tw.Flush())
 }
@@ -124,8 +124,8 @@ func (s Summary) tableChildren(w *errWriter) {
 		if c.PeriodSeconds > 0 {
 			period = fmt.Sprintf("%.1fs", c.PeriodSeconds)
 		}
-		fmt.Fprintf(tw, "%d %s\t%s\t%d\t%.1f\t%s\t%.1f\t%.1fms\t%.1f%%\t%s\n", c.ParentPID, clip(c.ParentCmdline, 30), c.Group,
-			c.Runs, c.PerMinute, period, c.CPU, c.CPUPerRunMs, c.SharePct, clip(c.Cmdline, 80))
+		fmt.Fprintf(tw, "%d %s\t%s\t%d\t%.1f\t%s\t%.1f\t%.1fms\t%.1f%%\t%s\n", c.ParentPID, Clip(c.ParentCmdline, 30), c.Group,
+			c.Runs, c.PerMinute, period, c.CPU, c.CPUPerRunMs, c.SharePct, Clip(c.Cmdline, 80))
 	}
 	w.err = firstErr(w.err, tw.Flush())
 }
@@ -164,7 +164,8 @@ func bytes(b float64) string {
 	return fmt.Sprintf("%.1f%s", b, units[i])
 }
 
-func clip(s string, n int) string {
+// Clip shortens s to n bytes, marking the cut with an ellipsis.
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

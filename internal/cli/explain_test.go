@@ -230,6 +230,8 @@ spec:
 			t.Errorf("etcd does not write, says the USE view: %+v", r.USE.Writers)
 		}
 	})
+	// The same cluster, as any cluster: an experiment through the commands target, scaling CoreDNS.
+	t.Run("experiment through commands", func(t *testing.T) { experimentCommands(t, kc) })
 }
 
 func finding(r explain.Report, id string) (explain.Finding, bool) {

@@ -11,9 +11,11 @@ GOLANGCI_VERSION ?= v2.15.0
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/tare
 
-# deps installs the peers the tests compare against (pidstat from sysstat).
+# deps installs the peers the tests compare against (pidstat from sysstat) and the browser the HTML
+# report is tested in (Debian's chromium, driven headless).
 deps:
 	@command -v pidstat >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sysstat >/dev/null)
+	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
 # measure is the README's main command: build tare, install the lab's components, start the lab, measure it
 # (DURATION, default 60s) and print the overhead report, then stop the lab. KEEP=1 leaves it running; a lab

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 func newDiff(s streams, g *globalOptions) *cobra.Command {
 	var block time.Duration
 	var alpha float64
+	var html string
 	cmd := &cobra.Command{
 		Use:   "diff A B",
 		Short: "Compare two recordings (before and after a change, cluster on and off) with the experiment's statistics",
@@ -39,15 +41,19 @@ significance at 0.05.`,
 			if alpha <= 0 || alpha >= 0.5 {
 				return usageError("--alpha %g: want between 0 and 0.5", alpha)
 			}
-			return runDiff(cmd.Context(), s, g, args[0], args[1], block, alpha)
+			if err := checkHTML(html); err != nil {
+				return err
+			}
+			return runDiff(cmd.Context(), s, g, args[0], args[1], block, alpha, html)
 		},
 	}
 	cmd.Flags().DurationVar(&block, "block", 10*time.Second, "length of the blocks each recording is cut into")
 	cmd.Flags().Float64Var(&alpha, "alpha", 0.05, "significance level")
+	htmlFlag(cmd.Flags(), &html)
 	return cmd
 }
 
-func runDiff(ctx context.Context, s streams, g *globalOptions, pa, pb string, block time.Duration, alpha float64) error {
+func runDiff(ctx context.Context, s streams, g *globalOptions, pa, pb string, block time.Duration, alpha float64, html string) error {
 	a, err := record.Read(ctx, pa)
 	if err != nil {
 		return err
@@ -61,7 +67,12 @@ func runDiff(ctx context.Context, s streams, g *globalOptions, pa, pb string, bl
 		return err
 	}
 	if g.output == "json" {
-		return res.JSON(s.out)
+		err = res.JSON(s.out)
+	} else {
+		err = res.Table(s.out)
 	}
-	return res.Table(s.out)
+	if err != nil {
+		return err
+	}
+	return experimentHTML(s, html, fmt.Sprintf("tare diff %s %s (blocks of %s)", pa, pb, block), res)
 }

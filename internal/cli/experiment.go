@@ -18,6 +18,7 @@ type experimentOptions struct {
 	out    string
 	resume string
 	labDir string
+	html   string
 }
 
 func newExperiment(s streams, g *globalOptions) *cobra.Command {
@@ -57,6 +58,7 @@ Ready-made specs: examples/experiments/ (upstream vs tuned, leader election on v
 	f.StringVar(&o.out, "out", "", "directory for the experiment file and the trials' recordings (default tare-experiment-NAME-TIME)")
 	f.StringVar(&o.resume, "resume", "", "continue the experiment in this directory (or print its results when it is complete)")
 	f.StringVar(&o.labDir, "lab-dir", lab.DefaultDir(), "a lab running here is refused: the experiment starts its own")
+	htmlFlag(f, &o.html)
 	return cmd
 }
 
@@ -68,6 +70,9 @@ func runExperiment(ctx context.Context, s streams, g *globalOptions, o *experime
 	}
 	if (len(args) == 1) == (o.resume != "") {
 		return usageError("give a spec file, or --resume DIR (not both)")
+	}
+	if err := checkHTML(o.html); err != nil {
+		return err
 	}
 	var st *experiment.Store
 	var trials []experiment.Trial
@@ -122,6 +127,9 @@ func runExperiment(ctx context.Context, s streams, g *globalOptions, o *experime
 		return rerr
 	}
 	abs, _ := filepath.Abs(st.Dir)
+	if err := experimentHTML(s, o.html, "experiment "+abs, res); err != nil {
+		return err
+	}
 	switch {
 	case ctx.Err() != nil && (errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded)):
 		return fmt.Errorf("interrupted: the finished trials are kept in %s; continue with: tare experiment --resume %s", abs, abs)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tare-dev/tare/internal/audit"
 	"github.com/tare-dev/tare/internal/explain"
+	"github.com/tare-dev/tare/internal/htmlreport"
 	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/pprof"
@@ -81,6 +82,7 @@ kubeconfig, its audit log (tare lab up --audit) and its components' pprof endpoi
 	f.StringArrayVar(&o.pprofURL, "pprof-url", nil, "profile another Go program: NAME=URL, where URL/debug/pprof/profile answers (repeatable)")
 	f.StringVar(&o.flameDir, "flame-dir", "tare-flames", "directory for the flame graphs (COMPONENT.svg); empty: do not write them")
 	f.StringVar(&o.labDir, "lab-dir", lab.DefaultDir(), "the lab to use when one is running")
+	htmlFlag(f, &o.html)
 	return cmd
 }
 
@@ -152,11 +154,23 @@ func runExplain(ctx context.Context, s streams, g *globalOptions, o *explainOpti
 	}
 	rep := explain.New(samples, sum, api, facts, profiles)
 	rep.Notes = append(rep.Notes, ec.notes...)
+	var err error
 	if g.output == "json" {
-		return rep.JSON(s.out)
+		err = rep.JSON(s.out)
+	} else {
+		err = rep.Table(s.out)
 	}
-	if err := rep.Table(s.out); err != nil {
+	if err != nil {
 		return err
+	}
+	what := "tare explain"
+	if len(args) == 1 {
+		what = "tare explain of recording " + args[0]
+	}
+	if o.html != "" {
+		if err := writeHTML(s, o.html, htmlreport.Node(rep, what, Version)); err != nil {
+			return err
+		}
 	}
 	if len(samples) < 2 {
 		return errors.New("measurement stopped before the first interval completed: nothing to explain")
@@ -294,6 +308,7 @@ func (o *explainOptions) profile(ctx context.Context, ec *explainContext) (*[]pp
 				return
 			}
 			sum := pprof.Summarize(t.Component, p, 15)
+			sum.Frames = pprof.Frames(p)
 			if o.flameDir != "" {
 				path := filepath.Join(o.flameDir, t.Component+".svg")
 				if err := writeFlame(path, t.Component, p); err != nil {

@@ -24,6 +24,7 @@ type measureOptions struct {
 	detail       time.Duration
 	match        string
 	record       string
+	html         string
 	top          int
 	unprivileged bool
 }
@@ -67,6 +68,7 @@ tare measures what it can and lists what it could not read and why.`,
 	f.StringVar(&o.match, "match", "", "show only processes whose command line, name or group matches this regular expression")
 	f.StringVar(&o.record, "record", "", "write every sample to this SQLite file (must not exist)")
 	f.IntVar(&o.top, "top", 20, "processes and children rows shown in the table")
+	htmlFlag(f, &o.html)
 	f.BoolVar(&o.unprivileged, "unprivileged", false, "use only sources that work without root (schedstat, cutime), even as root")
 	return cmd
 }
@@ -85,6 +87,9 @@ func (o *measureOptions) validate() (*regexp.Regexp, error) {
 		o.detail = o.interval
 	case o.top < 1:
 		return nil, usageError("--top must be at least 1, got %d", o.top)
+	}
+	if err := checkHTML(o.html); err != nil {
+		return nil, err
 	}
 	if o.match == "" {
 		return nil, nil
@@ -143,6 +148,9 @@ func runMeasure(ctx context.Context, s streams, g *globalOptions, o *measureOpti
 	}
 	sum := summary.Build(meta, samples, summary.Options{Match: match, Top: o.top})
 	if err := render(s, g, sum); err != nil {
+		return err
+	}
+	if err := nodeHTML(s, o.html, "tare measure", samples, sum); err != nil {
 		return err
 	}
 	if recErr != nil {

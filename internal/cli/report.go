@@ -11,7 +11,7 @@ import (
 )
 
 func newReport(s streams, g *globalOptions) *cobra.Command {
-	var match string
+	var match, html string
 	var top int
 	cmd := &cobra.Command{
 		Use:   "report FILE",
@@ -22,16 +22,20 @@ disk) is summarised up to its last complete sample.`,
   tare report node.db -o json --match etcd`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runReport(cmd.Context(), s, g, args[0], match, top)
+			return runReport(cmd.Context(), s, g, args[0], match, html, top)
 		},
 	}
 	cmd.Flags().StringVar(&match, "match", "", "show only processes whose command line, name or group matches this regular expression")
 	cmd.Flags().IntVar(&top, "top", 20, "processes and children rows shown in the table")
+	htmlFlag(cmd.Flags(), &html)
 	return cmd
 }
 
-func runReport(ctx context.Context, s streams, g *globalOptions, path, match string, top int) error {
+func runReport(ctx context.Context, s streams, g *globalOptions, path, match, html string, top int) error {
 	if err := g.validate(); err != nil {
+		return err
+	}
+	if err := checkHTML(html); err != nil {
 		return err
 	}
 	var re *regexp.Regexp
@@ -45,5 +49,9 @@ func runReport(ctx context.Context, s streams, g *globalOptions, path, match str
 	if err != nil {
 		return err
 	}
-	return render(s, g, summary.Build(rec.Meta, rec.Samples, summary.Options{Match: re, Top: top}))
+	sum := summary.Build(rec.Meta, rec.Samples, summary.Options{Match: re, Top: top})
+	if err := render(s, g, sum); err != nil {
+		return err
+	}
+	return nodeHTML(s, html, "recording "+path, rec.Samples, sum)
 }

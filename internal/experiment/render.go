@@ -55,9 +55,9 @@ func (r Results) Table(w io.Writer) error {
 		}
 		cols := []string{name}
 		for i, c := range row.Cells {
-			cols = append(cols, medianText(c))
+			cols = append(cols, MedianText(c))
 			if i > 0 {
-				cols = append(cols, changeText(c))
+				cols = append(cols, ChangeText(c))
 			}
 		}
 		fmt.Fprintln(tw, strings.Join(cols, "\t"))
@@ -108,7 +108,8 @@ func (r Results) rowCells() []string {
 	return out
 }
 
-func medianText(c Cell) string {
+// MedianText is a cell's median with its interval and n, as the table prints it.
+func MedianText(c Cell) string {
 	m := c.Median
 	if m.N == 0 {
 		return "–"
@@ -119,7 +120,8 @@ func medianText(c Cell) string {
 	return fmt.Sprintf("%.4g [%.4g, %.4g] n=%d", m.Median, m.Lo, m.Hi, m.N)
 }
 
-func changeText(c Cell) string {
+// ChangeText is a cell's change from the baseline with its interval and p, or ~ when not significant.
+func ChangeText(c Cell) string {
 	s := c.Shift
 	if s == nil || math.IsNaN(s.P) {
 		return "–"

@@ -129,3 +129,39 @@ func color(name string) string {
 	v := h.Sum32()
 	return fmt.Sprintf("rgb(%d,%d,%d)", 205+v%50, 80+(v>>8)%130, 40+(v>>16)%50)
 }
+
+// Frame is one box of a flame graph laid out for a chart: its depth (0 is the root, "all"), where it
+// starts and ends on the CPU axis (milliseconds from the left edge) and its function.
+type Frame struct {
+	Level int     `json:"level"`
+	Start float64 `json:"start_ms"`
+	End   float64 `json:"end_ms"`
+	Name  string  `json:"name"`
+}
+
+// minFrameShare: frames below this share of the profile are left out of Frames (at 1200 px, narrower
+// than a pixel), which bounds the list for the HTML report.
+const minFrameShare = 1.0 / 1200
+
+// Frames lays out the flame graph of the profile's CPU as FlameSVG draws it: callees above their callers,
+// siblings in alphabetical order, frames narrower than 1/1200 of the total left out.
+func Frames(p *profile.Profile) []Frame {
+	root := tree(p)
+	if root.value <= 0 {
+		return nil
+	}
+	var out []Frame
+	var walk func(n *node, x int64, level int)
+	walk = func(n *node, x int64, level int) {
+		if float64(n.value) < minFrameShare*float64(root.value) {
+			return
+		}
+		out = append(out, Frame{Level: level, Start: float64(x) / 1e6, End: float64(x+n.value) / 1e6, Name: n.name})
+		for _, c := range n.sorted() {
+			walk(c, x, level+1)
+			x += c.value
+		}
+	}
+	walk(root, 0, 0)
+	return out
+}

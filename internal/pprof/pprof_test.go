@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/xml"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -65,6 +66,32 @@ func TestFetchTopAndFlame(t *testing.T) {
 	}
 	if !strings.Contains(svg.String(), "burnTareTestCPU") || !strings.Contains(svg.String(), "test &lt;cpu&gt;") {
 		t.Errorf("flame graph lacks the burner or the escaped title")
+	}
+	// The laid-out frames: the root spans the profile's CPU, children nest inside their parents, and the
+	// burner is the widest leaf.
+	fs := Frames(p)
+	if len(fs) < 2 || fs[0].Level != 0 || fs[0].Start != 0 || math.Abs(fs[0].End-s.TotalMs) > 0.1 {
+		t.Fatalf("frames start %+v, want the root over %.1f ms", fs[:min(2, len(fs))], s.TotalMs)
+	}
+	var burner float64
+	for i, f := range fs[1:] {
+		parent := fs[:i+1]
+		ok := false
+		for j := len(parent) - 1; j >= 0; j-- {
+			if parent[j].Level == f.Level-1 {
+				ok = parent[j].Start <= f.Start && f.End <= parent[j].End+1e-9
+				break
+			}
+		}
+		if !ok || f.End <= f.Start {
+			t.Errorf("frame %+v is not inside its parent", f)
+		}
+		if strings.HasSuffix(f.Name, "burnTareTestCPU") {
+			burner += f.End - f.Start
+		}
+	}
+	if burner < 0.5*s.TotalMs {
+		t.Errorf("burnTareTestCPU frames span %.1f of %.1f ms", burner, s.TotalMs)
 	}
 }
 

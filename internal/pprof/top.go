@@ -24,6 +24,7 @@ type Summary struct {
 	Samples   int     `json:"samples"`
 	Top       []Func  `json:"top"`
 	Flame     string  `json:"flame_graph,omitempty"` // path of the SVG, when written
+	Frames    []Frame `json:"-"`                     // the flame graph laid out, for the HTML report
 }
 
 // cpuIndex is the sample value holding CPU time (type "cpu", nanoseconds), else the last value.

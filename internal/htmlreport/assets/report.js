@@ -1,0 +1,159 @@
+// tare's charts: each element of TARE.charts names a container (id), a kind and its data, prepared by
+// the Go side (internal/htmlreport). Drawn with the embedded ECharts, SVG renderer, no animation; a
+// drawn chart's container gets data-rendered="true", and body data-charts the number of charts.
+(function () {
+  'use strict';
+  const palette = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
+  const mc = (v) => (v == null || isNaN(v) ? '–' : (Math.abs(v) < 10 ? v.toFixed(1) : v.toFixed(0)) + 'm');
+  const num = (v) => (v == null || isNaN(v) ? '–' : Number(v).toPrecision(4).replace(/\.?0+$/, ''));
+  const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
+
+  // busy: node busy over time with the groups stacked under it and spikes shaded.
+  function busy(d) {
+    const series = d.groups.map((g) => ({
+      name: g.name, type: 'line', stack: 'groups', step: 'start', symbol: 'none', sampling: 'lttb',
+      areaStyle: { opacity: 0.85 }, lineStyle: { width: 0 }, emphasis: { focus: 'series' },
+      data: d.times.map((t, i) => [t, g.series[i]]),
+    }));
+    series.push({
+      name: 'node busy', type: 'line', step: 'start', symbol: 'none', z: 5,
+      lineStyle: { color: '#1d2330', width: 1.4 }, itemStyle: { color: '#1d2330' },
+      data: d.times.map((t, i) => [t, d.node[i]]),
+      markArea: {
+        silent: false, itemStyle: { color: 'rgba(214, 69, 61, 0.16)' }, label: { show: true, position: 'insideTop', color: '#b3302a', fontSize: 10 },
+        data: d.spikes.map((s) => [{ name: s.label, xAxis: s.from }, { xAxis: s.to }]),
+      },
+      markLine: d.threshold > 0 ? {
+        symbol: 'none', silent: true, lineStyle: { type: 'dashed', color: '#b3302a' },
+        label: { formatter: 'spike threshold ' + mc(d.threshold), position: 'insideEndTop', fontSize: 10 },
+        data: [{ yAxis: d.threshold }],
+      } : undefined,
+    });
+    return {
+      color: palette, animation: false,
+      tooltip: { trigger: 'axis', valueFormatter: mc, order: 'valueDesc' },
+      legend: { type: 'scroll', top: 0 },
+      grid: { left: 64, right: 24, top: 36, bottom: 64 },
+      xAxis: { type: 'time' },
+      yAxis: { type: 'value', name: 'millicores', nameGap: 12, axisLabel: { formatter: (v) => v + 'm' } },
+      dataZoom: [{ type: 'inside' }, { type: 'slider', height: 18, bottom: 12 }],
+      series,
+    };
+  }
+
+  // flame: a CPU profile's flame graph, the root at the bottom, width proportional to CPU.
+  function flame(d) {
+    const color = (name) => {
+      let h = 2166136261;
+      for (let i = 0; i < name.length; i++) { h ^= name.charCodeAt(i); h = Math.imul(h, 16777619) >>> 0; }
+      return 'rgb(' + (205 + h % 50) + ',' + (80 + (h >>> 8) % 130) + ',' + (40 + (h >>> 16) % 50) + ')';
+    };
+    return {
+      animation: false,
+      tooltip: {
+        formatter: (p) => {
+          const f = d.frames[p.dataIndex];
+          const ms = f[2] - f[1];
+          return esc(f[3]) + '<br>' + ms.toFixed(1) + ' ms, ' + (100 * ms / d.total).toFixed(2) + '% of the profile';
+        },
+      },
+      grid: { left: 4, right: 4, top: 4, bottom: 4 },
+      xAxis: { type: 'value', show: false, min: 0, max: d.total },
+      yAxis: { type: 'value', show: false, min: -0.5, max: d.depth + 0.5 },
+      series: [{
+        type: 'custom', encode: { x: [1, 2], y: 0 },
+        data: d.frames.map((f) => [f[0], f[1], f[2]]),
+        renderItem: (params, api) => {
+          const f = d.frames[params.dataIndex];
+          const a = api.coord([f[1], f[0]]);
+          const b = api.coord([f[2], f[0]]);
+          const h = api.size([0, 1])[1];
+          const w = Math.max(b[0] - a[0] - 0.5, 0.5);
+          const item = { type: 'rect', shape: { x: a[0], y: a[1] - h / 2, width: w, height: Math.max(h - 1, 1), r: 1 }, style: { fill: color(f[3]) } };
+          if (w > 28) {
+            item.textContent = { style: { text: f[3], fill: '#1d2330', fontSize: 11, width: w - 6, overflow: 'truncate', ellipsis: '..' } };
+            item.textConfig = { position: 'insideLeft' };
+          }
+          return item;
+        },
+      }],
+    };
+  }
+
+  // box: each variant's trials, a box (quartiles, whiskers to min and max) with every trial as a dot.
+  function box(d) {
+    const names = d.variants.map((v) => v.name);
+    const dots = [];
+    d.variants.forEach((v, i) => v.values.forEach((x) => dots.push([i, x])));
+    return {
+      color: palette, animation: false,
+      tooltip: { trigger: 'item' },
+      grid: { left: 70, right: 20, top: 24, bottom: 36 },
+      xAxis: { type: 'category', data: names },
+      yAxis: { type: 'value', name: d.unit, scale: true, nameGap: 10 },
+      series: [
+        { name: 'trials', type: 'boxplot', data: d.variants.map((v) => v.box), itemStyle: { color: '#dfe8f7', borderColor: '#2f6fd6' },
+          tooltip: { formatter: (p) => esc(p.name) + '<br>min ' + num(p.value[1]) + ', q1 ' + num(p.value[2]) + ', median ' + num(p.value[3]) + ', q3 ' + num(p.value[4]) + ', max ' + num(p.value[5]) } },
+        { name: 'trial', type: 'scatter', data: dots, symbolSize: 7, itemStyle: { color: '#e15759', opacity: 0.8 },
+          tooltip: { formatter: (p) => esc(names[p.value[0]]) + ': ' + num(p.value[1]) + ' ' + esc(d.unit) } },
+      ],
+    };
+  }
+
+  // sweep: the primary metric's median against the swept value, with its interval as error bars.
+  function sweep(d) {
+    const names = d.points.map((p) => p.value);
+    return {
+      animation: false,
+      tooltip: { trigger: 'axis' },
+      grid: { left: 70, right: 24, top: 28, bottom: 48 },
+      xAxis: { type: 'category', data: names, name: d.flag, nameLocation: 'middle', nameGap: 30 },
+      yAxis: { type: 'value', name: d.unit, scale: true },
+      series: [
+        { name: 'median', type: 'line', symbolSize: 9, data: d.points.map((p) => ({ value: p.median, itemStyle: { color: p.significant ? '#d6453d' : '#2f6fd6' } })),
+          lineStyle: { color: '#2f6fd6' }, label: { show: true, formatter: (p) => num(p.value), position: 'top', fontSize: 10 } },
+        { name: 'interval', type: 'custom', data: d.points.map((p, i) => [i, p.lo, p.hi]),
+          tooltip: { show: false },
+          renderItem: (params, api) => {
+            const lo = api.coord([api.value(0), api.value(1)]);
+            const hi = api.coord([api.value(0), api.value(2)]);
+            const cap = 6;
+            const style = { stroke: '#5b6575', lineWidth: 1.2 };
+            return { type: 'group', children: [
+              { type: 'line', shape: { x1: lo[0], y1: lo[1], x2: hi[0], y2: hi[1] }, style },
+              { type: 'line', shape: { x1: lo[0] - cap, y1: lo[1], x2: lo[0] + cap, y2: lo[1] }, style },
+              { type: 'line', shape: { x1: hi[0] - cap, y1: hi[1], x2: hi[0] + cap, y2: hi[1] }, style },
+            ] };
+          } },
+      ],
+    };
+  }
+
+  // bars: a horizontal bar per name (API clients by requests per minute).
+  function bars(d) {
+    const rows = d.rows.slice().reverse();
+    return {
+      animation: false,
+      tooltip: { trigger: 'axis', axisPointer: { type: 'shadow' } },
+      grid: { left: 8, right: 40, top: 8, bottom: 24, containLabel: true },
+      xAxis: { type: 'value', name: d.unit },
+      yAxis: { type: 'category', data: rows.map((r) => r.name), axisLabel: { width: 260, overflow: 'truncate' } },
+      series: [{ type: 'bar', data: rows.map((r) => r.value), itemStyle: { color: '#4e79a7' }, label: { show: true, position: 'right', formatter: (p) => num(p.value) } }],
+    };
+  }
+
+  const kinds = { busy, flame, box, sweep, bars };
+  const drawn = [];
+  for (const c of TARE.charts) {
+    const el = document.getElementById(c.id);
+    if (!el || !kinds[c.kind]) {
+      throw new Error('tare report: no container or drawing for chart ' + c.id + ' (' + c.kind + ')');
+    }
+    const chart = echarts.init(el, null, { renderer: 'svg' });
+    chart.on('finished', () => { el.dataset.rendered = 'true'; });
+    chart.setOption(kinds[c.kind](c.data));
+    drawn.push(chart);
+  }
+  window.addEventListener('resize', () => drawn.forEach((c) => c.resize()));
+  document.body.dataset.charts = String(drawn.length);
+})();

@@ -99,7 +99,7 @@ func runExperiment(ctx context.Context, s streams, g *globalOptions, o *experime
 		}
 	}
 	defer func() { _ = st.Close() }()
-	r := &experiment.Runner{Store: st, ProcRoot: g.procRoot, SysRoot: g.sysRoot, Version: Version, Progress: s.err}
+	r := &experiment.Runner{Store: st, ProcRoot: g.procRoot, SysRoot: g.sysRoot, Version: Version, Progress: s.err, Live: liveLine(s, g)}
 	pending := 0
 	for _, t := range trials {
 		if t.Status != "ok" {

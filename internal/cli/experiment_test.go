@@ -172,9 +172,14 @@ sweep: {flag: etcd.snapshot-count, values: [100000, 10000, 5000, 500]}
 			t.Errorf("results lack %q", want)
 		}
 	}
-	jsonOut, _, err := run(context.Background(), "experiment", "--resume", out, "-o", "json")
+	page := filepath.Join(t.TempDir(), "sweep.html")
+	jsonOut, _, err := run(context.Background(), "experiment", "--resume", out, "-o", "json", "--html", page)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The HTML report of the finished experiment: the sweep chart and each metric's distribution.
+	if p := htmlCheck(t, page, "sweep", "box"); !strings.Contains(strings.Join(p.Headings, "|"), "Sweep of etcd.snapshot-count") {
+		t.Errorf("sweep report headings: %v", p.Headings)
 	}
 	r := decodeResults(t, jsonOut)
 	x, ok := row(r, "etcd-cpu")

@@ -255,7 +255,8 @@ func (o *explainOptions) pprofTargets(ec *explainContext) []pprof.Target {
 
 // live measures the node while profiling the components, then reads the API view for the same window.
 func (o *explainOptions) live(ctx context.Context, s streams, g *globalOptions, ec *explainContext) ([]sample.Sample, sample.Meta, []pprof.Summary, explain.API, error) {
-	warn := func(msg string) { fmt.Fprintf(s.err, "warning: %s\n", msg) }
+	live := liveLine(s, g)
+	warn := warner(s, live)
 	var before audit.RequestTotals
 	if ec.audit == "" && ec.cluster != nil {
 		before = scrapeTotals(ctx, ec)
@@ -275,11 +276,19 @@ func (o *explainOptions) live(ctx context.Context, s streams, g *globalOptions, 
 		ec.notes = append(ec.notes, nameNote)
 	}
 	profiles, wait := o.profile(ctx, ec)
-	samples, _, err := loop(ctx, smp, nil, &o.measureOptions, warn)
+	label := "measuring"
+	if len(ec.targets) > 0 {
+		label = fmt.Sprintf("measuring and profiling %d component(s)", len(ec.targets))
+	}
+	live.Start(label, o.duration)
+	samples, _, err := loop(ctx, smp, nil, &o.measureOptions, warn, live)
 	if err != nil {
+		live.Done()
 		return nil, sample.Meta{}, nil, explain.API{}, err
 	}
+	live.Start("waiting for the profiles", 0)
 	wait()
+	live.Done()
 	meta := smp.Meta()
 	meta.TareVersion, meta.Duration, meta.Started, meta.Interrupted = Version, o.duration, samples[0].Time, ctx.Err() != nil
 	api := o.apiView(ctx, ec, before, samples[0].Time, samples[len(samples)-1].Time)

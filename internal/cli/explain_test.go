@@ -118,8 +118,9 @@ spec:
 	leaked := make(chan error, 1)
 	time.AfterFunc(5*time.Second, func() { leaked <- leakyClient(dir) }) // inside the window, so it is counted
 	flames := t.TempDir()
+	page := filepath.Join(t.TempDir(), "explain.html")
 	r, out := explainJSON(t, "--lab-dir", dir, "--duration", "30s", "--interval", "500ms", "--flame-dir", flames,
-		"--pprof", "kube-apiserver,etcd")
+		"--pprof", "kube-apiserver,etcd", "--html", page)
 	if err := <-leaked; err != nil {
 		t.Fatalf("the leaky client: %v", err)
 	}
@@ -228,6 +229,25 @@ spec:
 		}
 		if !etcdWrites {
 			t.Errorf("etcd does not write, says the USE view: %+v", r.USE.Writers)
+		}
+	})
+	t.Run("html report", func(t *testing.T) {
+		p := htmlCheck(t, page, "busy", "flame", "bars")
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertNoSecrets(t, "explain --html", string(b))
+		heads := strings.Join(p.Headings, "|")
+		for _, h := range []string{"Findings", "API clients", "CPU profile: kube-apiserver", "USE view"} {
+			if !strings.Contains(heads, h) {
+				t.Errorf("no %q section: %s", h, heads)
+			}
+		}
+		for _, c := range p.Charts {
+			if c.Kind == "flame" && !strings.Contains(c.Text, "runtime") {
+				t.Errorf("flame graph %s names no runtime function: %.300q", c.ID, c.Text)
+			}
 		}
 	})
 	// The same cluster, as any cluster: an experiment through the commands target, scaling CoreDNS.

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare/internal/kube"
+	"github.com/tare-dev/tare/internal/progress"
 	"github.com/tare-dev/tare/internal/record"
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/summary"
@@ -109,7 +110,8 @@ func runMeasure(ctx context.Context, s streams, g *globalOptions, o *measureOpti
 	if err != nil {
 		return err
 	}
-	warn := func(msg string) { fmt.Fprintf(s.err, "warning: %s\n", msg) }
+	live := liveLine(s, g)
+	warn := warner(s, live)
 	names, nameNote := podNamer(ctx, g.kubeconfig)
 	smp, err := sample.New(ctx, sample.Options{ProcRoot: g.procRoot, SysRoot: g.sysRoot, Interval: o.interval,
 		Detail: o.detail, Unprivileged: o.unprivileged, PodNames: names}, warn)
@@ -132,7 +134,9 @@ func runMeasure(ctx context.Context, s streams, g *globalOptions, o *measureOpti
 			return err
 		}
 	}
-	samples, recErr, err := loop(ctx, smp, rec, o, warn)
+	live.Start("measuring", o.duration)
+	samples, recErr, err := loop(ctx, smp, rec, o, warn, live)
+	live.Done()
 	if err != nil {
 		if rec != nil {
 			_ = rec.Close()
@@ -164,9 +168,10 @@ func runMeasure(ctx context.Context, s streams, g *globalOptions, o *measureOpti
 
 // loop samples the window (sample.Loop), recording each sample when rec is set. Samples are kept even
 // if recording fails.
-func loop(ctx context.Context, smp *sample.Sampler, rec *record.Writer, o *measureOptions, warn func(string)) (samples []sample.Sample, recErr, err error) {
+func loop(ctx context.Context, smp *sample.Sampler, rec *record.Writer, o *measureOptions, warn func(string), live *progress.Line) (samples []sample.Sample, recErr, err error) {
 	keep := func(x sample.Sample) {
 		samples = append(samples, x)
+		live.Observe(x)
 		if rec == nil || recErr != nil {
 			return
 		}
@@ -179,6 +184,26 @@ func loop(ctx context.Context, smp *sample.Sampler, rec *record.Writer, o *measu
 		return nil, nil, err
 	}
 	return samples, recErr, nil
+}
+
+// liveLine is the status line of a long verb: only when stdout and stderr are terminals and the output is
+// not JSON (nil otherwise, which draws nothing).
+func liveLine(s streams, g *globalOptions) *progress.Line {
+	if g.output == "json" || !progress.Terminal(s.out, s.err) {
+		return nil
+	}
+	return progress.New(s.err)
+}
+
+// warner prints warnings on stderr, above the status line when there is one.
+func warner(s streams, live *progress.Line) func(string) {
+	return func(msg string) {
+		if live != nil {
+			live.Printf("warning: %s", msg)
+			return
+		}
+		fmt.Fprintf(s.err, "warning: %s\n", msg)
+	}
 }
 
 func render(s streams, g *globalOptions, sum summary.Summary) error {

@@ -17,6 +17,7 @@ import (
 	"github.com/tare-dev/tare/internal/audit"
 	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/progress"
 	"github.com/tare-dev/tare/internal/record"
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/summary"
@@ -30,6 +31,8 @@ type Runner struct {
 	Version  string
 	// Progress receives one line per step (nil: quiet).
 	Progress io.Writer
+	// Live is the status line on a terminal (nil: none); steps are printed above it.
+	Live *progress.Line
 }
 
 // ErrStart says a variant's cluster did not start; the experiment stops there.
@@ -39,6 +42,10 @@ var ErrStart = errors.New("a variant did not start")
 func (r *Runner) LabDir() string { return filepath.Join(r.Store.Dir, "lab") }
 
 func (r *Runner) say(format string, a ...any) {
+	if r.Live != nil {
+		r.Live.Printf(format, a...)
+		return
+	}
 	if r.Progress != nil {
 		fmt.Fprintf(r.Progress, format+"\n", a...)
 	}
@@ -73,6 +80,8 @@ func (r *Runner) Run(ctx context.Context, trials []Trial) ([]Trial, error) {
 	spec := r.Store.Spec
 	total := len(trials)
 	var runErr error
+	began, ran := time.Now(), 0
+	defer r.Live.Done()
 	for i := range trials {
 		t := &trials[i]
 		if t.Status == "ok" {
@@ -84,8 +93,10 @@ func (r *Runner) Run(ctx context.Context, trials []Trial) ([]Trial, error) {
 		}
 		v := spec.variant(t.Variant)
 		*t = Trial{Seq: t.Seq, Round: t.Round, Variant: t.Variant, Started: time.Now(), Status: "ok"}
-		r.say("trial %d/%d: %s (round %d)", t.Seq, total, t.Variant, t.Round)
+		r.say("trial %d/%d: %s (round %d)%s", t.Seq, total, t.Variant, t.Round, eta(time.Since(began), ran, pendingFrom(trials, i)))
+		r.Live.Start(fmt.Sprintf("trial %d/%d %s: starting", t.Seq, total, t.Variant), 0)
 		err := r.trial(ctx, t, v)
+		ran++
 		if ctx.Err() != nil {
 			// Interrupted: the trial is not a measurement; it is run again on --resume.
 			*t = Trial{Seq: t.Seq, Round: t.Round, Variant: t.Variant, Status: "planned"}
@@ -123,6 +134,26 @@ func (r *Runner) Run(ctx context.Context, trials []Trial) ([]Trial, error) {
 		}
 	}
 	return trials, runErr
+}
+
+// eta is the time spent and the time left, estimated from the trials run so far in this run.
+func eta(spent time.Duration, ran, left int) string {
+	if ran == 0 {
+		return ""
+	}
+	per := spent / time.Duration(ran)
+	return fmt.Sprintf(" · %s spent, about %s left", spent.Round(time.Second), (per * time.Duration(left)).Round(time.Second))
+}
+
+// pendingFrom counts the trials from i on that are not done.
+func pendingFrom(trials []Trial, i int) int {
+	n := 0
+	for _, t := range trials[i:] {
+		if t.Status != "ok" {
+			n++
+		}
+	}
+	return n
 }
 
 func (s *Spec) variant(name string) Variant {
@@ -242,8 +273,11 @@ func (r *Runner) window(ctx context.Context, t *Trial, _ kubernetes.Interface, c
 	}
 	var samples []sample.Sample
 	var recErr error
+	r.Live.Start(fmt.Sprintf("trial %d %s: window", t.Seq, t.Variant), spec.Window.Duration)
+	defer r.Live.Start(fmt.Sprintf("trial %d %s: stopping", t.Seq, t.Variant), 0)
 	keep := func(x sample.Sample) {
 		samples = append(samples, x)
+		r.Live.Observe(x)
 		if recErr == nil {
 			recErr = rec.Append(context.WithoutCancel(ctx), x)
 		}

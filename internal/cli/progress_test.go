@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tare-dev/tare/internal/summary"
+)
+
+// openPTY opens a pseudo-terminal pair: tare writes to the terminal end as to a user's terminal, the
+// test reads what it shows from the other.
+func openPTY(t *testing.T) (ptm, pts *os.File) {
+	t.Helper()
+	fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	ptm = os.NewFile(uintptr(fd), "/dev/ptmx")
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatalf("unlocking the pty: %v", err)
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+	if err != nil {
+		t.Fatalf("naming the pty: %v", err)
+	}
+	pts, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("opening the pty: %v", err)
+	}
+	// Raw output: no \n -> \r\n translation, so the test reads what tare wrote.
+	tio, err := unix.IoctlGetTermios(int(pts.Fd()), unix.TCGETS)
+	if err == nil {
+		tio.Oflag &^= unix.OPOST
+		_ = unix.IoctlSetTermios(int(pts.Fd()), unix.TCSETS, tio)
+	}
+	return ptm, pts
+}
+
+// runOnTerminal runs tare in-process with stdout and stderr on a real pseudo-terminal and returns all
+// it showed.
+func runOnTerminal(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	ptm, pts := openPTY(t)
+	defer ptm.Close()
+	var shown bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(&shown, ptm) // ends with EIO once the terminal end is closed
+		close(done)
+	}()
+	err := Execute(context.Background(), args, strings.NewReader(""), pts, pts)
+	pts.Close()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the terminal's output did not end")
+	}
+	return shown.String(), err
+}
+
+// TestProgressOnTerminal: on a terminal, measure shows a live status line (elapsed, remaining, node
+// busy, the busiest groups, the burner's among them) redrawn in place and removed before the report; with
+// -o json on the same terminal, or with stdout not a terminal, nothing but the output.
+func TestProgressOnTerminal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("burns CPU for seconds")
+	}
+	h := startHelper(t, "burn", "400")
+	h.line(t, 10*time.Second)
+	shown, err := runOnTerminal(t, "measure", "--duration", "3s", "--interval", "250ms")
+	if err != nil {
+		t.Fatalf("measure on a terminal: %v\n%s", err, shown)
+	}
+	lines := strings.Count(shown, "\r\x1b[2Kmeasuring ")
+	if lines < 3 || !strings.Contains(shown, " left) · node ") || !strings.Contains(shown, "other ") {
+		t.Errorf("%d status lines; want several with time left, node busy and the burner's group:\n%q", lines, shown[:min(len(shown), 2000)])
+	}
+	report := shown[strings.LastIndex(shown, "\r\x1b[2K")+len("\r\x1b[2K"):]
+	if !strings.HasPrefix(report, "NODE") && !strings.Contains(report[:min(200, len(report))], "node") {
+		t.Errorf("the report does not start on a clean line: %q", report[:min(200, len(report))])
+	}
+
+	shown, err = runOnTerminal(t, "measure", "--duration", "1s", "--interval", "250ms", "-o", "json")
+	if err != nil {
+		t.Fatalf("measure -o json on a terminal: %v", err)
+	}
+	var s summary.Summary
+	if strings.Contains(shown, "\x1b[") || json.Unmarshal([]byte(shown), &s) != nil {
+		t.Errorf("-o json on a terminal is not plain JSON: %q", shown[:min(len(shown), 300)])
+	}
+	out, errOut, err := run(context.Background(), "measure", "--duration", "1s", "--interval", "250ms")
+	if err != nil || strings.Contains(out+errOut, "\x1b[") || strings.Contains(out+errOut, "left)") {
+		t.Errorf("not a terminal: %v, status line in the output:\n%s%s", err, errOut, out)
+	}
+}

@@ -232,14 +232,14 @@ func trialValues(trials []experiment.Trial, variant, metric string, guard bool) 
 	return xs
 }
 
-// fiveNumbers is min, quartiles and max (gonum's empirical quantiles); zeros without values.
+// fiveNumbers is min, quartiles and max (gonum's empirical quantiles: values from the data); zeros without values.
 func fiveNumbers(xs []float64) [5]float64 {
 	if len(xs) == 0 {
 		return [5]float64{}
 	}
 	s := slices.Clone(xs)
 	slices.Sort(s)
-	q := func(p float64) float64 { return stat.Quantile(p, stat.LinInterp, s, nil) }
+	q := func(p float64) float64 { return stat.Quantile(p, stat.Empirical, s, nil) }
 	return [5]float64{s[0], q(0.25), q(0.5), q(0.75), s[len(s)-1]}
 }
 

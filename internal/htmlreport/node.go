@@ -171,8 +171,16 @@ func busySection(rep explain.Report, sum summary.Summary) Section {
 			for _, c := range sp.Groups {
 				who = append(who, fmt.Sprintf("%s %.0f ms", c.Group, c.ExcessMs))
 			}
+			var started []string
+			for i, c := range sp.Started {
+				if i == 5 {
+					started = append(started, fmt.Sprintf("and %d more", len(sp.Started)-5))
+					break
+				}
+				started = append(started, summary.Clip(c, 120))
+			}
 			t.Rows = append(t.Rows, []string{sp.At.Format("15:04:05.000"), fmt.Sprintf("%.2f", sp.Seconds), mcText(sp.PeakMc),
-				fmt.Sprintf("%.0f ms", sp.ExcessMs), strings.Join(who, ", "), strings.Join(sp.Started, "; ")})
+				fmt.Sprintf("%.0f ms", sp.ExcessMs), strings.Join(who, ", "), strings.Join(started, "; ")})
 		}
 		s.Tables = append(s.Tables, t)
 	}

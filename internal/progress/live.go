@@ -37,6 +37,7 @@ type Line struct {
 	drawn   bool
 	lastOut time.Time
 	now     func() time.Time
+	stop    chan struct{} // ends the ticker that keeps the clock moving between samples
 }
 
 // interval is one sample's share of the live figures.
@@ -77,9 +78,29 @@ func (l *Line) Start(label string, total time.Duration) {
 	l.label, l.total, l.start = label, total, l.now()
 	l.prev, l.window = nil, nil
 	l.draw(true)
+	if l.stop == nil {
+		// Between samples (and in phases without any, such as a lab starting) the clock still moves.
+		l.stop = make(chan struct{})
+		go l.tick(l.stop)
+	}
 }
 
-// Observe takes one sample into the live figures and redraws.
+func (l *Line) tick(stop <-chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			l.mu.Lock()
+			l.draw(false)
+			l.mu.Unlock()
+		}
+	}
+}
+
+// Observe takes one sample into the live figures and redraws (at most 4 times a second).
 func (l *Line) Observe(s sample.Sample) {
 	if l == nil {
 		return
@@ -132,6 +153,10 @@ func (l *Line) Done() {
 	defer l.mu.Unlock()
 	l.clear()
 	l.label = ""
+	if l.stop != nil {
+		close(l.stop)
+		l.stop = nil
+	}
 }
 
 func (l *Line) clear() {

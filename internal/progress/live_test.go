@@ -49,6 +49,7 @@ func TestLineTrailingAndWidth(t *testing.T) {
 	var out bytes.Buffer
 	l := New(&out)
 	l.width = func() int { return 30 }
+	defer l.Done()
 	now := time.Unix(0, 0)
 	l.now = func() time.Time { return now }
 	l.Start(strings.Repeat("é", 40), 0)

@@ -63,7 +63,7 @@ func run(tare string, trials int, window time.Duration, effect float64) error {
 	if err := os.WriteFile(spec, []byte(fmt.Sprintf(`name: a-a
 target: {lab: {profile: upstream}}
 trials: %d
-warmup: 5s
+warmup: 20s
 window: %s
 primary: control-plane-cpu
 variants: [{name: a, baseline: true}, {name: a-again}]

@@ -66,12 +66,7 @@ func runDiff(ctx context.Context, s streams, g *globalOptions, pa, pb string, bl
 	if err != nil {
 		return err
 	}
-	if g.output == "json" {
-		err = res.JSON(s.out)
-	} else {
-		err = res.Table(s.out)
-	}
-	if err != nil {
+	if err := render(s, g, res); err != nil {
 		return err
 	}
 	return experimentHTML(s, html, fmt.Sprintf("tare diff %s %s (blocks of %s)", pa, pb, block), res)

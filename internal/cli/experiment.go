@@ -117,14 +117,8 @@ func runExperiment(ctx context.Context, s streams, g *globalOptions, o *experime
 		trials, runErr = r.Run(ctx, trials)
 	}
 	res := experiment.Analyze(st.Spec, trials)
-	var rerr error
-	if g.output == "json" {
-		rerr = res.JSON(s.out)
-	} else {
-		rerr = res.Table(s.out)
-	}
-	if rerr != nil {
-		return rerr
+	if err := render(s, g, res); err != nil {
+		return err
 	}
 	abs, _ := filepath.Abs(st.Dir)
 	if err := experimentHTML(s, o.html, "experiment "+abs, res); err != nil {

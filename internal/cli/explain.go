@@ -154,20 +154,14 @@ func runExplain(ctx context.Context, s streams, g *globalOptions, o *explainOpti
 	}
 	rep := explain.New(samples, sum, api, facts, profiles)
 	rep.Notes = append(rep.Notes, ec.notes...)
-	var err error
-	if g.output == "json" {
-		err = rep.JSON(s.out)
-	} else {
-		err = rep.Table(s.out)
-	}
-	if err != nil {
+	if err := render(s, g, rep); err != nil {
 		return err
 	}
-	what := "tare explain"
-	if len(args) == 1 {
-		what = "tare explain of recording " + args[0]
-	}
 	if o.html != "" {
+		what := "tare explain"
+		if len(args) == 1 {
+			what = "tare explain of recording " + args[0]
+		}
 		if err := writeHTML(s, o.html, htmlreport.Node(rep, what, Version)); err != nil {
 			return err
 		}

@@ -206,11 +206,19 @@ func warner(s streams, live *progress.Line) func(string) {
 	}
 }
 
-func render(s streams, g *globalOptions, sum summary.Summary) error {
+// rendered is a result that prints as a table or as JSON (a summary, explain's report, an experiment's
+// results).
+type rendered interface {
+	JSON(io.Writer) error
+	Table(io.Writer) error
+}
+
+// render prints r as -o asks.
+func render(s streams, g *globalOptions, r rendered) error {
 	if g.output == "json" {
-		return sum.JSON(s.out)
+		return r.JSON(s.out)
 	}
-	return sum.Table(s.out)
+	return r.Table(s.out)
 }
 
 // podNamer connects to the API when a kubeconfig is given or found, so pods are named namespace/name.

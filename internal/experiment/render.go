@@ -49,11 +49,7 @@ func (r Results) Table(w io.Writer) error {
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, row := range r.Rows {
-		name := row.Metric + " (" + row.Unit + ")"
-		if row.Guard {
-			name = "guard: " + name
-		}
-		cols := []string{name}
+		cols := []string{row.Label()}
 		for i, c := range row.Cells {
 			cols = append(cols, MedianText(c))
 			if i > 0 {
@@ -146,7 +142,7 @@ func (r Results) chart() string {
 	}
 	hi := 0.0
 	for _, c := range row.Cells {
-		hi = math.Max(hi, finiteOr(c.Median.Hi, c.Median.Median))
+		hi = math.Max(hi, FiniteOr(c.Median.Hi, c.Median.Median))
 	}
 	if hi <= 0 {
 		return ""
@@ -160,7 +156,7 @@ func (r Results) chart() string {
 		for i := 0; i < pos(c.Median.Median) && i <= width; i++ {
 			line[i] = '▇'
 		}
-		if lo, h := finiteOr(c.Median.Lo, c.Median.Median), finiteOr(c.Median.Hi, c.Median.Median); c.Median.N > 1 {
+		if lo, h := FiniteOr(c.Median.Lo, c.Median.Median), FiniteOr(c.Median.Hi, c.Median.Median); c.Median.N > 1 {
 			for i := pos(lo); i <= pos(h) && i <= width; i++ {
 				if line[i] == ' ' {
 					line[i] = '─'
@@ -177,7 +173,8 @@ func (r Results) chart() string {
 	return b.String()
 }
 
-func finiteOr(x, alt float64) float64 {
+// FiniteOr is x, or alt when x is NaN or infinite (an interval bound too few trials could not set).
+func FiniteOr(x, alt float64) float64 {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
 		return alt
 	}

@@ -70,6 +70,15 @@ type Row struct {
 	Cells  []Cell `json:"cells"`
 }
 
+// Label names the row as tables and charts show it: "metric (unit)", "guard: " first for a guard.
+func (r Row) Label() string {
+	name := r.Metric + " (" + r.Unit + ")"
+	if r.Guard {
+		name = "guard: " + name
+	}
+	return name
+}
+
 // Verdict is what a variant's results say.
 type Verdict struct {
 	Variant     string   `json:"variant"`

@@ -97,11 +97,7 @@ func resultsSection(r experiment.Results) Section {
 			t.Right = append(t.Right, true, true, true)
 		}
 		for _, row := range r.Rows {
-			name := row.Metric + " (" + row.Unit + ")"
-			if row.Guard {
-				name = "guard: " + name
-			}
-			cols := []string{name}
+			cols := []string{row.Label()}
 			for i, c := range row.Cells {
 				cols = append(cols, experiment.MedianText(c))
 				if i > 0 {
@@ -158,11 +154,7 @@ func distributionSection(r experiment.Results) (Section, bool) {
 			xs := trialValues(r.Trials, c.Variant, row.Metric, row.Guard)
 			d.Variants = append(d.Variants, boxVariant{Name: c.Variant, Values: xs, Box: fiveNumbers(xs)})
 		}
-		title := row.Metric + " (" + row.Unit + ")"
-		if row.Guard {
-			title = "guard: " + title
-		}
-		s.Charts = append(s.Charts, Chart{ID: fmt.Sprintf("chart-dist-%d", i), Kind: "box", Title: title, Height: 260, Data: d})
+		s.Charts = append(s.Charts, Chart{ID: fmt.Sprintf("chart-dist-%d", i), Kind: "box", Title: row.Label(), Height: 260, Data: d})
 	}
 	return s, len(s.Charts) > 0
 }
@@ -180,8 +172,8 @@ func sweepSection(r experiment.Results) (Section, bool) {
 			if c.Median.N == 0 {
 				continue
 			}
-			d.Points = append(d.Points, sweepPoint{Value: c.Variant, Median: c.Median.Median, Lo: finite(c.Median.Lo, c.Median.Median),
-				Hi: finite(c.Median.Hi, c.Median.Median), Significant: c.Shift != nil && c.Shift.Significant})
+			d.Points = append(d.Points, sweepPoint{Value: c.Variant, Median: c.Median.Median, Lo: experiment.FiniteOr(c.Median.Lo, c.Median.Median),
+				Hi: experiment.FiniteOr(c.Median.Hi, c.Median.Median), Significant: c.Shift != nil && c.Shift.Significant})
 		}
 		if len(d.Points) == 0 {
 			return Section{}, false
@@ -241,11 +233,4 @@ func fiveNumbers(xs []float64) [5]float64 {
 	slices.Sort(s)
 	q := func(p float64) float64 { return stat.Quantile(p, stat.Empirical, s, nil) }
 	return [5]float64{s[0], q(0.25), q(0.5), q(0.75), s[len(s)-1]}
-}
-
-func finite(x, alt float64) float64 {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return alt
-	}
-	return x
 }

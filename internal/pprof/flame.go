@@ -75,28 +75,18 @@ func FlameSVG(w io.Writer, title string, p *profile.Profile) error {
 		flameWidth+20, height, flameWidth+20, height)
 	fmt.Fprintf(bw, `<rect x="0" y="0" width="100%%" height="100%%" fill="#f8f8f8"/><text x="%.0f" y="18" text-anchor="middle" font-size="15">%s</text>`+"\n",
 		(flameWidth+20)/2, html.EscapeString(title))
-	if root.value > 0 {
-		scale := flameWidth / float64(root.value)
-		var draw func(n *node, x float64, level int)
-		draw = func(n *node, x float64, level int) {
-			wpx := float64(n.value) * scale
-			if wpx < minWidthPx {
-				return
-			}
-			y := height - float64(level+1)*frameHeight - 4
-			share := 100 * float64(n.value) / float64(root.value)
+	if frames := layout(root, minWidthPx/flameWidth); len(frames) > 0 {
+		total := frames[0].End
+		for _, f := range frames {
+			x, wpx := f.Start/total*flameWidth, (f.End-f.Start)/total*flameWidth
+			y := height - float64(f.Level+1)*frameHeight - 4
 			fmt.Fprintf(bw, `<g><title>%s (%.2f%%, %.1f ms)</title><rect x="%.2f" y="%.1f" width="%.2f" height="%.1f" fill="%s" rx="2"/>`,
-				html.EscapeString(n.name), share, float64(n.value)/1e6, 10+x, y, wpx, frameHeight-1, color(n.name))
-			if label := fit(n.name, wpx); label != "" {
+				html.EscapeString(f.Name), 100*(f.End-f.Start)/total, f.End-f.Start, 10+x, y, wpx, frameHeight-1, color(f.Name))
+			if label := fit(f.Name, wpx); label != "" {
 				fmt.Fprintf(bw, `<text x="%.2f" y="%.1f">%s</text>`, 13+x, y+frameHeight-4, html.EscapeString(label))
 			}
 			fmt.Fprint(bw, "</g>\n")
-			for _, c := range n.sorted() {
-				draw(c, x, level+1)
-				x += float64(c.value) * scale
-			}
 		}
-		draw(root, 0, 0)
 	}
 	fmt.Fprint(bw, "</svg>\n")
 	return bw.Flush()
@@ -145,15 +135,19 @@ const minFrameShare = 1.0 / 1200
 
 // Frames lays out the flame graph of the profile's CPU as FlameSVG draws it: callees above their callers,
 // siblings in alphabetical order, frames narrower than 1/1200 of the total left out.
-func Frames(p *profile.Profile) []Frame {
-	root := tree(p)
+func Frames(p *profile.Profile) []Frame { return layout(tree(p), minFrameShare) }
+
+// layout places the frames of the call tree, depth first: each callee starts where its caller (or the
+// sibling before it) does, siblings alphabetical, frames below minShare of the root left out with
+// their callees. FlameSVG draws it; Frames hands it to the HTML report.
+func layout(root *node, minShare float64) []Frame {
 	if root.value <= 0 {
 		return nil
 	}
 	var out []Frame
 	var walk func(n *node, x int64, level int)
 	walk = func(n *node, x int64, level int) {
-		if float64(n.value) < minFrameShare*float64(root.value) {
+		if float64(n.value) < minShare*float64(root.value) {
 			return
 		}
 		out = append(out, Frame{Level: level, Start: float64(x) / 1e6, End: float64(x+n.value) / 1e6, Name: n.name})

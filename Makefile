@@ -11,22 +11,34 @@ GOLANGCI_VERSION ?= v2.15.0
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/tare
 
+# apt_install installs Debian packages as root: scripts/asroot.sh goes through sudo only when make does not
+# run as root, and says so when there is neither (measure re-runs itself through it too).
+apt_install = ./scripts/asroot.sh "make $@ installs $(1) with apt-get" \
+	sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1) >/dev/null'
+
 # deps installs the peers the tests compare against (pidstat from sysstat) and the browser the HTML
 # report is tested in (Debian's chromium, driven headless).
 deps:
-	@command -v pidstat >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sysstat >/dev/null)
-	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+	@command -v pidstat >/dev/null || $(call apt_install,sysstat)
+	@command -v chromium >/dev/null || $(call apt_install,chromium)
 
 # measure is the README's main command: build tare, install the lab's components, start the lab, measure it
 # (DURATION, default 60s) and print the overhead report, then stop the lab. KEEP=1 leaves it running; a lab
 # that is already running is measured and left alone. Ctrl-C ends the measurement early (the report is
-# still printed) and the lab is still stopped.
+# still printed) and the lab is still stopped. It needs root (taskstats, a real cluster): run as root it
+# needs no sudo (a fresh machine has none); run as another user it re-runs itself with sudo.
+ifeq ($(shell id -u),0)
 measure: build
 	./$(BIN) lab install
 	@trap : INT; \
 	if ./$(BIN) lab status >/dev/null 2>&1; then started=; else ./$(BIN) lab up $(LAB_FLAGS) || exit 1; started=1; fi; \
 	./$(BIN) measure --duration $${DURATION:-60s} --kubeconfig "$$(./$(BIN) lab env --kubeconfig)"; rc=$$?; \
 	if [ -n "$$started" ] && [ -z "$$KEEP" ]; then ./$(BIN) lab down; fi; exit $$rc
+else
+measure:
+	./scripts/asroot.sh "make measure installs, starts and measures the lab" \
+		$(MAKE) measure GO="$$(command -v $(GO))" DURATION="$(DURATION)" KEEP="$(KEEP)" LAB_FLAGS="$(LAB_FLAGS)"
+endif
 
 # test: vet, then the race detector over everything but the real-process timing tests (-short), then every
 # test without it, packages one at a time so CPU ground-truth tests do not compete.
@@ -34,9 +46,17 @@ test: deps
 	$(GO) vet ./...
 	$(GO) test -race -short -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -p 1 -timeout 30m ./...
+	$(MAKE) fuzz
 
 test-short:
 	$(GO) test -short -count=1 ./...
+
+# fuzz: every fuzz target (parsers of kernel files, recordings, audit logs, metrics, profiles and specs) for
+# a few seconds each, about 2-3 minutes in all; FUZZTIME=1m make fuzz for longer. A finding fails the pass
+# and stays under the package's testdata/fuzz/, replayed by every go test from then on.
+.PHONY: fuzz
+fuzz:
+	GO=$(GO) ./scripts/fuzz.sh
 
 # bench: tare's own overhead next to pidstat, then the lab (time to Ready and first pod, cold and warm;
 # idle CPU upstream vs tuned), explain's audit-log reader against jq on 1 GiB, and how long an A/B
@@ -56,8 +76,11 @@ bench-audit:
 bench-experiment: build
 	$(GO) run ./bench/experiment -tare ./$(BIN)
 
+# lint installs golangci-lint GOLANGCI_VERSION from the module proxy when GOLANGCI is missing or another
+# version.
 lint:
-	@test -x $(GOLANGCI) || $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
+	@$(GOLANGCI) version 2>/dev/null | grep -q ' $(GOLANGCI_VERSION:v%=%) ' || \
+		GOBIN='$(dir $(GOLANGCI))' $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
 	$(GOLANGCI) run ./...
 	$(GO) mod tidy -diff
 

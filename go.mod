@@ -5,8 +5,10 @@ go 1.26.8
 require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
+	github.com/cilium/ebpf v0.22.0
 	github.com/google/go-cmp v0.7.0
 	github.com/google/pprof v0.0.0-20261016150608-1facf8f91b50
+	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/mdlayher/genetlink v1.4.0
 	github.com/prometheus/common v0.67.5
 	github.com/prometheus/procfs v0.23.0

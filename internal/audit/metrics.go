@@ -19,7 +19,14 @@ const MetricsGap = "from kube-apiserver's apiserver_request_total: requests per 
 type RequestTotals map[[2]string]float64
 
 // ParseRequestTotals reads apiserver_request_total from a /metrics scrape (Prometheus text format).
-func ParseRequestTotals(r io.Reader) (RequestTotals, error) {
+func ParseRequestTotals(r io.Reader) (_ RequestTotals, err error) {
+	// A scrape is untrusted input, and prometheus/common's text parser up to v0.67 panics on some of it
+	// ("{}" before any metric name; prometheus/common#922): make that an error like any other bad text.
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("parsing kube-apiserver metrics: malformed text (the parser failed: %v)", v)
+		}
+	}()
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(r)
 	if err != nil {

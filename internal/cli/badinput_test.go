@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare/internal/record"
+	"github.com/tare-dev/tare/internal/summary"
 )
 
 func TestBadInput(t *testing.T) {
@@ -38,12 +39,28 @@ func TestBadInput(t *testing.T) {
 	if err := os.WriteFile(badComponent, []byte("name: x\ntrials: 4\nwindow: 10s\nvariants: [{name: a}, {name: b, set: [coredns.replicas=1]}]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	notKubeconfig := filepath.Join(dir, "kubeconfig.txt")
+	if err := os.WriteFile(notKubeconfig, []byte("just some notes\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	emptyKubeconfig := filepath.Join(dir, "empty-kubeconfig")
+	if err := os.WriteFile(emptyKubeconfig, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	negTolerance := filepath.Join(dir, "neg-tolerance.yaml")
+	if err := os.WriteFile(negTolerance, []byte("name: x\ntrials: 4\nwindow: 10s\nguard: {tolerance: -10%}\nvariants: [{name: a}, {name: b}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
 		code int
 		want string
 	}{
+		{"kubeconfig that is not one", []string{"measure", "--duration", "1s", "--kubeconfig", notKubeconfig}, 2, "is not a kubeconfig"},
+		{"kubeconfig without clusters", []string{"report", garbage, "--kubeconfig", emptyKubeconfig}, 2, "names no cluster"},
+		{"kubeconfig missing", []string{"measure", "--duration", "1s", "--kubeconfig", filepath.Join(dir, "nope")}, 2, "no such file"},
+		{"experiment negative tolerance", []string{"experiment", negTolerance}, 2, "guard.tolerance -10%"},
 		{"unknown flag", []string{"measure", "--durration", "1s"}, 2, "unknown flag: --durration"},
 		{"unknown verb", []string{"mesure"}, 2, "unknown command"},
 		{"zero duration", []string{"measure", "--duration", "0s"}, 2, "--duration must be positive"},
@@ -165,9 +182,32 @@ func TestHelpStatesBusyDefinition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"busy = user + nice + system + irq + softirq + steal", "--record", "Examples:", "--match"} {
+	for _, want := range []string{summary.BusyDefinition, "--record", "Examples:", "--match"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("measure --help lacks %q", want)
 		}
+	}
+}
+
+// TestExperimentWithoutLab: on a fresh machine (no lab installed) an experiment with a lab target is refused
+// before it writes anything, and says what to run.
+func TestExperimentWithoutLab(t *testing.T) {
+	t.Setenv("TARE_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(spec, []byte("name: x\ntrials: 2\nwindow: 10s\ntarget: {lab: {control_plane_only: true}}\nvariants: [{name: a}, {name: b, set: [etcd.snapshot-count=5000]}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	_, errOut, err := run(context.Background(), "experiment", spec, "--out", out, "--lab-dir", filepath.Join(dir, "lab"))
+	var ec ExitCoder
+	if err == nil || !errors.As(err, &ec) || ec.ExitCode() != 2 {
+		t.Fatalf("experiment without a lab: %v, want exit 2\n%s", err, errOut)
+	}
+	if !strings.Contains(errOut, "the lab is not installed") || !strings.Contains(errOut, "tare lab install") {
+		t.Errorf("stderr does not say to install the lab: %s", errOut)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the experiment wrote %s before refusing (stat: %v)", out, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tare-dev/tare/internal/experiment"
 	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/sample"
 )
 
 type experimentOptions struct {
@@ -99,7 +100,7 @@ func runExperiment(ctx context.Context, s streams, g *globalOptions, o *experime
 		}
 	}
 	defer func() { _ = st.Close() }()
-	r := &experiment.Runner{Store: st, ProcRoot: g.procRoot, SysRoot: g.sysRoot, Version: Version, Progress: s.err, Live: liveLine(s, g)}
+	r := &experiment.Runner{Store: st, Roots: g.sampleOptions(sample.Options{}), Version: Version, Progress: s.err, Live: liveLine(s, g)}
 	pending := 0
 	for _, t := range trials {
 		if t.Status != "ok" {

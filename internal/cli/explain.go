@@ -22,6 +22,7 @@ import (
 	"github.com/tare-dev/tare/internal/pprof"
 	"github.com/tare-dev/tare/internal/record"
 	"github.com/tare-dev/tare/internal/sample"
+	"github.com/tare-dev/tare/internal/session"
 	"github.com/tare-dev/tare/internal/summary"
 )
 
@@ -93,6 +94,7 @@ type explainContext struct {
 	audit   string
 	targets []pprof.Target
 	notes   []string
+	node    string // the measured host's name, as its kubelet's node
 }
 
 func (o *explainOptions) validate() error {
@@ -174,7 +176,7 @@ func runExplain(ctx context.Context, s streams, g *globalOptions, o *explainOpti
 
 // discover finds the cluster, lab, audit log and pprof endpoints to use, noting what is missing.
 func (o *explainOptions) discover(g *globalOptions) *explainContext {
-	ec := &explainContext{audit: o.audit}
+	ec := &explainContext{audit: o.audit, node: sample.HostName(g.procRoot)}
 	if st, err := lab.LoadState(o.labDir); err == nil && (g.kubeconfig == "" || sameFile(g.kubeconfig, st.Kubeconfig)) {
 		ec.lab = st
 	}
@@ -221,7 +223,7 @@ func (o *explainOptions) pprofTargets(ec *explainContext) []pprof.Target {
 		}
 		all = ts
 	case ec.cluster != nil:
-		all = ec.cluster.PprofTargets(hostname())
+		all = ec.cluster.PprofTargets(ec.node)
 	}
 	want := map[string]bool{}
 	for _, c := range o.pprof {
@@ -250,7 +252,6 @@ func (o *explainOptions) pprofTargets(ec *explainContext) []pprof.Target {
 // live measures the node while profiling the components, then reads the API view for the same window.
 func (o *explainOptions) live(ctx context.Context, s streams, g *globalOptions, ec *explainContext) ([]sample.Sample, sample.Meta, []pprof.Summary, explain.API, error) {
 	live := liveLine(s, g)
-	warn := warner(s, live)
 	var before audit.RequestTotals
 	if ec.audit == "" && ec.cluster != nil {
 		before = scrapeTotals(ctx, ec)
@@ -259,13 +260,12 @@ func (o *explainOptions) live(ctx context.Context, s streams, g *globalOptions, 
 	if ec.cluster != nil {
 		kc = ec.cluster.Source
 	}
-	names, nameNote := podNamer(ctx, kc)
-	smp, err := sample.New(ctx, sample.Options{ProcRoot: g.procRoot, SysRoot: g.sysRoot, Interval: o.interval,
-		Detail: o.detail, Unprivileged: o.unprivileged, PodNames: names}, warn)
+	names, nameNote := podNamer(ctx, kc, sample.HostName(g.procRoot))
+	ses, err := session.Open(ctx, o.sessionOptions(g, names, warner(s, live)))
 	if err != nil {
 		return nil, sample.Meta{}, nil, explain.API{}, err
 	}
-	defer smp.Close()
+	defer ses.Close()
 	if nameNote != "" {
 		ec.notes = append(ec.notes, nameNote)
 	}
@@ -274,19 +274,16 @@ func (o *explainOptions) live(ctx context.Context, s streams, g *globalOptions, 
 	if len(ec.targets) > 0 {
 		label = fmt.Sprintf("measuring and profiling %d component(s)", len(ec.targets))
 	}
-	live.Start(label, o.duration)
-	samples, _, err := loop(ctx, smp, nil, &o.measureOptions, warn, live)
+	res, err := ses.Run(ctx, session.Progress(live, label))
 	if err != nil {
-		live.Done()
 		return nil, sample.Meta{}, nil, explain.API{}, err
 	}
 	live.Start("waiting for the profiles", 0)
 	wait()
 	live.Done()
-	meta := smp.Meta()
-	meta.TareVersion, meta.Duration, meta.Started, meta.Interrupted = Version, o.duration, samples[0].Time, ctx.Err() != nil
+	samples := res.Samples
 	api := o.apiView(ctx, ec, before, samples[0].Time, samples[len(samples)-1].Time)
-	return samples, meta, *profiles, api, nil
+	return samples, res.Meta, *profiles, api, nil
 }
 
 // profile starts one CPU profile per target for the window; wait blocks until all have returned and

@@ -7,9 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tare-dev/tare/internal/export"
 	"github.com/tare-dev/tare/internal/lab"
@@ -83,7 +85,7 @@ func TestExport(t *testing.T) {
 	if head != "time,unix_ms,metric,group,host,kind,mode,value" {
 		t.Errorf("header %q", head)
 	}
-	// The mean of the exported busy modes over the intervals is the summary's node busy.
+	// The mean of the exported /proc/stat busy modes over the intervals is the summary's /proc/stat busy.
 	busy := map[string]float64{}
 	intervals := map[string]bool{}
 	for _, r := range rows[1:] {
@@ -93,13 +95,28 @@ func TestExport(t *testing.T) {
 			intervals[r[0]] = true
 		}
 	}
-	var mean float64
-	for _, v := range busy {
-		mean += v
+	// Weighted by each interval's length, as the summary's window figure is.
+	times := make([]string, 0, len(busy))
+	for k := range busy {
+		times = append(times, k)
 	}
-	mean /= float64(len(busy))
-	if len(intervals) != s.Window.Intervals || abs(mean-s.Node.Busy.Mean) > 0.05*s.Node.Busy.Mean+2 {
-		t.Errorf("CSV: %d intervals with mean busy %.1fm; the summary has %d intervals, %.1fm", len(intervals), mean, s.Window.Intervals, s.Node.Busy.Mean)
+	sort.Strings(times)
+	var mean, total float64
+	prev, _ := time.Parse(time.RFC3339Nano, times[0])
+	prev = prev.Add(-s.Window.End.Sub(s.Window.Start) / time.Duration(len(times)))
+	if first, err := time.Parse(time.RFC3339Nano, times[0]); err == nil && s.Window.Start.Before(first) {
+		prev = s.Window.Start
+	}
+	for _, k := range times {
+		at, _ := time.Parse(time.RFC3339Nano, k)
+		w := at.Sub(prev).Seconds()
+		mean += busy[k] * w
+		total += w
+		prev = at
+	}
+	mean /= total
+	if len(intervals) != s.Window.Intervals || abs(mean-s.Node.ProcStatBusy) > 0.05*s.Node.ProcStatBusy+2 {
+		t.Errorf("CSV: %d intervals with mean busy %.1fm; the summary has %d intervals, %.1fm", len(intervals), mean, s.Window.Intervals, s.Node.ProcStatBusy)
 	}
 	jsonOut, _, err := run(context.Background(), "export", db, "--format", "json")
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare/internal/summary"
+	"github.com/tare-dev/tare/internal/testenv"
 	"github.com/tare-dev/tare/internal/testload"
 )
 
@@ -125,9 +126,7 @@ func findProcess(s summary.Summary, pid int) (summary.Process, bool) {
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: taskstats and the proc connector require CAP_NET_ADMIN")
-	}
+	testenv.NeedRoot(t, "taskstats and the proc connector require CAP_NET_ADMIN")
 }
 
 // requireTiming skips tests whose ground truth is the timing of real processes when the run is -short:

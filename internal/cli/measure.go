@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"time"
 
@@ -14,8 +13,8 @@ import (
 
 	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/progress"
-	"github.com/tare-dev/tare/internal/record"
 	"github.com/tare-dev/tare/internal/sample"
+	"github.com/tare-dev/tare/internal/session"
 	"github.com/tare-dev/tare/internal/summary"
 )
 
@@ -111,79 +110,45 @@ func runMeasure(ctx context.Context, s streams, g *globalOptions, o *measureOpti
 		return err
 	}
 	live := liveLine(s, g)
-	warn := warner(s, live)
-	names, nameNote := podNamer(ctx, g.kubeconfig)
-	smp, err := sample.New(ctx, sample.Options{ProcRoot: g.procRoot, SysRoot: g.sysRoot, Interval: o.interval,
-		Detail: o.detail, Unprivileged: o.unprivileged, PodNames: names}, warn)
-	if err != nil {
-		return err
+	names, nameNote := podNamer(ctx, g.kubeconfig, sample.HostName(g.procRoot))
+	so := o.sessionOptions(g, names, warner(s, live))
+	if nameNote != "" {
+		so.Limitations = append(so.Limitations, nameNote)
 	}
-	defer smp.Close()
-	// The sampler's meta grows as it meets unreadable files: take it when writing.
-	metaAt := func(started time.Time) sample.Meta {
-		m := smp.Meta()
-		m.TareVersion, m.Duration, m.Started = Version, o.duration, started
-		if nameNote != "" {
-			m.Limitations = append(m.Limitations, nameNote)
-		}
-		return m
-	}
-	var rec *record.Writer
+	var sinks []session.Sink
 	if o.record != "" {
-		if rec, err = record.Create(ctx, o.record, metaAt(time.Now())); err != nil {
-			return err
-		}
+		sinks = append(sinks, session.Recorder(o.record))
 	}
-	live.Start("measuring", o.duration)
-	samples, recErr, err := loop(ctx, smp, rec, o, warn, live)
-	live.Done()
+	res, err := session.Measure(ctx, so, append(sinks, session.Progress(live, "measuring"))...)
 	if err != nil {
-		if rec != nil {
-			_ = rec.Close()
-		}
 		return err
 	}
-	meta := metaAt(samples[0].Time)
-	meta.Interrupted = ctx.Err() != nil
-	if rec != nil {
-		if err := rec.Finish(context.WithoutCancel(ctx), meta); err != nil && recErr == nil {
-			recErr = fmt.Errorf("finishing recording %s: %w", o.record, err)
-		}
-	}
-	sum := summary.Build(meta, samples, summary.Options{Match: match, Top: o.top})
+	sum := summary.Build(res.Meta, res.Samples, summary.Options{Match: match, Top: o.top})
 	if err := render(s, g, sum); err != nil {
 		return err
 	}
-	if err := nodeHTML(s, o.html, "tare measure", samples, sum); err != nil {
+	if err := nodeHTML(s, o.html, "tare measure", res.Samples, sum); err != nil {
 		return err
 	}
-	if recErr != nil {
-		return fmt.Errorf("the summary above is complete, but the recording is not: %w", recErr)
+	if res.SinkErr != nil {
+		return fmt.Errorf("the summary above is complete, but the recording is not: %w", res.SinkErr)
 	}
-	if len(samples) < 2 {
+	if len(res.Samples) < 2 {
 		return errors.New("measurement stopped before the first interval completed: nothing was measured")
 	}
 	return nil
 }
 
-// loop samples the window (sample.Loop), recording each sample when rec is set. Samples are kept even
-// if recording fails.
-func loop(ctx context.Context, smp *sample.Sampler, rec *record.Writer, o *measureOptions, warn func(string), live *progress.Line) (samples []sample.Sample, recErr, err error) {
-	keep := func(x sample.Sample) {
-		samples = append(samples, x)
-		live.Observe(x)
-		if rec == nil || recErr != nil {
-			return
-		}
-		if err := rec.Append(context.WithoutCancel(ctx), x); err != nil {
-			recErr = err
-			warn(err.Error() + "; measuring on without recording")
-		}
+// sessionOptions configure the measuring session the flags ask for (measure's and explain's); warn prints
+// each warning as it arises.
+func (o *measureOptions) sessionOptions(g *globalOptions, names func(uid, ctr string) (string, string, string, bool), warn func(string)) session.Options {
+	return session.Options{
+		Sampler: g.sampleOptions(sample.Options{Interval: o.interval, Detail: o.detail,
+			Unprivileged: o.unprivileged, PodNames: names}),
+		Duration:  o.duration,
+		Version:   Version,
+		OnWarning: func(w session.Warning) { warn(w.Message) },
 	}
-	if err := sample.Loop(ctx, smp, o.duration, o.interval, keep, warn); err != nil {
-		return nil, nil, err
-	}
-	return samples, recErr, nil
 }
 
 // liveLine is the status line of a long verb: only when stdout and stderr are terminals and the output is
@@ -223,7 +188,7 @@ func render(s streams, g *globalOptions, r rendered) error {
 
 // podNamer connects to the API when a kubeconfig is given or found, so pods are named namespace/name.
 // Without one, or when the API does not answer, pods keep their UID and the note says why.
-func podNamer(ctx context.Context, flag string) (func(uid, ctr string) (string, string, string, bool), string) {
+func podNamer(ctx context.Context, flag, node string) (func(uid, ctr string) (string, string, string, bool), string) {
 	path, err := kube.ResolveKubeconfig(flag)
 	if err != nil {
 		if errors.Is(err, kube.ErrNoKubeconfig) {
@@ -231,7 +196,7 @@ func podNamer(ctx context.Context, flag string) (func(uid, ctr string) (string, 
 		}
 		return nil, "pod names: " + err.Error()
 	}
-	n, err := kube.NewPodNamer(ctx, path, hostname())
+	n, err := kube.NewPodNamer(ctx, path, node)
 	if err != nil {
 		return nil, "pod names: " + err.Error() + "; pods are shown by UID"
 	}
@@ -239,11 +204,6 @@ func podNamer(ctx context.Context, flag string) (func(uid, ctr string) (string, 
 		ref, ok := n.Name(uid, ctr)
 		return ref.Namespace, ref.Name, ref.Container, ok
 	}, ""
-}
-
-func hostname() string {
-	h, _ := os.Hostname()
-	return h
 }
 
 func writeJSON(w io.Writer, v any) error {

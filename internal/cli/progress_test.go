@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tare-dev/tare/internal/summary"
+	"github.com/tare-dev/tare/internal/testenv"
 )
 
 // openPTY opens a pseudo-terminal pair: tare writes to the terminal end as to a user's terminal, the
@@ -22,7 +23,7 @@ func openPTY(t *testing.T) (ptm, pts *os.File) {
 	t.Helper()
 	fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		t.Skipf("no pseudo-terminals here: %v", err)
+		testenv.Unavailable(t, "no pseudo-terminals here: %v", err)
 	}
 	ptm = os.NewFile(uintptr(fd), "/dev/ptmx")
 	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {

@@ -10,6 +10,10 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tare-dev/tare/internal/kube"
+
+	"github.com/tare-dev/tare/internal/sample"
 )
 
 // Version is stamped at build time with -ldflags "-X github.com/tare-dev/tare/internal/cli.Version=...".
@@ -47,15 +51,30 @@ type globalOptions struct {
 	kubeconfig string
 	procRoot   string
 	sysRoot    string
+	hostRoot   string // where the measured host's / is mounted (its /boot)
+	cgroupRoot string // the cgroup hierarchy node busy is read from; "" finds one under sysRoot
 	cpuProfile string
+}
+
+// sampleOptions fills in where the measured host's files are: every verb that samples passes its options
+// through here, so the roots given on the command line reach the sampler.
+func (g *globalOptions) sampleOptions(o sample.Options) sample.Options {
+	o.ProcRoot, o.SysRoot, o.HostRoot, o.CgroupRoot = g.procRoot, g.sysRoot, g.hostRoot, g.cgroupRoot
+	return o
 }
 
 func (g *globalOptions) validate() error {
 	switch g.output {
 	case "table", "json":
-		return nil
+	default:
+		return usageError("unknown output format %q: use -o table or -o json", g.output)
 	}
-	return usageError("unknown output format %q: use -o table or -o json", g.output)
+	if g.kubeconfig != "" {
+		if err := kube.CheckKubeconfig(g.kubeconfig); err != nil {
+			return usageError("--kubeconfig: %w", err)
+		}
+	}
+	return nil
 }
 
 // Execute runs tare with args and returns the error to report; it has already been printed to stderr.
@@ -116,6 +135,8 @@ reconcile against the node's counters.`,
 	pf.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig used to name pods (default $KUBECONFIG or ~/.kube/config when present)")
 	pf.StringVar(&g.procRoot, "proc-root", "/proc", "where procfs is mounted (a host's /proc seen from a container)")
 	pf.StringVar(&g.sysRoot, "sys-root", "/sys", "where sysfs is mounted")
+	pf.StringVar(&g.hostRoot, "host-root", "/", "where the host's / is mounted: its /boot/config-RELEASE gives the tick rate and IRQ time accounting when /proc/config.gz is missing")
+	pf.StringVar(&g.cgroupRoot, "cgroup-root", "", "cgroup hierarchy node busy is read from: a cgroup v2 root or a v1 cpuacct hierarchy (default: under --sys-root, v2 at fs/cgroup, else v1 cpuacct, else v2 at fs/cgroup/unified)")
 	pf.StringVar(&g.cpuProfile, "cpu-profile", "", "write a Go CPU profile of tare itself to this file (to study tare's own overhead)")
 	_ = pf.MarkHidden("cpu-profile")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {

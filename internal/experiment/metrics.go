@@ -56,7 +56,8 @@ func unit(name string) string {
 }
 
 // measure turns a window's summary (and the API server's request rate, negative when unknown) into the
-// asked metrics. CPU is millicores; node busy leaves tare's own CPU out.
+// asked metrics. CPU is millicores; node busy is the summary's (sample.BusyMeter, the one definition every
+// verb uses) without tare's own CPU.
 func measure(sum summary.Summary, apiPerMin float64, families []string) map[string]float64 {
 	if len(families) == 0 {
 		families = metricNames

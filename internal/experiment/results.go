@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 
+	"github.com/tare-dev/tare/internal/session"
 	"github.com/tare-dev/tare/internal/stats"
 )
 
@@ -24,6 +26,8 @@ type Trial struct {
 	Metrics   map[string]float64 `json:"metrics,omitempty"`
 	Guard     map[string]float64 `json:"guard,omitempty"`
 	Recording string             `json:"recording,omitempty"`
+	// Warnings are what went wrong in the window without stopping it, each with its sample.
+	Warnings []session.Warning `json:"warnings,omitempty"`
 }
 
 // Cell is one variant's values of one metric, and how they differ from the baseline's.
@@ -305,7 +309,32 @@ func warnings(spec *Spec, trials []Trial, names []string, counts map[string]int,
 	if rho, p, n := drift(trials, primary); n >= 6 && p < 0.05 {
 		w = append(w, fmt.Sprintf("drift: %s moved with time (Spearman ρ=%.2f over %d %ss, p=%.3f): noise that a longer run or more interleaving evens out", primary, rho, n, obs, p))
 	}
-	return w
+	return append(w, trialWarnings(trials)...)
+}
+
+// trialWarnings are the warnings of the trials' windows, one line per message with the trials and samples
+// it arose in (the first five).
+func trialWarnings(trials []Trial) []string {
+	var msgs []string
+	where := map[string][]string{}
+	for _, t := range trials {
+		for _, x := range t.Warnings {
+			if _, ok := where[x.Message]; !ok {
+				msgs = append(msgs, x.Message)
+			}
+			where[x.Message] = append(where[x.Message], fmt.Sprintf("trial %d sample %d", t.Seq, x.Seq))
+		}
+	}
+	out := make([]string, 0, len(msgs))
+	for _, m := range msgs {
+		at := where[m]
+		list := strings.Join(at[:min(5, len(at))], ", ")
+		if len(at) > 5 {
+			list += fmt.Sprintf(" and %d more", len(at)-5)
+		}
+		out = append(out, fmt.Sprintf("window warning in %s: %s", list, m))
+	}
+	return out
 }
 
 // drift correlates each trial's primary metric, less its variant's median, with its place in the run.

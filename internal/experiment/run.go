@@ -18,17 +18,18 @@ import (
 	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/progress"
-	"github.com/tare-dev/tare/internal/record"
 	"github.com/tare-dev/tare/internal/sample"
+	"github.com/tare-dev/tare/internal/session"
 	"github.com/tare-dev/tare/internal/summary"
 )
 
 // Runner runs the planned trials of an experiment.
 type Runner struct {
-	Store    *Store
-	ProcRoot string
-	SysRoot  string
-	Version  string
+	Store *Store
+	// Roots are where the measured host's files are: ProcRoot, SysRoot, HostRoot and CgroupRoot of
+	// sample.Options (the rest is set per trial).
+	Roots   sample.Options
+	Version string
 	// Progress receives one line per step (nil: quiet).
 	Progress io.Writer
 	// Live is the status line on a terminal (nil: none); steps are printed above it.
@@ -57,6 +58,9 @@ func (r *Runner) Check(ctx context.Context, userLab string) error {
 	spec := r.Store.Spec
 	if spec.Target.Lab == nil {
 		return nil
+	}
+	if err := lab.CheckInstalled(spec.Target.Lab.BinDir, spec.Target.Lab.ControlPlaneOnly); err != nil {
+		return err
 	}
 	if st, err := lab.LoadState(userLab); err == nil && userLab != r.LabDir() {
 		return fmt.Errorf("a lab is running in %s: the experiment starts its own labs on the same ports; stop it first with `tare lab down` (it is left alone)", st.Dir)
@@ -254,57 +258,36 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 }
 
 // window measures the node for the spec's window, recording it, and reads the API server's request rate
-// over the same span.
+// over the same span. The trial keeps the window's warnings, which are also printed as they arise.
 func (r *Runner) window(ctx context.Context, t *Trial, _ kubernetes.Interface, cl *kube.Cluster) error {
 	spec := r.Store.Spec
 	before, berr := scrape(ctx, cl)
-	smp, err := sample.New(ctx, sample.Options{ProcRoot: r.ProcRoot, SysRoot: r.SysRoot, Interval: spec.Interval.Duration, Detail: 5 * time.Second}, nil)
-	if err != nil {
-		return err
-	}
-	defer smp.Close()
 	t.Recording = filepath.Join(r.Store.Dir, fmt.Sprintf("trial-%03d.db", t.Seq))
 	_ = os.Remove(t.Recording) // a trial interrupted before is measured again
-	m := smp.Meta()
-	m.TareVersion, m.Duration, m.Started = r.Version, spec.Window.Duration, time.Now()
-	rec, err := record.Create(ctx, t.Recording, m)
-	if err != nil {
-		return err
-	}
-	var samples []sample.Sample
-	var recErr error
-	r.Live.Start(fmt.Sprintf("trial %d %s: window", t.Seq, t.Variant), spec.Window.Duration)
 	defer r.Live.Start(fmt.Sprintf("trial %d %s: stopping", t.Seq, t.Variant), 0)
-	keep := func(x sample.Sample) {
-		samples = append(samples, x)
-		r.Live.Observe(x)
-		if recErr == nil {
-			recErr = rec.Append(context.WithoutCancel(ctx), x)
-		}
-	}
-	err = sample.Loop(ctx, smp, spec.Window.Duration, spec.Interval.Duration, keep, func(string) {})
-	after, aerr := scrape(context.WithoutCancel(ctx), cl)
-	meta := smp.Meta()
-	meta.TareVersion, meta.Duration = r.Version, spec.Window.Duration
-	if len(samples) > 0 {
-		meta.Started = samples[0].Time
-	}
-	if ferr := rec.Finish(context.WithoutCancel(ctx), meta); ferr != nil && recErr == nil {
-		recErr = ferr
-	}
+	res, err := session.Measure(ctx, session.Options{
+		Sampler: sample.Options{ProcRoot: r.Roots.ProcRoot, SysRoot: r.Roots.SysRoot, HostRoot: r.Roots.HostRoot, CgroupRoot: r.Roots.CgroupRoot,
+			Interval: spec.Interval.Duration, Detail: 5 * time.Second},
+		Duration:  spec.Window.Duration,
+		Version:   r.Version,
+		OnWarning: func(w session.Warning) { r.say("  warning: %s", w) },
+	}, session.Recorder(t.Recording), session.Progress(r.Live, fmt.Sprintf("trial %d %s: window", t.Seq, t.Variant)))
+	t.Warnings = res.Warnings
 	if err != nil {
 		return err
 	}
+	after, aerr := scrape(context.WithoutCancel(ctx), cl)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if recErr != nil {
-		return fmt.Errorf("recording the window: %w", recErr)
+	if res.SinkErr != nil {
+		return fmt.Errorf("recording the window: %w", res.SinkErr)
 	}
+	samples := res.Samples
 	if len(samples) < 2 {
 		return fmt.Errorf("the window has %d sample(s)", len(samples))
 	}
-	sum := summary.Build(meta, samples, summary.Options{})
+	sum := summary.Build(res.Meta, samples, summary.Options{})
 	perMin := -1.0
 	if berr == nil && aerr == nil {
 		d := audit.Delta(before, after, samples[len(samples)-1].Time.Sub(samples[0].Time).Minutes())

@@ -6,6 +6,7 @@ package experiment
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -125,6 +126,9 @@ func (p *Percent) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return fmt.Errorf("want a percentage such as \"20%%\", got %s", b)
 	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Errorf("want a finite percentage such as \"20%%\", got %s", b)
+	}
 	*p = Percent(v)
 	return nil
 }
@@ -186,6 +190,9 @@ func (s *Spec) check() error {
 	}
 	if s.Guard.Tolerance == 0 {
 		s.Guard.Tolerance = 20
+	}
+	if s.Guard.Tolerance < 0 || s.Guard.Tolerance > 1000 {
+		return fmt.Errorf("guard.tolerance %g%%: want a positive percentage up to 1000%% (how much worse the guard may get, e.g. 20%%)", float64(s.Guard.Tolerance))
 	}
 	if s.Sweep != nil {
 		if len(s.Sweep.Values) < 2 {

@@ -25,6 +25,8 @@ func TestParseErrors(t *testing.T) {
 		{"unknown primary", base + "variants: [{name: a}, {name: b}]\nprimary: foo-cpu\n", `unknown primary metric "foo-cpu"`},
 		{"bad duration", "name: x\ntrials: 4\nwindow: soon\nvariants: [{name: a}, {name: b}]\n", "duration"},
 		{"bad profile", base + "target: {lab: {profile: fast}}\nvariants: [{name: a}, {name: b}]\n", `unknown profile "fast"`},
+		{"negative tolerance", base + "variants: [{name: a}, {name: b}]\nguard: {tolerance: -5%}\n", "want a positive percentage"},
+		{"NaN tolerance", base + "variants: [{name: a}, {name: b}]\nguard: {tolerance: NaN%}\n", "finite percentage"},
 		{"both targets", base + "target: {lab: {}, commands: {apply: 'true'}}\nvariants: [{name: a}, {name: b}]\n", "not both"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // the experiment file, pure Go
+
+	"github.com/tare-dev/tare/internal/session"
 )
 
 // The experiment file DIR/experiment.db holds the spec, the planned order and every finished trial, so
@@ -32,6 +34,18 @@ CREATE TABLE trials (
   metrics    TEXT NOT NULL,  -- JSON object: metric -> value
   guard      TEXT NOT NULL,  -- JSON object: guard metric -> value
   recording  TEXT NOT NULL   -- the trial's window, a tare recording (tare report FILE)
+);`
+	// warningsSchema came after version 1 without changing it, as a table of its own: files written before
+	// it lack the table and read as trials without warnings, and earlier tares do not read it. A trial's
+	// warnings are those saved with its start time, so rows left by an earlier run of the trial (rewritten
+	// by a tare that does not know the table) are not taken for the new run's.
+	warningsSchema = `
+CREATE TABLE IF NOT EXISTS trial_warnings (
+  seq        INTEGER NOT NULL,  -- the trial
+  started_ns INTEGER NOT NULL,  -- the trial's start, as in trials
+  sample     INTEGER NOT NULL,  -- the sample being taken when it arose
+  kind       TEXT NOT NULL,     -- source, skipped, sink
+  message    TEXT NOT NULL
 );`
 )
 
@@ -90,7 +104,7 @@ func Plan(spec *Spec) []Trial {
 }
 
 func (st *Store) init(ctx context.Context, plan []Trial) error {
-	if _, err := st.db.ExecContext(ctx, storeSchema); err != nil {
+	if _, err := st.db.ExecContext(ctx, storeSchema+warningsSchema); err != nil {
 		return err
 	}
 	spec, err := json.Marshal(st.Spec)
@@ -187,11 +201,43 @@ func (st *Store) load(ctx context.Context) ([]Trial, error) {
 		}
 		out = append(out, t)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, st.loadWarnings(ctx, out)
 }
 
-// Save writes (or rewrites) one trial.
-func (st *Store) Save(ctx context.Context, t Trial) error {
+// loadWarnings gives each trial the warnings saved with it (none in files from before the table).
+func (st *Store) loadWarnings(ctx context.Context, trials []Trial) error {
+	var n int
+	if err := st.db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'trial_warnings'").Scan(&n); err != nil || n == 0 {
+		return err
+	}
+	bySeq := map[int]*Trial{}
+	for i := range trials {
+		bySeq[trials[i].Seq] = &trials[i]
+	}
+	rows, err := st.db.QueryContext(ctx, "SELECT seq, started_ns, sample, kind, message FROM trial_warnings ORDER BY rowid")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq int
+		var started int64
+		var w session.Warning
+		if err := rows.Scan(&seq, &started, &w.Seq, &w.Kind, &w.Message); err != nil {
+			return err
+		}
+		if t := bySeq[seq]; t != nil && started == startedNs(t.Started) {
+			t.Warnings = append(t.Warnings, w)
+		}
+	}
+	return rows.Err()
+}
+
+// Save writes (or rewrites) one trial, with its warnings.
+func (st *Store) Save(ctx context.Context, t Trial) (err error) {
 	m, err := json.Marshal(orEmpty(t.Metrics))
 	if err != nil {
 		return err
@@ -200,13 +246,41 @@ func (st *Store) Save(ctx context.Context, t Trial) error {
 	if err != nil {
 		return err
 	}
-	var started int64
-	if !t.Started.IsZero() {
-		started = t.Started.UnixNano()
+	started := startedNs(t.Started)
+	tx, err := st.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
 	}
-	_, err = st.db.ExecContext(ctx, "INSERT OR REPLACE INTO trials VALUES(?,?,?,?,?,?,?,?,?)",
-		t.Seq, t.Round, t.Variant, t.Status, started, t.Error, string(m), string(g), t.Recording)
-	return err
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	if _, err = tx.ExecContext(ctx, "INSERT OR REPLACE INTO trials VALUES(?,?,?,?,?,?,?,?,?)",
+		t.Seq, t.Round, t.Variant, t.Status, started, t.Error, string(m), string(g), t.Recording); err != nil {
+		return err
+	}
+	// A file from before the warnings table gets it with the first trial saved.
+	if _, err = tx.ExecContext(ctx, warningsSchema); err != nil {
+		return err
+	}
+	if _, err = tx.ExecContext(ctx, "DELETE FROM trial_warnings WHERE seq = ?", t.Seq); err != nil {
+		return err
+	}
+	for _, w := range t.Warnings {
+		if _, err = tx.ExecContext(ctx, "INSERT INTO trial_warnings VALUES(?,?,?,?,?)", t.Seq, started, w.Seq, string(w.Kind), w.Message); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// startedNs is a trial's start as stored: Unix nanoseconds, 0 for a trial not started.
+func startedNs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 func orEmpty(m map[string]float64) map[string]float64 {

@@ -94,8 +94,10 @@ func Analyze(samples []sample.Sample, sum summary.Summary) Activity {
 	if len(samples) < 2 {
 		return a
 	}
-	x, dt, src := nodeSeries(samples)
-	a.Series, a.Source, a.Intervals = x, src, len(x)
+	// The one definition of node busy, the reference of the summary's reconciliation.
+	m := sample.NewBusyMeter(sum.Meta, samples)
+	x, dt := m.Series(samples)
+	a.Series, a.Source, a.Intervals = x, m.Name(), len(x)
 	for _, s := range samples[1:] {
 		a.Times = append(a.Times, s.Time)
 	}
@@ -160,36 +162,6 @@ func Analyze(samples []sample.Sample, sum summary.Summary) Activity {
 	a.Pollers = pollers(sum)
 	a.Sawtooth = sawtooth(x, a.IntervalSeconds, a.NodePeriod)
 	return a
-}
-
-// nodeSeries is node busy per interval in millicores: the root cgroup's task time (exact nanoseconds)
-// where every sample has it, else /proc/stat busy (tick-sampled).
-func nodeSeries(samples []sample.Sample) (x, dt []float64, source string) {
-	exact := true
-	for _, s := range samples {
-		exact = exact && s.Node.TasksCPUNs > 0
-	}
-	for i := 1; i < len(samples); i++ {
-		el := samples[i].Elapsed.Seconds()
-		if el <= 0 {
-			el = samples[i].Time.Sub(samples[i-1].Time).Seconds()
-		}
-		dt = append(dt, el)
-		var v float64
-		if exact && samples[i].Node.TasksCPUNs >= samples[i-1].Node.TasksCPUNs {
-			v = float64(samples[i].Node.TasksCPUNs-samples[i-1].Node.TasksCPUNs) / 1e6 / el
-			d := samples[i].Node.CPU.Sub(samples[i-1].Node.CPU)
-			v += (d.IRQ + d.SoftIRQ) / el * 1000
-		} else {
-			v = samples[i].Node.CPU.Sub(samples[i-1].Node.CPU).Busy() / el * 1000
-		}
-		x = append(x, v)
-	}
-	source = "/proc/stat busy"
-	if exact {
-		source = "root cgroup task time + irq"
-	}
-	return x, dt, source
 }
 
 // pollers are short-lived commands started at least three times by one parent at a steady interval.

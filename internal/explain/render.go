@@ -50,8 +50,14 @@ func (p *printer) table(header string, rows []string) {
 // Table writes the report for a terminal: findings first, then the evidence sections.
 func (r Report) Table(w io.Writer) error {
 	p := &printer{w: w}
-	p.f("tare explain: %.1f s (%d intervals of %.2f s), node busy %.1fm (%s), tare %.1fm\n\n",
+	p.f("tare explain: %.1f s (%d intervals of %.2f s), node busy %.1fm (%s), tare %.1fm\n",
 		r.Window.Seconds, r.Window.Intervals, r.Activity.IntervalSeconds, r.NodeBusy, r.Busy, r.Self)
+	if r.Summary != nil {
+		for _, w := range r.Summary.Reconcile.Warnings {
+			p.f("warning (%s): %s\n", w.Figure, w)
+		}
+	}
+	p.f("\n")
 	r.tableFindings(p)
 	r.tableActivity(p)
 	r.tableAPI(p)

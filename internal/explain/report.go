@@ -10,19 +10,22 @@ import (
 
 // Report is everything explain found, in the order it is printed after the findings.
 type Report struct {
-	Window   summary.Window   `json:"window"`
-	NodeBusy float64          `json:"node_busy_millicores"`
-	Busy     string           `json:"node_busy_reference"`
-	Self     float64          `json:"tare_millicores"`
-	Groups   []summary.Group  `json:"groups"`
-	Findings []Finding        `json:"findings"`
-	Activity Activity         `json:"activity"`
-	API      API              `json:"api"`
-	Profiles []pprof.Summary  `json:"profiles"`
-	USE      USE              `json:"use"`
-	Facts    *kube.Facts      `json:"cluster,omitempty"`
-	Notes    []string         `json:"notes,omitempty"`
-	Summary  *summary.Summary `json:"-"`
+	Window   summary.Window `json:"window"`
+	NodeBusy float64        `json:"node_busy_millicores"`
+	Busy     string         `json:"node_busy_reference"`
+	// BusyWarnings qualify NodeBusy: the reconciliation's warnings (parts that do not add up, assumed
+	// kernel settings).
+	BusyWarnings []summary.Warning `json:"node_busy_warnings,omitempty"`
+	Self         float64           `json:"tare_millicores"`
+	Groups       []summary.Group   `json:"groups"`
+	Findings     []Finding         `json:"findings"`
+	Activity     Activity          `json:"activity"`
+	API          API               `json:"api"`
+	Profiles     []pprof.Summary   `json:"profiles"`
+	USE          USE               `json:"use"`
+	Facts        *kube.Facts       `json:"cluster,omitempty"`
+	Notes        []string          `json:"notes,omitempty"`
+	Summary      *summary.Summary  `json:"-"`
 }
 
 // API is the API-client view: the audit log's, or the API server's metrics when there is no audit log.
@@ -35,7 +38,7 @@ type API struct {
 // New analyses a measurement and assembles the report. api, facts and profiles may be empty.
 func New(samples []sample.Sample, sum summary.Summary, api API, facts *kube.Facts, profiles []pprof.Summary) Report {
 	act := Analyze(samples, sum)
-	r := Report{Window: sum.Window, NodeBusy: round(sum.Reconcile.NodeBusy, 1), Busy: sum.Reconcile.Reference, Activity: act,
+	r := Report{Window: sum.Window, NodeBusy: round(sum.Reconcile.NodeBusy, 1), Busy: sum.Reconcile.Reference, BusyWarnings: sum.Reconcile.Warnings, Activity: act,
 		API: api, Profiles: profiles, USE: BuildUSE(samples, sum), Facts: facts, Summary: &sum, Groups: sum.Groups}
 	if r.Profiles == nil {
 		r.Profiles = []pprof.Summary{}

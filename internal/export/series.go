@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare/internal/record"
+	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/summary"
 )
 
@@ -28,7 +29,7 @@ type Point struct {
 // metric names and their help, in the order they are written.
 var metrics = []struct{ name, unit, help string }{
 	{"tare_node_cpu_millicores", "millicores", "Node CPU over each interval by mode, from /proc/stat (busy = user+nice+system+irq+softirq+steal)."},
-	{"tare_node_tasks_cpu_millicores", "millicores", "Node CPU over each interval from the root cgroup's task time (exact nanoseconds)."},
+	{"tare_node_busy_millicores", "millicores", "Node busy over each interval as tare's reports count it, from the reference in the kind label: the scheduler's task time (cgroup-v1-cpuacct, cgroup-v2-tasks; exact nanoseconds, plus irq time when the kernel accounts it apart), else /proc/stat busy (proc-stat)."},
 	{"tare_node_load1", "", "One-minute load average at each sample."},
 	{"tare_group_cpu_millicores", "millicores", "CPU of each group (component, pod, kernel threads, other) over each interval, short-lived children included in their parent's group."},
 	{"tare_group_memory_bytes", "bytes", "Memory of each group's processes at each detail sample (kind: rss, pss, private)."},
@@ -47,7 +48,9 @@ func Build(rec record.Recording) []Series {
 	for i, m := range modes {
 		byMode[i] = Series{Metric: metrics[0].name, Labels: map[string]string{"host": host, "mode": m}}
 	}
-	tasks := Series{Metric: metrics[1].name, Labels: map[string]string{"host": host}}
+	meter := sample.NewBusyMeter(rec.Meta, ss)
+	busy := Series{Metric: metrics[1].name, Labels: map[string]string{"host": host, "kind": string(meter.Ref)}}
+	series, _ := meter.Series(ss)
 	load := Series{Metric: metrics[2].name, Labels: map[string]string{"host": host}}
 	for i := 1; i < len(ss); i++ {
 		el := ss[i].Elapsed.Seconds()
@@ -59,13 +62,11 @@ func Build(rec record.Recording) []Series {
 		for m, v := range vals {
 			byMode[m].Points = append(byMode[m].Points, Point{ss[i].Time, v / el * 1000})
 		}
-		if a, b := ss[i-1].Node.TasksCPUNs, ss[i].Node.TasksCPUNs; a > 0 && b >= a {
-			tasks.Points = append(tasks.Points, Point{ss[i].Time, float64(b-a) / 1e6 / el})
-		}
+		busy.Points = append(busy.Points, Point{ss[i].Time, series[i-1]})
 		load.Points = append(load.Points, Point{ss[i].Time, ss[i].Node.Load1})
 	}
 	out = append(out, byMode...)
-	out = append(out, tasks, load)
+	out = append(out, busy, load)
 	out = append(out, groupCPU(rec, host)...)
 	out = append(out, groupMemory(rec, host)...)
 	var kept []Series

@@ -84,11 +84,21 @@ func nodeCards(rep explain.Report, sum summary.Summary) []Card {
 		{Label: "unattributed", Value: mcText(r.Unattributed), Detail: fmt.Sprintf("resolution ±%s", mcText(r.Resolution))},
 		{Label: "tare itself", Value: mcText(r.Self), Detail: "apart from every group"},
 	}
+	for _, w := range r.Warnings {
+		cards = append(cards, Card{Label: warningLabel, Value: w.Code, Detail: fmt.Sprintf("%s: %s; likely cause: %s", w.Figure, w.Message, w.Cause)})
+	}
 	if len(rep.Findings) > 0 {
 		cards = append(cards, Card{Label: "findings", Value: fmt.Sprint(len(rep.Findings)), Detail: "top: " + rep.Findings[0].Title})
 	}
 	return cards
 }
+
+// warningLabel marks the cards of warnings about the headline figures (the reconciliation's), drawn to
+// stand out.
+const warningLabel = "warning"
+
+// Warning says whether the card is a warning about a figure rather than a figure.
+func (c Card) Warning() bool { return c.Label == warningLabel }
 
 // busySeries is the chart input of kind busy.
 type busySeries struct {
@@ -215,8 +225,11 @@ func componentsSection(sum summary.Summary) Section {
 			mcText(x.CPU.Max), summary.Bytes(x.RSS), summary.Bytes(x.Private), life})
 	}
 	r := sum.Reconcile
-	intro := fmt.Sprintf("CPU in millicores (1000m = one core busy). Reconciliation: groups %s + tare %s + unattributed %s = node busy %s (%s; resolution ±%s). %s",
+	intro := fmt.Sprintf("CPU in millicores (1000m = one core busy). Reconciliation: groups %s + tare %s + unattributed %s = node busy %s (%s; resolution ±%s). %s.",
 		mcText(r.Groups), mcText(r.Self), mcText(r.Unattributed), mcText(r.NodeBusy), r.Reference, mcText(r.Resolution), r.Explanation)
+	for _, w := range r.Warnings {
+		intro += fmt.Sprintf(" Warning (%s): %s; likely cause: %s.", w.Code, w.Message, w.Cause)
+	}
 	return Section{ID: "components", Title: "Per component", Intro: intro, Tables: []Table{g, p}}
 }
 
@@ -278,6 +291,7 @@ func notesSection(rep explain.Report, sum summary.Summary) Section {
 		summary.BusyDefinition+".",
 		fmt.Sprintf("Per-process CPU from %s; short-lived processes from %s; one sample every %s, memory and disk every %s.", orDash(m.CPUSource), orDash(m.ExitSource), m.Interval, m.Detail),
 		summary.EffortNote+".")
+	s.Items = append(s.Items, fmt.Sprintf("Node busy from %s.", orDash(sum.Reconcile.Reference)))
 	for _, l := range m.Limitations {
 		s.Items = append(s.Items, "Limitation: "+l)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/summary"
+	"github.com/tare-dev/tare/internal/testenv"
 	"github.com/tare-dev/tare/internal/testload"
 )
 
@@ -59,7 +60,10 @@ func run(m *testing.M) int {
 func requireAPIServer(t *testing.T) *kubernetes.Clientset {
 	t.Helper()
 	if controlPlane == nil {
-		t.Skip("no control plane (needs root, not -short)")
+		if testing.Short() {
+			t.Skip("starts a real control plane")
+		}
+		testenv.NeedRoot(t, "starting a real control plane (etcd and kube-apiserver)")
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", controlPlane.Kubeconfig)
 	if err != nil {

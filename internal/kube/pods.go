@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -194,4 +195,27 @@ func (n *PodNamer) Name(uid, container string) (PodRef, bool) {
 	}
 	ref.Container = n.containers[uid][container]
 	return ref, true
+}
+
+// CheckKubeconfig tells whether path is a kubeconfig tare can use: a readable file that clientcmd parses,
+// with at least one cluster and a current context that client-go can build a client from (it does not
+// contact the server). The error names the file and says what is wrong with it.
+func CheckKubeconfig(path string) error {
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("kubeconfig %s: no such file", path)
+		}
+		return fmt.Errorf("kubeconfig %s is not a kubeconfig: %w", path, err)
+	}
+	if len(cfg.Clusters) == 0 {
+		return fmt.Errorf("kubeconfig %s is not a kubeconfig: it names no cluster (see kubectl config view --raw for one that works)", path)
+	}
+	if cfg.CurrentContext == "" {
+		return fmt.Errorf("kubeconfig %s has no current-context: set one with kubectl config use-context NAME --kubeconfig %s", path, path)
+	}
+	if _, err := clientcmd.NewDefaultClientConfig(*cfg, &clientcmd.ConfigOverrides{}).ClientConfig(); err != nil {
+		return fmt.Errorf("kubeconfig %s cannot be used: %w", path, err)
+	}
+	return nil
 }

@@ -63,11 +63,19 @@ func findBinaries(binDir string, controlOnly, kwok bool) (binaries, error) {
 		}
 	}
 	if len(missing) > 0 {
-		hint := "run: sudo tare lab install"
+		hint := "run `tare lab install` first (as root)"
 		if binDir != "" {
-			hint = "put them in --bin-dir " + binDir + " or run: sudo tare lab install"
+			hint = "put them in --bin-dir " + binDir + " or run `tare lab install` first (as root)"
 		}
 		return b, fmt.Errorf("the lab is not installed: missing %v; %s: %w", missing, hint, ErrPrerequisite)
 	}
 	return b, nil
+}
+
+// CheckInstalled reports whether everything a lab needs is installed (the control plane's programs only,
+// with controlOnly), so that a caller can refuse before it writes anything. The error names what is missing
+// and matches ErrPrerequisite.
+func CheckInstalled(binDir string, controlOnly bool) error {
+	_, err := findBinaries(binDir, controlOnly, false)
+	return err
 }

@@ -46,7 +46,10 @@ func tree(p *profile.Profile) *node {
 		return root
 	}
 	for _, s := range p.Sample {
-		v := s.Value[idx]
+		v, ok := sampleCPU(s, idx, root.value)
+		if !ok {
+			continue
+		}
 		root.value += v
 		n := root
 		for _, f := range frames(s) {

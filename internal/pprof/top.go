@@ -1,6 +1,7 @@
 package pprof
 
 import (
+	"math"
 	"sort"
 
 	"github.com/google/pprof/profile"
@@ -37,6 +38,14 @@ func cpuIndex(p *profile.Profile) int {
 	return len(p.SampleType) - 1
 }
 
+// sampleCPU is a sample's CPU time, or false for a value that cannot be one: zero or negative (a diff
+// profile's), or one that takes the running total past 2^63 ns (292 years), which only a corrupt
+// profile holds.
+func sampleCPU(s *profile.Sample, idx int, total int64) (int64, bool) {
+	v := s.Value[idx]
+	return v, v > 0 && v <= math.MaxInt64-total
+}
+
 // frames returns a sample's function names from the root (caller) to the leaf, inlined frames included.
 func frames(s *profile.Sample) []string {
 	var out []string
@@ -64,7 +73,10 @@ func Summarize(component string, p *profile.Profile, n int) Summary {
 	flat, cum := map[string]int64{}, map[string]int64{}
 	var total int64
 	for _, smp := range p.Sample {
-		v := smp.Value[idx]
+		v, ok := sampleCPU(smp, idx, total)
+		if !ok {
+			continue
+		}
 		total += v
 		fr := frames(smp)
 		if len(fr) == 0 {

@@ -32,7 +32,8 @@ type Line struct {
 	start   time.Time
 	total   time.Duration
 	groups  map[int64]string // process ID -> group
-	prev    *sample.NodeCPU
+	meta    sample.Meta      // what the samples come from, for node busy (zero: /proc/stat busy)
+	prev    *sample.Sample   // the node part of the previous sample
 	window  []interval
 	drawn   bool
 	lastOut time.Time
@@ -100,6 +101,17 @@ func (l *Line) tick(stop <-chan struct{}) {
 	}
 }
 
+// Measuring tells the line what the samples it will observe come from, so that its node busy is the
+// figure the report prints (sample.BusyMeter). Without it, node busy is /proc/stat busy.
+func (l *Line) Measuring(m sample.Meta) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.meta = m
+}
+
 // Observe takes one sample into the live figures and redraws (at most 4 times a second).
 func (l *Line) Observe(s sample.Sample) {
 	if l == nil {
@@ -110,9 +122,11 @@ func (l *Line) Observe(s sample.Sample) {
 	for _, p := range s.New {
 		l.groups[p.ID] = p.Group
 	}
-	cpu := s.Node.CPU
+	cur := sample.Sample{Time: s.Time, Elapsed: s.Elapsed, Node: s.Node}
 	if l.prev != nil && s.Elapsed > 0 {
-		iv := interval{elapsed: s.Elapsed, busyNs: (cpu.Busy() - l.prev.Busy()) * 1e9, groups: map[string]uint64{}}
+		pair := []sample.Sample{*l.prev, cur}
+		busy := sample.NewBusyMeter(l.meta, pair).Between(pair[0], pair[1])
+		iv := interval{elapsed: s.Elapsed, busyNs: busy * 1e9, groups: map[string]uint64{}}
 		for _, p := range s.Procs {
 			if g := l.groups[p.ID]; g != "" && p.CPUNs > 0 {
 				iv.groups[g] += p.CPUNs
@@ -128,7 +142,7 @@ func (l *Line) Observe(s sample.Sample) {
 			}
 		}
 	}
-	l.prev = &cpu
+	l.prev = &cur
 	l.draw(false)
 }
 

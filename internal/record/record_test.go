@@ -19,6 +19,7 @@ import (
 
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/summary"
+	"github.com/tare-dev/tare/internal/testenv"
 )
 
 const envChild = "TARE_RECORD_CHILD"
@@ -231,12 +232,10 @@ func TestBadFiles(t *testing.T) {
 // TestFullDisk: when the disk fills up, Append fails with a clear error and the file keeps every sample
 // written before.
 func TestFullDisk(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a small tmpfs")
-	}
+	testenv.NeedRoot(t, "mounting a small tmpfs")
 	dir := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=160k", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount tmpfs: %v %s", err, out)
+		testenv.Unavailable(t, "cannot mount tmpfs: %v %s", err, out)
 	}
 	defer func() { _ = exec.Command("umount", dir).Run() }()
 	meta, ss := liveSamples(t, 3)

@@ -9,7 +9,7 @@ import (
 const Mask = "***"
 
 // sensitiveName matches flag or variable names whose value is a credential.
-var sensitiveName = regexp.MustCompile(`(?i)(token|passw(or)?d|passwd|pwd|secret|credential|api[-_]?key|access[-_]?key|private[-_]?key|auth[-_]?key|signing[-_]?key|bearer|cookie|session[-_]?id|^key$|^p$)`)
+var sensitiveName = regexp.MustCompile(`(?i)(token|passw(or)?d|passwd|pwd|secret|credential|api[-_]?key|access[-_]?key|private[-_]?key|auth[-_]?key|signing[-_]?key|bearer|cookie|session[-_]?id|^key$)`)
 
 // pathLike flags name a file that holds a secret, not the secret itself; showing the path is useful and safe.
 var pathLike = regexp.MustCompile(`(?i)(file|path|dir|directory|mode|ttl|duration|algorithm|type|name)$`)
@@ -33,11 +33,18 @@ func Sensitive(name string) bool {
 }
 
 // Args returns a copy of argv with secret values masked. It understands --flag=value, --flag value,
-// NAME=value words, bearer/basic credentials and passwords in URLs.
+// NAME=value words, bearer/basic credentials, passwords in URLs and the -p passwords of mysql-style
+// clients and sshpass.
 func Args(argv []string) []string {
 	out := make([]string, len(argv))
 	maskNext := false
+	clients := clientPasswords(argv)
 	for i, a := range argv {
+		if clients[i] != a {
+			out[i] = clients[i]
+			maskNext = false
+			continue
+		}
 		if maskNext && !strings.HasPrefix(a, "-") {
 			out[i] = Mask
 			maskNext = false
@@ -67,6 +74,9 @@ func Args(argv []string) []string {
 
 // Text masks secrets in free text such as a log line or a joined command line.
 func Text(s string) string {
+	if strings.Contains(s, "-p") {
+		s = strings.Join(clientPasswords(strings.Split(s, " ")), " ")
+	}
 	s = userinfo.ReplaceAllString(s, "$1:"+Mask+"@")
 	s = queryParam.ReplaceAllStringFunc(s, func(m string) string {
 		g := queryParam.FindStringSubmatch(m)

@@ -27,6 +27,21 @@ func TestArgs(t *testing.T) {
 		{"json env", []string{"agent", "--env", `{"AWS_CA_BUNDLE": "/etc/ssl/ca.pem", "AWS_SECRET_ACCESS_KEY": "abc123", "api_token":"t0k"}`}, `agent --env {"AWS_CA_BUNDLE": "/etc/ssl/ca.pem", "AWS_SECRET_ACCESS_KEY": "***", "api_token":"***"}`},
 		{"yaml style", []string{"x", "password: hunter2"}, "x password: ***"},
 		{"nothing to hide", []string{"sleep", "10"}, "sleep 10"},
+		{"mysql glued password", []string{"/usr/bin/mysql", "-uroot", "-pSECRET", "-h", "db"}, "/usr/bin/mysql -uroot -p*** -h db"},
+		{"mysqldump glued password", []string{"mysqldump", "-pS3cr3t!", "shop"}, "mysqldump -p*** shop"},
+		{"sshpass glued password", []string{"sshpass", "-phunter2", "ssh", "host"}, "sshpass -p*** ssh host"},
+		{"mysql prompt flag alone", []string{"mysql", "-u", "root", "-p"}, "mysql -u root -p"},
+		{"glued -p elsewhere is a port", []string{"redis-cli", "-p6379"}, "redis-cli -p6379"},
+		{"go test -parallel stays", []string{"go", "test", "-parallel=4"}, "go test -parallel=4"},
+		{"sshpass separate password", []string{"sshpass", "-p", "hunter2", "ssh", "-p", "22", "host"}, "sshpass -p *** ssh -p 22 host"},
+		{"mysql through sudo", []string{"sudo", "-u", "backup", "/usr/bin/mysqldump", "-phunter2", "shop"}, "sudo -u backup /usr/bin/mysqldump -p*** shop"},
+		{"mysql bare -p prompts, the database stays", []string{"mysql", "-p", "shop"}, "mysql -p shop"},
+		{"mysql in a shell command", []string{"sh", "-c", "mysql -uroot -phunter2 shop; ssh -p2222 host"}, "sh -c mysql -uroot -p*** shop; ssh -p2222 host"},
+		{"ssh port stays", []string{"ssh", "-p", "22", "host"}, "ssh -p 22 host"},
+		{"docker publish stays", []string{"docker", "run", "-p", "8080:80", "nginx"}, "docker run -p 8080:80 nginx"},
+		{"kubectl port-forward pod stays", []string{"kubectl", "port-forward", "-p", "web", "8080:80"}, "kubectl port-forward -p web 8080:80"},
+		{"redis-cli port stays", []string{"redis-cli", "-p", "6379"}, "redis-cli -p 6379"},
+		{"mkdir -p stays", []string{"mkdir", "-p", "/var/lib/x"}, "mkdir -p /var/lib/x"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,6 +64,22 @@ func TestText(t *testing.T) {
 	}
 }
 
+// TestTextClientPasswords: a mysql-style -pPASSWORD inside free text (a shell script's line, a log line)
+// is masked, and the text around it is kept, quotes included.
+func TestTextClientPasswords(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		`bash -c "mysqldump -uroot -phunter2 shop > /backup/shop.sql"`: `bash -c "mysqldump -uroot -p*** shop > /backup/shop.sql"`,
+		`exec: 'mysql -h db -pS3cr3t!'`:                                `exec: 'mysql -h db -p***'`,
+		`mariadb -phunter2 && nc -p 4000 host`:                         `mariadb -p*** && nc -p 4000 host`,
+		`listening with ssh -p 2222 and mkdir -p /x`:                   `listening with ssh -p 2222 and mkdir -p /x`,
+	} {
+		if got := Text(in); got != want {
+			t.Errorf("Text(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func FuzzArgsNeverLeaks(f *testing.F) {
 	f.Add("--token", "SECRETVALUE")
 	f.Add("--password=", "SECRETVALUE")
@@ -59,6 +90,23 @@ func FuzzArgsNeverLeaks(f *testing.F) {
 		out := Join([]string{"x", flag, value})
 		if strings.Contains(out, value) && !strings.Contains(flag, value) {
 			t.Errorf("leaked %q in %q", value, out)
+		}
+	})
+}
+
+// FuzzClientPasswordNeverLeaks: whatever is glued to a mysql client's -p does not reach the output.
+func FuzzClientPasswordNeverLeaks(f *testing.F) {
+	f.Add("/usr/bin/mysql", "hunter2")
+	f.Add("sshpass", "S3cr3t!")
+	f.Fuzz(func(t *testing.T, client, value string) {
+		name := client[strings.LastIndex(client, "/")+1:]
+		if !passwordClients[name] || len(value) < 3 || strings.Contains(client, value) || strings.ContainsAny(value, ` "';*`) {
+			return
+		}
+		for _, out := range []string{Join([]string{client, "-u", "root", "-p" + value}), Text(client + " -p" + value + " db")} {
+			if strings.Contains(out, value) {
+				t.Errorf("leaked %q in %q", value, out)
+			}
 		}
 	})
 }

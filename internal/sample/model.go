@@ -63,13 +63,14 @@ type Pressure struct {
 
 // Node is the node-wide part of a sample.
 type Node struct {
-	CPU        NodeCPU             `json:"cpu"`
-	Load1      float64             `json:"load1"`
-	Load5      float64             `json:"load5"`
-	Load15     float64             `json:"load15"`
-	Pressure   map[string]Pressure `json:"pressure,omitempty"` // cpu, io, memory; absent when the kernel lacks PSI
-	TasksCPUNs uint64              `json:"tasks_cpu_ns"`       // root cgroup CPU usage (cpuacct.usage or cpu.stat), 0 if unreadable
-	Running    int                 `json:"procs_running"`
+	CPU      NodeCPU             `json:"cpu"`
+	Load1    float64             `json:"load1"`
+	Load5    float64             `json:"load5"`
+	Load15   float64             `json:"load15"`
+	Pressure map[string]Pressure `json:"pressure,omitempty"` // cpu, io, memory; absent when the kernel lacks PSI
+	// TasksCPUNs is the cumulative task time of the node's reference (Meta.NodeReference), 0 if unreadable.
+	TasksCPUNs uint64 `json:"tasks_cpu_ns"`
+	Running    int    `json:"procs_running"`
 	// Resources are memory, disk and network counters, read on full samples and carried over between them.
 	Resources *Resources `json:"resources,omitempty"`
 }
@@ -121,7 +122,12 @@ type Meta struct {
 	SelfPID      int           `json:"self_pid"`
 	Limitations  []string      `json:"limitations,omitempty"`
 	Interrupted  bool          `json:"interrupted,omitempty"`
-	CgroupSource string        `json:"cgroup_source,omitempty"`
-	KernelHZ     int           `json:"kernel_hz,omitempty"`           // CONFIG_HZ, the scheduler tick that /proc/stat samples
-	IRQTime      bool          `json:"irq_time_accounting,omitempty"` // irq time is not inside task time
+	CgroupSource string        `json:"cgroup_source,omitempty"` // the file (v1) or hierarchy (v2) Node.TasksCPUNs is read from
+	// NodeReference is what Node.TasksCPUNs counts; "" in recordings of earlier tares (see BusyReference).
+	NodeReference Reference `json:"node_reference,omitempty"`
+	KernelHZ      int       `json:"kernel_hz,omitempty"`           // CONFIG_HZ, the scheduler tick that /proc/stat samples
+	IRQTime       bool      `json:"irq_time_accounting,omitempty"` // irq time is not inside task time
+	// KernelConfig is the file KernelHZ and IRQTime were read from, or KernelConfigAssumed when there was
+	// none ("" in recordings of earlier tares).
+	KernelConfig string `json:"kernel_config,omitempty"`
 }

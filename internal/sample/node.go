@@ -3,12 +3,12 @@ package sample
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
-	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -21,9 +21,11 @@ type NodeReader struct {
 	stat       *pinnedFile
 	loadavg    *pinnedFile
 	psi        map[string]*pinnedFile // resources whose PSI file is readable
-	cgroup     *pinnedFile
 	sysRoot    string
-	cgroupFile string // root cgroup CPU usage file, "" if none
+	ref        Reference      // what TasksCPU counts
+	cgroup     *pinnedFile    // v1: the root's cpuacct.usage
+	v2         *cgroupV2Tasks // v2: the top-level cgroups and the root's threads
+	cgroupFile string         // the v1 file or v2 hierarchy TasksCPU reads, "" if none
 	// Limitations lists what could not be read and why, for the report.
 	Limitations []string
 }
@@ -56,20 +58,7 @@ func NewNodeReader(procRoot, sysRoot string) (*NodeReader, error) {
 		}
 		r.psi[res] = f
 	}
-	for _, f := range []string{"fs/cgroup/cpuacct/cpuacct.usage", "fs/cgroup/cpu,cpuacct/cpuacct.usage", "fs/cgroup/cpu.stat"} {
-		p := filepath.Join(sysRoot, f)
-		if b, err := readBounded(p); err == nil {
-			if _, err := parseCgroupUsage(filepath.Base(p), b); err == nil {
-				if r.cgroup, err = openPinned(p); err == nil {
-					r.cgroupFile = p
-					break
-				}
-			}
-		}
-	}
-	if r.cgroupFile == "" {
-		r.Limitations = append(r.Limitations, "root cgroup CPU usage: no cpuacct.usage or cpu.stat under "+sysRoot+"/fs/cgroup; the task-time cross-check is skipped")
-	}
+	r.detectCgroup()
 	return r, nil
 }
 
@@ -80,8 +69,83 @@ func psiHint(err error) error {
 	return err
 }
 
-// CgroupSource names the file used for the task-time cross-check.
+// detectCgroup picks the node's task-time reference under the sys root: a cgroup v2 hierarchy mounted at
+// fs/cgroup, else the v1 cpuacct hierarchy, else the v2 hierarchy a hybrid host mounts at
+// fs/cgroup/unified; without any, node busy comes from /proc/stat.
+func (r *NodeReader) detectCgroup() {
+	cg := filepath.Join(r.sysRoot, "fs", "cgroup")
+	var errs []string
+	for _, dir := range []string{cg, filepath.Join(cg, "cpuacct"), filepath.Join(cg, "cpu,cpuacct"), filepath.Join(cg, "unified")} {
+		err := r.UseCgroupRoot(dir)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err.Error())
+		}
+	}
+	why := "no cgroup v2 root, v1 cpuacct or hybrid v2 hierarchy under " + cg
+	if len(errs) > 0 {
+		why = strings.Join(errs, "; ")
+	}
+	r.Limitations = append(r.Limitations, limitNoTaskTime+why+"; node busy comes from /proc/stat (tick-sampled), pass --cgroup-root to name a hierarchy")
+}
+
+// The beginnings of the limitations about the node's reference.
+const (
+	limitNoTaskTime = "node task time: "
+	limitV2Root     = "cgroup v2 reference: "
+)
+
+// UseCgroupRoot makes the cgroup hierarchy rooted at dir the node's task-time reference: the root of a
+// cgroup v2 hierarchy (any controllers, or none), or of a v1 hierarchy with the cpuacct controller. The
+// error wraps os.ErrNotExist when dir is neither.
+func (r *NodeReader) UseCgroupRoot(dir string) error {
+	var v1 *pinnedFile
+	v2, err := openCgroupV2Tasks(dir, r.procRoot)
+	if err != nil {
+		if _, statErr := readBounded(filepath.Join(dir, "cgroup.controllers")); statErr == nil {
+			return err // a cgroup v2 hierarchy tare cannot use: say why
+		}
+		p := filepath.Join(dir, "cpuacct.usage")
+		b, err := readBounded(p)
+		if err != nil {
+			return fmt.Errorf("%s is neither a cgroup v2 root (no cgroup.controllers) nor a v1 cpuacct root: %w", dir, err)
+		}
+		if _, err := parseCgroupUsage("cpuacct.usage", b); err != nil {
+			return fmt.Errorf("reading %s: %w: %w", p, ErrMalformed, err)
+		}
+		if v1, err = openPinned(p); err != nil {
+			return fmt.Errorf("opening %s: %w", p, err)
+		}
+	}
+	r.closeCgroup()
+	r.Limitations = slices.DeleteFunc(r.Limitations, func(l string) bool { // about the reference replaced
+		return strings.HasPrefix(l, limitNoTaskTime) || strings.HasPrefix(l, limitV2Root)
+	})
+	if v2 != nil {
+		r.v2, r.ref, r.cgroupFile = v2, RefCgroupV2, dir
+		if n := rootUserProcesses(dir, r.procRoot); n > 0 {
+			r.Limitations = append(r.Limitations, fmt.Sprintf(limitV2Root+"%d processes besides kernel threads live in the root cgroup of %s "+
+				"(an init that does not place services in cgroups): what they run after their last reading before they exit, and all "+
+				"of those that start and end between samples, is missed, so node busy may read low", n, dir))
+		}
+		return nil
+	}
+	r.cgroup, r.ref, r.cgroupFile = v1, RefCgroupV1, filepath.Join(dir, "cpuacct.usage")
+	return nil
+}
+
+// CgroupSource names the file (v1) or hierarchy (v2) the task time is read from, "" if none.
 func (r *NodeReader) CgroupSource() string { return r.cgroupFile }
+
+// Reference says what TasksCPU counts: RefCgroupV1, RefCgroupV2, or RefProcStat when it reads nothing.
+func (r *NodeReader) Reference() Reference {
+	if r.ref == "" {
+		return RefProcStat
+	}
+	return r.ref
+}
 
 // Read takes one node reading. /proc/stat is read every time; with full unset, the load average, pressure
 // and cgroup usage (cumulative or slowly moving figures) are carried over from prev instead of read again.
@@ -117,18 +181,26 @@ func (r *NodeReader) Read(full bool, prev Node) (Node, error) {
 	return n, nil
 }
 
-// TasksCPU reads the root cgroup's cumulative task time (ns), 0 if unavailable. The sampler reads it after
-// the processes, so that its own work while sampling falls on the same side of both readings.
+// TasksCPU reads the node's cumulative task time (ns) from its reference, 0 if unavailable. The sampler
+// reads it after the processes, so that its own work while sampling falls on the same side of both
+// readings. On cgroup v2 each call also reads every thread of the root cgroup (see cgroupV2Tasks).
 func (r *NodeReader) TasksCPU() uint64 {
-	if r.cgroup == nil {
-		return 0
+	switch {
+	case r.v2 != nil:
+		v, err := r.v2.read()
+		if err != nil {
+			return 0
+		}
+		return v
+	case r.cgroup != nil:
+		b, err := r.cgroup.read()
+		if err != nil {
+			return 0
+		}
+		v, _ := parseCgroupUsage("cpuacct.usage", b)
+		return v
 	}
-	b, err := r.cgroup.read()
-	if err != nil {
-		return 0
-	}
-	v, _ := parseCgroupUsage(filepath.Base(r.cgroupFile), b)
-	return v
+	return 0
 }
 
 // parseLoadavg reads the three load averages from /proc/loadavg.
@@ -184,7 +256,13 @@ func parseCgroupUsage(name string, b []byte) (uint64, error) {
 		k, v, ok := strings.Cut(sc.Text(), " ")
 		if ok && k == "usage_usec" {
 			us, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			return us * 1000, err
+			if err != nil {
+				return 0, fmt.Errorf("%s usage_usec: %w", name, err)
+			}
+			if us > math.MaxUint64/1000 {
+				return 0, fmt.Errorf("%s: usage_usec %d overflows nanoseconds", name, us)
+			}
+			return us * 1000, nil
 		}
 	}
 	return 0, fmt.Errorf("%s: no usage_usec line", name)
@@ -219,47 +297,26 @@ func readBounded(path string) ([]byte, error) {
 	return buf, nil
 }
 
-// KernelConfig is what tare needs from the kernel's build configuration.
-type KernelConfig struct {
-	HZ                int  // CONFIG_HZ, the scheduler tick /proc/stat samples at (0 if unknown)
-	IRQTimeAccounting bool // CONFIG_IRQ_TIME_ACCOUNTING: irq time is measured apart, not inside task time
-}
-
-// kernelConfig reads /proc/config.gz; a kernel without it gives the zero value.
-func kernelConfig(procRoot string) KernelConfig {
-	f, err := os.Open(filepath.Join(procRoot, "config.gz"))
-	if err != nil {
-		return KernelConfig{}
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return KernelConfig{}
-	}
-	b, err := io.ReadAll(io.LimitReader(zr, 4<<20))
-	if err != nil {
-		return KernelConfig{}
-	}
-	return KernelConfig{HZ: parseKernelHZ(b), IRQTimeAccounting: strings.Contains(string(b), "\nCONFIG_IRQ_TIME_ACCOUNTING=y")}
-}
-
-func parseKernelHZ(b []byte) int {
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "CONFIG_HZ="); ok {
-			hz, _ := strconv.Atoi(strings.TrimSpace(v))
-			return hz
-		}
-	}
-	return 0
-}
-
 // Close releases the files the reader keeps open.
 func (r *NodeReader) Close() {
-	for _, f := range append([]*pinnedFile{r.stat, r.loadavg, r.cgroup}, mapValues(r.psi)...) {
+	for _, f := range append([]*pinnedFile{r.stat, r.loadavg}, mapValues(r.psi)...) {
 		if f != nil {
 			f.close()
 		}
 	}
+	r.closeCgroup()
+}
+
+func (r *NodeReader) closeCgroup() {
+	if r.cgroup != nil {
+		r.cgroup.close()
+		r.cgroup = nil
+	}
+	if r.v2 != nil {
+		r.v2.close()
+		r.v2 = nil
+	}
+	r.ref, r.cgroupFile = "", ""
 }
 
 func mapValues(m map[string]*pinnedFile) []*pinnedFile {
@@ -331,7 +388,9 @@ func parseProcStatCPU(b []byte) (NodeCPU, int, error) {
 			c = NodeCPU{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9]}
 			found = true
 		case bytes.HasPrefix(line, []byte("procs_running ")):
-			running, _ = strconv.Atoi(strings.TrimSpace(string(line[14:])))
+			if n, err := strconv.ParseUint(strings.TrimSpace(string(line[14:])), 10, 31); err == nil {
+				running = int(n)
+			}
 		}
 	}
 	if !found {

@@ -286,7 +286,7 @@ func TestParseProcStat(t *testing.T) {
 		t.Errorf("fixture pid 1: %+v, %v", st, err)
 	}
 	odd := []byte("42 (a) b) (c) S 1 42 42 0 -1 4194560 100 0 0 0 5 3 -1 2 20 0 7 0 100 1000 50 18446744073709551615\n")
-	want := procStat{Comm: "a) b) (c", PPID: 1, Flags: 4194560, UTime: 5, STime: 3, CUTime: -1, CSTime: 2, NumThreads: 7, Starttime: 100}
+	want := procStat{Comm: "a) b) (c", State: 'S', PPID: 1, Flags: 4194560, UTime: 5, STime: 3, CUTime: -1, CSTime: 2, NumThreads: 7, Starttime: 100}
 	if st, err := parseProcStat(odd); err != nil || st != want {
 		t.Errorf("comm with parentheses: %+v, %v; want %+v", st, err, want)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -29,7 +30,9 @@ type identity struct {
 	kernel  bool
 }
 
-// readIdentity reads stat, cmdline, exe, cgroup and owner of one process.
+// readIdentity reads stat, cmdline, exe, cgroup and owner of one process. A process whose command line
+// cannot be read (a kernel thread, or a process whose memory map is locked: see blockingread.go) is named
+// [comm].
 func readIdentity(procRoot string, pid int) (identity, error) {
 	st, err := readProcStat(procRoot, pid)
 	if err != nil {
@@ -37,8 +40,11 @@ func readIdentity(procRoot string, pid int) (identity, error) {
 	}
 	dir := filepath.Join(procRoot, strconv.Itoa(pid))
 	id := identity{stat: st, kernel: st.Flags&pfKthread != 0}
-	if b, err := readBounded(filepath.Join(dir, "cmdline")); err == nil {
-		id.cmdline = redact.Join(splitCmdline(b))
+	// A kernel thread has no memory map, hence no command line: not worth a goroutine.
+	if !id.kernel {
+		if b, err := blockingReads(procRoot).read(pid, st.Comm, "cmdline"); err == nil {
+			id.cmdline = redact.Join(splitCmdline(b))
+		}
 	}
 	if id.cmdline == "" {
 		id.cmdline = "[" + st.Comm + "]"
@@ -75,14 +81,16 @@ func gone(pid int, err error) error {
 	return fmt.Errorf("process %d: %w", pid, err)
 }
 
-// cmdlineReader returns the reader the exec watcher uses: redacted command line, comm and parent.
+// cmdlineReader returns the reader the exec watcher uses: redacted command line, comm and parent. It waits
+// at most blockingReadTimeout for a command line, and fails with ErrStuck when the process does not answer.
 func cmdlineReader(procRoot string) func(pid int) (string, string, int, error) {
+	files := blockingReads(procRoot)
 	return func(pid int) (string, string, int, error) {
 		st, err := readProcStat(procRoot, pid)
 		if err != nil {
 			return "", "", 0, err
 		}
-		b, err := readBounded(filepath.Join(procRoot, strconv.Itoa(pid), "cmdline"))
+		b, err := files.read(pid, st.Comm, "cmdline")
 		if err != nil {
 			return "", "", 0, err
 		}
@@ -107,6 +115,10 @@ type procDetail struct {
 // smaps_rollup walks the page tables and is the costliest read tare makes, so it is skipped when statm says
 // the resident size has not changed since prev, unless refresh is set. Permission errors are returned per
 // source so the sampler can tell the user which processes it could not see into.
+//
+// smaps_rollup waits for the process's memory-map lock, so it is read with a deadline (blockingread.go).
+// When it does not answer, smapsErr matches ErrStuck, RSS comes from statm (which needs no lock), and PSS
+// and private memory are carried over from prev, or 0 without it; the next detail reading tries again.
 func readDetail(procRoot string, pid int, stat *procStat, prev *procDetail, refresh bool) procDetail {
 	var d procDetail
 	dir := filepath.Join(procRoot, strconv.Itoa(pid))
@@ -115,16 +127,23 @@ func readDetail(procRoot string, pid int, stat *procStat, prev *procDetail, refr
 			stat = &st
 		}
 	}
+	comm := ""
 	if stat != nil {
-		d.threads = stat.NumThreads
+		d.threads, comm = stat.NumThreads, stat.Comm
 	}
 	if b, err := readBounded(filepath.Join(dir, "statm")); err == nil {
 		d.statmRSS = parseStatmRSS(b)
 	}
 	if prev != nil && !refresh && prev.smapsErr == nil && d.statmRSS != 0 && d.statmRSS == prev.statmRSS {
 		d.rss, d.pss, d.private = prev.rss, prev.pss, prev.private
-	} else if b, err := readBounded(filepath.Join(dir, "smaps_rollup")); err != nil {
+	} else if b, err := blockingReads(procRoot).read(pid, comm, "smaps_rollup"); err != nil {
 		d.smapsErr = err
+		if errors.Is(err, ErrStuck) {
+			d.rss = d.statmRSS * uint64(os.Getpagesize())
+			if prev != nil {
+				d.pss, d.private = prev.pss, prev.private
+			}
+		}
 	} else if m, err := parseSmapsRollup(b); err != nil {
 		d.smapsErr = err
 	} else {
@@ -149,6 +168,9 @@ func parseStatmRSS(b []byte) uint64 {
 }
 
 type smapsRollup struct{ rss, pss, private uint64 }
+
+// maxSmapsKB bounds a smaps_rollup figure: 2^54 kB is the whole 64-bit address space.
+const maxSmapsKB = 1<<54 - 1
 
 // parseSmapsRollup sums Rss, Pss and Private_Clean+Private_Dirty (kB) from /proc/PID/smaps_rollup, in bytes.
 func parseSmapsRollup(b []byte) (smapsRollup, error) {
@@ -177,6 +199,9 @@ func parseSmapsRollup(b []byte) (smapsRollup, error) {
 		kb, err := strconv.ParseUint(f[0], 10, 64)
 		if err != nil {
 			return m, fmt.Errorf("smaps_rollup %s: %w", k, err)
+		}
+		if kb > maxSmapsKB || *dst > math.MaxUint64-kb<<10 {
+			return m, fmt.Errorf("smaps_rollup %s: %d kB is more memory than a 64-bit address space holds", k, kb)
 		}
 		*dst += kb << 10
 		seen++

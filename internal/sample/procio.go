@@ -13,7 +13,7 @@ import (
 
 // parseIO returns read_bytes and write_bytes from /proc/PID/io (bytes that reached the storage layer).
 func parseIO(b []byte) (read, write uint64, err error) {
-	var seen int
+	var seen [2]bool
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		k, v, ok := strings.Cut(sc.Text(), ": ")
@@ -23,16 +23,16 @@ func parseIO(b []byte) (read, write uint64, err error) {
 		switch k {
 		case "read_bytes":
 			read, err = strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			seen++
+			seen[0] = true
 		case "write_bytes":
 			write, err = strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			seen++
+			seen[1] = true
 		}
 		if err != nil {
 			return 0, 0, fmt.Errorf("io: %w", err)
 		}
 	}
-	if seen != 2 {
+	if !seen[0] || !seen[1] {
 		return 0, 0, fmt.Errorf("io: read_bytes or write_bytes missing")
 	}
 	return read, write, nil

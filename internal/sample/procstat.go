@@ -12,6 +12,7 @@ import (
 // more than the read itself; tare reads stat for every new process and, without root, every sample.
 type procStat struct {
 	Comm       string
+	State      byte // R, S, D, Z (zombie: ended, not yet reaped), ...
 	PPID       int
 	Flags      uint64
 	UTime      uint64 // clock ticks
@@ -35,6 +36,9 @@ func parseProcStat(b []byte) (procStat, error) {
 	}
 	var s procStat
 	s.Comm = string(b[open+1 : end])
+	if len(f[0]) == 1 {
+		s.State = f[0][0]
+	}
 	var errs [8]error
 	s.PPID, errs[0] = strconv.Atoi(f[1])
 	s.Flags, errs[1] = strconv.ParseUint(f[6], 10, 64)
@@ -62,6 +66,11 @@ func readProcStat(procRoot string, pid int) (procStat, error) {
 		return procStat{}, fmt.Errorf("process %d: %w", pid, err)
 	}
 	return s, nil
+}
+
+// ownTimeNs is utime+stime in nanoseconds.
+func (s procStat) ownTimeNs() uint64 {
+	return (s.UTime + s.STime) * (1e9 / userHZ)
 }
 
 // childTimeNs is cutime+cstime in nanoseconds.

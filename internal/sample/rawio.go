@@ -9,7 +9,9 @@ import (
 // rawPread reads a /proc pseudo-file at offset 0 without telling the Go scheduler about the system call.
 // These reads never block, and announcing each one (entersyscall) lets the scheduler's monitor hand the
 // processor to another thread whenever one takes more than 20 µs: with hundreds of reads per sample that
-// costs more futex and nanosleep calls than reads. Use only for files that cannot block.
+// costs more futex and nanosleep calls than reads. Use only for files that cannot block: a raw system call
+// that blocks keeps its Go processor, and a garbage collection then waits for it. Files whose read waits for
+// the target process (cmdline, smaps_rollup, environ, maps) go through blockingread.go instead.
 func rawPread(fd int, buf []byte) (int, error) {
 	if len(buf) == 0 {
 		return 0, nil
@@ -21,6 +23,7 @@ func rawPread(fd int, buf []byte) (int, error) {
 	return int(n), nil
 }
 
+// rawOpen opens a file without telling the scheduler, like rawPread, and with the same restriction.
 func rawOpen(path string, flags int) (int, error) {
 	p, err := unix.BytePtrFromString(path)
 	if err != nil {
@@ -34,6 +37,7 @@ func rawOpen(path string, flags int) (int, error) {
 	return int(fd), nil
 }
 
+// rawRead reads a file opened by rawOpen; only for files that cannot block (see rawPread).
 func rawRead(fd int, buf []byte) (int, error) {
 	if len(buf) == 0 {
 		return 0, nil

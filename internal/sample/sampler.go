@@ -31,6 +31,12 @@ type Options struct {
 	SelfPID int
 	// PodNames names pods by UID and containers by ID (through the API); nil names pods by UID.
 	PodNames func(uid, container string) (namespace, name, containerName string, ok bool)
+	// HostRoot is where the measured host's / is mounted (default "/"): tare reads the kernel's build
+	// configuration from HostRoot/boot/config-RELEASE when /proc/config.gz is missing.
+	HostRoot string
+	// CgroupRoot names the cgroup hierarchy node busy is read from: a cgroup v2 root, or a v1 hierarchy
+	// with cpuacct. "" picks one under SysRoot (v2 at fs/cgroup, v1 cpuacct, hybrid fs/cgroup/unified).
+	CgroupRoot string
 }
 
 type procState struct {
@@ -38,6 +44,7 @@ type procState struct {
 	last        uint64 // cumulative CPU ns at the previous sample
 	credited    uint64 // CPU ns credited to this process so far
 	lastCut     uint64 // cutime+cstime in ns
+	lastOwn     uint64 // utime+stime in ns at the last stat reading: unlike schedstat, it keeps exited threads
 	missing     int    // samples in a row the process was not listed without an exit notification
 	kernel      bool
 	threads     *threadCounters // nil when tare could not keep the thread files open
@@ -72,9 +79,11 @@ type Sampler struct {
 	execs        *ExecWatcher
 	procs        map[int]*procState
 	recent       map[int]recentExit
-	reapedBy     map[int]int64     // parent PID -> synthetic "reaped children" process (unprivileged mode)
-	seenChildren map[int]uint64    // parent PID -> CPU credited to its children that ended (unprivileged mode)
-	teardown     map[int]*teardown // live ancestor PID -> children CPU expected in its cutime (privileged mode)
+	reapedBy     map[int]int64   // parent PID -> synthetic process of children tare never saw (ledger.go)
+	ledgers      map[int]*ledger // PID -> its cutime+cstime account (ledger.go)
+	heldExits    []ExitRecord    // exits of listed processes met while closing the baseline sample
+	ending       []*procState    // processes found gone during this sample's pass (ledger.go)
+	cuts         []pendingCut    // cutime readings of this pass, booked after the ended processes
 	nextID       int64
 	seq          int
 	lastTime     time.Time
@@ -88,6 +97,8 @@ type Sampler struct {
 	lastListBoot uint64 // boot ticks at the last full listing of /proc
 	pidBuf       []int
 	lastNode     Node
+	stuck        stuckView // reads of cmdline and smaps_rollup that did not answer (blockingread.go)
+	act          *activity // which processes ran since the previous sample (activity.go); nil without it
 }
 
 // New opens every source this host and privilege level allow and says what it could not open.
@@ -118,16 +129,20 @@ func New(ctx context.Context, opts Options, warn func(string)) (*Sampler, error)
 		return nil, err
 	}
 	s := &Sampler{opts: opts, pfs: pfs, node: node, res: res, procs: map[int]*procState{}, recent: map[int]recentExit{},
-		reapedBy: map[int]int64{}, seenChildren: map[int]uint64{}, teardown: map[int]*teardown{}, denied: map[string]int{}, warned: map[string]bool{}, warn: warn}
+		reapedBy: map[int]int64{}, ledgers: map[int]*ledger{}, denied: map[string]int{}, warned: map[string]bool{}, warn: warn}
 	s.detailEvery = max(1, int(opts.Detail/opts.Interval))
 	s.idleEvery = max(1, int(time.Second/opts.Interval))
+	s.stuck = blockingReads(opts.ProcRoot).view()
 	host, _ := os.Hostname()
-	var uts unix.Utsname
-	_ = unix.Uname(&uts)
-	s.meta = Meta{Host: host, Kernel: unix.ByteSliceToString(uts.Release[:]), CPUs: onlineCPUs(opts.SysRoot),
-		ClockTicks: userHZ, Interval: opts.Interval, Detail: opts.Interval * time.Duration(s.detailEvery),
-		SelfPID: opts.SelfPID, CgroupSource: node.CgroupSource(), Limitations: append([]string(nil), node.Limitations...)}
-	kc := kernelConfig(opts.ProcRoot)
+	if opts.CgroupRoot != "" {
+		if err := node.UseCgroupRoot(opts.CgroupRoot); err != nil {
+			node.Close()
+			return nil, fmt.Errorf("cgroup root: %w", err)
+		}
+	}
+	s.meta = Meta{CPUs: onlineCPUs(opts.SysRoot), ClockTicks: userHZ, Interval: opts.Interval, Detail: opts.Interval * time.Duration(s.detailEvery),
+		SelfPID: opts.SelfPID, CgroupSource: node.CgroupSource(), NodeReference: node.Reference(), Limitations: append([]string(nil), node.Limitations...)}
+	kc := s.meta.describeHost(opts.ProcRoot, opts.HostRoot, host)
 	s.meta.KernelHZ, s.meta.IRQTime = kc.HZ, kc.IRQTimeAccounting
 	s.openPrivileged(ctx)
 	return s, nil
@@ -153,6 +168,14 @@ func (s *Sampler) openPrivileged(ctx context.Context) {
 		return
 	}
 	s.ts, s.exits, s.meta.CPUSource = ts, exits, "schedstat+taskstats"
+	// Skipping processes that did not run relies on exit notifications to settle those that end. The
+	// iterator is loaded later, once it pays for itself (activity.go).
+	if act, err := newActivity(s.opts.ProcRoot); err != nil {
+		s.meta.Limitations = append(s.meta.Limitations,
+			fmt.Sprintf("%v; every process is read each second whether it ran or not (costlier with thousands of processes)", err))
+	} else {
+		s.act = act
+	}
 	execs, err := WatchExecs(ctx, cmdlineReader(s.opts.ProcRoot))
 	if err != nil {
 		s.meta.Limitations = append(s.meta.Limitations,
@@ -167,6 +190,7 @@ func (s *Sampler) openPrivileged(ctx context.Context) {
 func (s *Sampler) Meta() Meta {
 	m := s.meta
 	m.Limitations = append([]string(nil), s.meta.Limitations...)
+	m.Limitations = append(m.Limitations, s.stuck.limitations()...)
 	for _, kind := range sortedKeys(s.denied) {
 		why := "run as root to read other users' processes"
 		if os.Geteuid() == 0 {
@@ -198,6 +222,7 @@ func (s *Sampler) Close() {
 	if s.exits != nil {
 		_ = s.exits.Close()
 	}
+	s.act.close()
 }
 
 // Sample takes one sample. The first call is the baseline: it records who is there and credits nothing.
@@ -235,11 +260,12 @@ func (s *Sampler) sample(final bool) (Sample, error) {
 		if err != nil {
 			s.warnOnce("drain", err.Error())
 		}
+		recs, s.heldExits = append(s.heldExits, recs...), nil
 		if s.execs != nil {
 			s.execs.Sync() // every exec that preceded these exits is queued by now
 		}
 		s.creditExits(&smp, mergeExits(recs))
-		s.creditTeardown(&smp)
+		s.settleLedgers(&smp)
 	}
 	var pids []int
 	if list {
@@ -251,24 +277,39 @@ func (s *Sampler) sample(final bool) (Sample, error) {
 			listed[pid] = true
 		}
 		s.finishMissing(&smp, listed)
+		s.act.forget(listed)
 	} else {
 		pids = s.knownAndNewPIDs()
 	}
+	s.passActivity() // which processes ran since the previous sample (activity.go)
 	for _, pid := range pids {
 		st, ok := s.procs[pid]
 		if !ok {
 			s.sampleNew(&smp, pid, boot, detail)
 			continue
 		}
-		// A process idle for its last two readings is read once a second instead of every sample: its
-		// counters are cumulative, so nothing is lost, its CPU just lands in the interval it is next read.
+		// A process that did not run has nothing new to read. Detail samples read every process anyway,
+		// as a safety net and for memory that changes without the process running (reclaim, sharing).
+		if !detail && s.act.idle(pid) {
+			continue
+		}
+		// Without the iterator, a process idle for its last two readings is read once a second instead of
+		// every sample: its counters are cumulative, so nothing is lost, its CPU just lands in the interval
+		// it is next read.
 		if !detail && st.idle >= 2 && s.idleEvery > 1 && (s.seq+int(st.info.ID))%s.idleEvery != 0 {
 			continue
 		}
+		if !detail {
+			s.act.read()
+		}
 		s.sampleKnown(&smp, st, boot, detail)
 	}
+	s.settleEnded(&smp)
 	if list {
 		s.lastListBoot = boot
+	}
+	if s.seq == 0 && s.exits != nil {
+		s.baselineExits()
 	}
 	if s.execs != nil {
 		s.execs.Forget(2 * time.Minute)
@@ -339,8 +380,10 @@ func (s *Sampler) sampleKnown(smp *Sample, st *procState, boot uint64, detail bo
 	var stat *procStat
 	if s.ts == nil { // unprivileged: stat gives cutime, and the start time that reveals PID reuse
 		if stat = s.readStat(pid); stat == nil {
+			s.ending = append(s.ending, st)
 			return
 		}
+		st.lastOwn = stat.ownTimeNs()
 		if stat.Starttime != st.info.Key.Start {
 			s.finish(smp, st)
 			s.sampleNew(smp, pid, boot, detail)
@@ -349,9 +392,9 @@ func (s *Sampler) sampleKnown(smp *Sample, st *procState, boot uint64, detail bo
 	}
 	cpu, gone := s.cumulative(st, pid, false)
 	if gone {
-		// Exited (or its PID already belongs to another process): settle it now; a late exit
-		// notification adds what ran after the last reading.
-		s.finish(smp, st)
+		// Exited (or its PID already belongs to another process): settled after this sample's pass; a
+		// late exit notification adds what ran after the last reading.
+		s.ending = append(s.ending, st)
 		return
 	}
 	// A process that did not run since the last detail sample cannot have done I/O, started threads or
@@ -391,8 +434,8 @@ func (s *Sampler) sampleKnown(smp *Sample, st *procState, boot uint64, detail bo
 	st.credited += ps.CPUNs
 	st.sinceDetail += ps.CPUNs
 	st.missing = 0
-	if s.ts == nil {
-		s.creditReaped(smp, st, stat)
+	if s.ts == nil { // without exit notifications the parents' cutime is read every time
+		s.cuts = append(s.cuts, pendingCut{st, stat.childTimeNs()})
 	}
 	if d != nil {
 		s.addDetail(&ps, *d)
@@ -431,9 +474,9 @@ func (s *Sampler) readStat(pid int) *procStat {
 // finish settles a process that ended without an exit notification (or whose PID was reused).
 func (s *Sampler) finish(smp *Sample, st *procState) {
 	smp.Exited = append(smp.Exited, st.info.ID)
-	if s.ts == nil {
-		s.reapedCredit(st)
-	}
+	// Whether it ended or its PID was reused, its parent reaped (or will reap) all of it. With taskstats a
+	// late exit notification adds what ran after the last reading.
+	s.childEnded(st.info.PPID, st.info.ID, max(st.last, st.lastOwn), s.knownCut(st.info.Key.PID, st.lastCut))
 	s.recent[st.info.Key.PID] = recentExit{id: st.info.ID, ppid: st.info.PPID, total: st.last, seq: s.seq}
 	st.close()
 	delete(s.procs, st.info.Key.PID)
@@ -444,7 +487,15 @@ func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
 	if err != nil {
 		return // gone before we could read it; its exit notification credits it
 	}
-	st := &procState{kernel: id.kernel, lastCut: id.stat.childTimeNs()}
+	if id.stat.State == 'Z' {
+		// A zombie: ended, waiting for its parent to reap it. At the baseline its CPU was spent before the
+		// window, and the reap will add it to the parent's cutime; later, its exit was already settled.
+		if s.seq == 0 {
+			s.childEnded(id.stat.PPID, 0, id.stat.ownTimeNs(), id.stat.childTimeNs())
+		}
+		return
+	}
+	st := &procState{kernel: id.kernel, lastCut: id.stat.childTimeNs(), lastOwn: id.stat.ownTimeNs()}
 	if !s.uncached {
 		th, err := openThreads(s.opts.ProcRoot, pid)
 		switch {
@@ -474,12 +525,14 @@ func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
 		info.BornSeq = s.seq
 		ps.CPUNs = cpu
 		st.credited = cpu
-		st.lastCut = 0
+		st.lastCut = 0 // a new process starts with no children's time: what it reaped so far is in its ledger
+	} else {
+		delete(s.ledgers, pid) // an older process seen late: its cutime now is its baseline
 	}
 	s.procs[pid] = st
 	smp.New = append(smp.New, *info)
-	if s.ts == nil && info.BornSeq > 0 {
-		s.creditReaped(smp, st, &id.stat)
+	if info.BornSeq > 0 && (s.ts == nil || s.ledgers[pid] != nil) {
+		s.cuts = append(s.cuts, pendingCut{st, id.stat.childTimeNs()})
 	}
 	if detail && !id.kernel {
 		d := readDetail(s.opts.ProcRoot, pid, &id.stat, nil, true)
@@ -562,13 +615,13 @@ func (s *Sampler) creditExits(smp *Sample, recs []ExitRecord) {
 			s.recent[r.PID] = recentExit{id: st.info.ID, ppid: st.info.PPID, total: max(r.CPUNs, st.last), seq: s.seq}
 			st.close()
 			delete(s.procs, r.PID)
-			s.expectReaped(r.PPID, st.info.ID, max(r.CPUNs, st.last))
+			s.childEnded(r.PPID, st.info.ID, max(r.CPUNs, st.last), s.knownCut(r.PID, st.lastCut))
 			continue
 		}
 		if rec, ok := s.recent[r.PID]; ok { // the group total of a process whose leader was reported first
 			if r.CPUNs > rec.total {
 				smp.Procs = append(smp.Procs, ProcSample{ID: rec.id, CPUNs: r.CPUNs - rec.total})
-				s.expectReaped(rec.ppid, rec.id, r.CPUNs-rec.total)
+				s.childEnded(rec.ppid, rec.id, r.CPUNs-rec.total, 0)
 				rec.total = r.CPUNs
 				s.recent[r.PID] = rec
 			}
@@ -605,7 +658,7 @@ func (s *Sampler) addTransient(smp *Sample, r ExitRecord) {
 	smp.Procs = append(smp.Procs, ProcSample{ID: info.ID, CPUNs: r.CPUNs})
 	smp.Exited = append(smp.Exited, info.ID)
 	s.recent[r.PID] = recentExit{id: info.ID, ppid: ppid, total: r.CPUNs, seq: s.seq}
-	s.expectReaped(ppid, info.ID, r.CPUNs)
+	s.childEnded(ppid, info.ID, r.CPUNs, s.knownCut(r.PID, 0))
 }
 
 func (s *Sampler) parentInfo(ppid int) *ProcInfo {
@@ -622,6 +675,7 @@ func (s *Sampler) finishMissing(smp *Sample, listed map[int]bool) {
 	if s.exits != nil {
 		limit = 2
 	}
+	var done []*procState
 	for pid, st := range s.procs {
 		if listed[pid] {
 			continue
@@ -630,8 +684,45 @@ func (s *Sampler) finishMissing(smp *Sample, listed map[int]bool) {
 		if st.missing <= limit {
 			continue
 		}
+		done = append(done, st)
+	}
+	for _, st := range childrenFirst(done) {
 		s.finish(smp, st)
 	}
+}
+
+// childrenFirst orders processes that ended together so that each comes after its descendants among them:
+// a child's CPU must be in its parent's ledger before the parent's ledger goes to the grandparent.
+func childrenFirst(ps []*procState) []*procState {
+	byPID := make(map[int]*procState, len(ps))
+	for _, st := range ps {
+		byPID[st.info.Key.PID] = st
+	}
+	kids := map[int][]*procState{}
+	for _, st := range ps {
+		if _, ok := byPID[st.info.PPID]; ok && st.info.PPID != st.info.Key.PID {
+			kids[st.info.PPID] = append(kids[st.info.PPID], st)
+		}
+	}
+	out := make([]*procState, 0, len(ps))
+	seen := make(map[int]bool, len(ps))
+	var visit func(st *procState)
+	visit = func(st *procState) {
+		pid := st.info.Key.PID
+		if seen[pid] {
+			return
+		}
+		seen[pid] = true
+		for _, k := range kids[pid] {
+			visit(k)
+		}
+		out = append(out, st)
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].info.Key.PID < ps[j].info.Key.PID })
+	for _, st := range ps {
+		visit(st)
+	}
+	return out
 }
 
 // knownAndNewPIDs lists the processes tare follows plus those forked since the last sample.

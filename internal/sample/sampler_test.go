@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/tare-dev/tare/internal/testenv"
 )
 
 func TestSamplerFixtureUnprivileged(t *testing.T) {
@@ -52,8 +54,8 @@ func TestSamplerFixtureUnprivileged(t *testing.T) {
 func TestSamplerExitAndPIDReuse(t *testing.T) {
 	for _, unpriv := range []bool{false, true} {
 		t.Run("unprivileged="+strconv.FormatBool(unpriv), func(t *testing.T) {
-			if !unpriv && os.Geteuid() != 0 {
-				t.Skip("needs root for taskstats")
+			if !unpriv {
+				testenv.NeedRoot(t, "taskstats needs CAP_NET_ADMIN")
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strconv"
 
@@ -127,7 +128,11 @@ func parseSchedstatRuntime(b []byte) (uint64, error) {
 		if c < '0' || c > '9' {
 			return 0, fmt.Errorf("schedstat: unexpected %q", b)
 		}
-		v = v*10 + uint64(c-'0')
+		d := uint64(c - '0')
+		if v > (math.MaxUint64-d)/10 {
+			return 0, fmt.Errorf("schedstat: %q overflows 64 bits", b)
+		}
+		v = v*10 + d
 	}
 	return v, nil
 }

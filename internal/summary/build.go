@@ -2,7 +2,6 @@ package summary
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"time"
 
@@ -112,20 +111,24 @@ func (p *procAcc) addDetail(ps sample.ProcSample, at float64) {
 
 func (s *Summary) buildNode(samples []sample.Sample, secs float64) {
 	first, last := samples[0].Node, samples[len(samples)-1].Node
-	busy := make([]float64, 0, len(samples)-1)
 	var loadSum float64
 	for i := 1; i < len(samples); i++ {
-		d := samples[i].Node.CPU.Sub(samples[i-1].Node.CPU)
-		busy = append(busy, d.Busy()/samples[i].Elapsed.Seconds()*1000)
 		loadSum += samples[i].Node.Load1
 	}
-	d := last.CPU.Sub(first.CPU)
-	k := 1000 / secs
-	s.Node.Busy = stats.Describe(busy)
-	s.Node.Busy.Mean = d.Busy() * k // time-weighted
+	// Node busy, its series and its mean, come from the one reference (sample.BusyMeter) every verb uses;
+	// the split by mode can only come from /proc/stat.
+	s.meter = sample.NewBusyMeter(s.Meta, samples)
+	s.busy = s.meter.Window(samples)
+	series, _ := s.meter.Series(samples)
+	s.Node.Busy = stats.Describe(series)
+	s.Node.Busy.Mean = s.busy.Millicores // time-weighted
+	s.Node.Reference = s.meter.Name()
 	if s.Node.CPUs > 0 {
 		s.Node.BusyPercent = s.Node.Busy.Mean / float64(s.Node.CPUs) / 10
 	}
+	d := last.CPU.Sub(first.CPU)
+	k := 1000 / secs
+	s.Node.ProcStatBusy = d.Busy() * k
 	s.Node.Split = map[string]float64{"user": d.User * k, "nice": d.Nice * k, "system": d.System * k,
 		"irq": d.IRQ * k, "softirq": d.SoftIRQ * k, "steal": d.Steal * k}
 	s.Node.Iowait, s.Node.Idle = d.Iowait*k, d.Idle*k
@@ -239,7 +242,7 @@ func (s *Summary) assemble(procs map[int64]*procAcc, samples []sample.Sample, se
 		}
 	}
 	// Shares are of the reference node busy (exact task time where the kernel offers it).
-	s.reconcile(samples, secs, groupNs, selfNs)
+	s.reconcile(secs, groupNs, selfNs)
 	busyNs := s.Reconcile.NodeBusy / 1000 * secs * 1e9
 	for name, g := range groups {
 		g.CPU = stats.Describe(groupSeries[name])
@@ -367,50 +370,53 @@ func pct(part, whole float64) float64 {
 	return part / whole * 100
 }
 
-// reconcile checks groups + tare + unattributed = node busy. Process counters are exact nanoseconds; so is
-// the root cgroup's task time, the reference when present. /proc/stat charges whole scheduler ticks to
-// user/system (tick sampling: a load that runs in step with the tick can be over- or under-counted by tens
-// of percent) and prints 10 ms units; it is the reference only when there is no cgroup total.
-func (s *Summary) reconcile(samples []sample.Sample, secs float64, groupNs, selfNs uint64) {
+// reconcile checks groups + tare + unattributed = node busy against the node's reference (see
+// sample.BusyMeter): process counters are exact nanoseconds, and so is the reference where the kernel
+// offers task time. /proc/stat charges whole scheduler ticks to user/system (tick sampling: a load that
+// runs in step with the tick can be over- or under-counted by tens of percent) and prints 10 ms units; it
+// is the reference only when there is no task time. A gap beyond the resolution is a warning attached to
+// the unattributed figure, with its likely cause.
+func (s *Summary) reconcile(secs float64, groupNs, selfNs uint64) {
 	r := &s.Reconcile
+	m, w := s.meter, s.busy
 	r.Groups = mc(groupNs, secs)
 	r.Self = mc(selfNs, secs)
-	hz := float64(s.Meta.KernelHZ)
-	if hz <= 0 {
-		hz = 250
-	}
-	r.ProcStatBusy = s.Node.Busy.Mean
-	busySec := r.ProcStatBusy / 1000 * secs
-	tick := 1 / hz
-	r.ProcStatRes = (1.96*math.Sqrt(math.Max(busySec, tick)*tick) + 2*6*0.01) / secs * 1000
-	irq := s.Node.Split["irq"] + s.Node.Split["softirq"]
-	first, last := samples[0].Node.TasksCPUNs, samples[len(samples)-1].Node.TasksCPUNs
-	if first > 0 && last >= first {
-		r.Reference = "root cgroup task time"
-		r.NodeBusy = mc(last-first, secs)
-		if s.Meta.IRQTime {
-			r.NodeBusy += irq
-			r.Reference += " + irq time"
-		}
-		// At each end of the window the processes and the cgroup are read up to Took apart: at most Took
-		// of CPU per core can fall between them.
-		edges := (samples[0].Took + samples[len(samples)-1].Took).Seconds()
-		if edges <= 0 {
-			edges = 4e-3 // recordings without timings: a typical sample
-		}
-		r.Resolution = math.Max(0.02*r.NodeBusy, edges*float64(max(1, s.Node.CPUs))/secs*1000)
+	hz, assumed := s.Meta.TickHZ()
+	r.TickHZ, r.TickHZAssumed = hz, assumed
+	r.Reference, r.ReferenceKind, r.ReferenceExact, r.ReferenceNote = m.Name(), m.Ref, m.Ref.Exact(), m.Note
+	r.NodeBusy, r.Resolution, r.IRQ = w.Millicores, w.Resolution, w.IRQ
+	r.ProcStatBusy = s.Node.ProcStatBusy
+	r.ProcStatRes = sample.TickResolution(r.ProcStatBusy/1000*secs, secs, hz)
+	if m.Ref.Exact() {
 		r.ProcStatGap = r.ProcStatBusy - r.NodeBusy
-	} else {
-		r.Reference = "/proc/stat busy"
-		r.NodeBusy, r.Resolution = r.ProcStatBusy, r.ProcStatRes+irq
 	}
 	r.Unattributed = r.NodeBusy - r.Groups - r.Self
-	r.WithinTolerance = math.Abs(r.Unattributed) <= r.Resolution
+	r.Warnings = reconcileWarnings(*r)
+	if irq := s.Node.Split["irq"] + s.Node.Split["softirq"]; m.Ref.Exact() && !s.Meta.IRQTimeKnown() && irq > 0 {
+		r.Warnings = append(r.Warnings, Warning{Code: WarnAssumedIRQ, Figure: FigureNodeBusy,
+			Message: fmt.Sprintf("IRQ time accounting is assumed off: if the kernel accounts irq time apart, node busy lacks the %.1fm of irq and softirq time /proc/stat shows", irq),
+			Cause:   "no kernel configuration was found (/proc/config.gz, or /boot/config-RELEASE under --host-root)"})
+	}
+	r.WithinTolerance = true
+	for _, w := range r.Warnings {
+		if w.Figure == FigureUnattributed {
+			r.WithinTolerance = false
+		}
+	}
 	r.Explanation = fmt.Sprintf("groups %.1fm + tare %.1fm + unattributed %.1fm = %s %.1fm (resolution ±%.1fm)",
 		r.Groups, r.Self, r.Unattributed, r.Reference, r.NodeBusy, r.Resolution)
-	if r.Reference != "/proc/stat busy" {
-		r.Explanation += fmt.Sprintf("; /proc/stat busy %.1fm is %+.1fm from it (tick-sampled at %g Hz: ±%.1fm for random load, more for load in step with the tick)",
-			r.ProcStatBusy, r.ProcStatGap, hz, r.ProcStatRes)
+	tick := fmt.Sprintf("%d Hz", hz)
+	if assumed {
+		tick += ", assumed: no kernel configuration"
+	}
+	if m.Ref.Exact() {
+		r.Explanation += fmt.Sprintf("; /proc/stat busy %.1fm is %+.1fm from it (tick-sampled at %s: ±%.1fm for random load, more for load in step with the tick)",
+			r.ProcStatBusy, r.ProcStatGap, tick, r.ProcStatRes)
+	} else {
+		r.Explanation += fmt.Sprintf("; tick-sampled at %s", tick)
+	}
+	if m.Note != "" {
+		r.Explanation += "; " + m.Note
 	}
 }
 

@@ -58,9 +58,9 @@ func (s Summary) tableNode(w *errWriter) {
 		return
 	}
 	n := s.Node
-	w.printf("CPU busy %.0fm (%.1f%% of all cores)  p95 %.0fm  max %.0fm  n=%d\n", n.Busy.Mean, n.BusyPercent, n.Busy.P95, n.Busy.Max, n.Busy.N)
-	w.printf("  user %.0fm  nice %.0fm  system %.0fm  irq %.0fm  softirq %.0fm  steal %.0fm  |  iowait %.0fm  idle %.0fm\n",
-		n.Split["user"], n.Split["nice"], n.Split["system"], n.Split["irq"], n.Split["softirq"], n.Split["steal"], n.Iowait, n.Idle)
+	w.printf("CPU busy %.0fm (%.1f%% of all cores)  p95 %.0fm  max %.0fm  n=%d  from %s\n", n.Busy.Mean, n.BusyPercent, n.Busy.P95, n.Busy.Max, n.Busy.N, n.Reference)
+	w.printf("  /proc/stat busy %.0fm: user %.0fm  nice %.0fm  system %.0fm  irq %.0fm  softirq %.0fm  steal %.0fm  |  iowait %.0fm  idle %.0fm\n",
+		n.ProcStatBusy, n.Split["user"], n.Split["nice"], n.Split["system"], n.Split["irq"], n.Split["softirq"], n.Split["steal"], n.Iowait, n.Idle)
 	w.printf("  %s\n", BusyDefinition)
 	w.printf("load average %.2f %.2f %.2f (mean load1 %.2f)", n.Load[0], n.Load[1], n.Load[2], n.LoadMean1)
 	if len(n.Pressure) > 0 {
@@ -141,11 +141,13 @@ func (s Summary) tableSelf(w *errWriter) {
 
 func (s Summary) tableReconcile(w *errWriter) {
 	r := s.Reconcile
-	verdict := "yes"
-	if !r.WithinTolerance {
-		verdict = "NO: some CPU was not attributed (see limitations)"
+	w.printf("\nRECONCILIATION  %s\n", r.Explanation)
+	if r.WithinTolerance {
+		w.printf("  unattributed within resolution: yes\n")
 	}
-	w.printf("\nRECONCILIATION  %s\n  unattributed within resolution: %s\n", r.Explanation, verdict)
+	for _, x := range r.Warnings {
+		w.printf("  warning (%s): %s\n", x.Figure, x)
+	}
 	if s.Filter != "" {
 		w.printf("  filter %q applies to the tables only; node totals and reconciliation cover every process\n", s.Filter)
 	}

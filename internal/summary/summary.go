@@ -11,7 +11,10 @@ import (
 )
 
 // BusyDefinition is stated in --help and in the JSON output.
-const BusyDefinition = "busy = user + nice + system + irq + softirq + steal from /proc/stat (guest time is inside user); iowait and idle are not busy"
+const BusyDefinition = "node busy = CPU time spent on work: the scheduler's exact task time where the kernel has it " +
+	"(cgroup v1 root cpuacct.usage; on cgroup v2 the top-level cgroups plus the root cgroup's threads), plus irq and softirq " +
+	"time when the kernel accounts it apart; else /proc/stat user + nice + system + irq + softirq + steal (guest time is " +
+	"inside user). iowait and idle are not busy"
 
 // EffortNote explains why tare leads with busy/idle time rather than load average (seed 004).
 const EffortNote = "idle time is the better effort metric: load average counts runnable tasks, so a poller that wakes for a microsecond weighs as much as a job that runs for hours; busy/idle time measures the CPU actually used and what is left"
@@ -37,6 +40,8 @@ type Summary struct {
 	Warnings       []string       `json:"warnings,omitempty"`
 	top            int
 	groupSeries    map[string][]float64
+	meter          sample.BusyMeter
+	busy           sample.Busy
 }
 
 // GroupSeries is each group's CPU in millicores per interval (index i is the interval ending at sample
@@ -53,16 +58,21 @@ type Window struct {
 
 // Node is the node-wide CPU picture.
 type Node struct {
-	CPUs        int                 `json:"cpus"`
-	Busy        stats.Summary       `json:"busy_millicores"`
-	BusyPercent float64             `json:"busy_percent_of_all_cores"`
-	Split       map[string]float64  `json:"busy_split_millicores"` // user, nice, system, irq, softirq, steal
-	Iowait      float64             `json:"iowait_millicores"`
-	Idle        float64             `json:"idle_millicores"`
-	Load        [3]float64          `json:"load_average"` // at the end of the window
-	LoadMean1   float64             `json:"load1_mean"`
-	Pressure    map[string]Pressure `json:"pressure,omitempty"`
-	EffortNote  string              `json:"effort_note"`
+	CPUs int `json:"cpus"`
+	// Busy is node busy per interval from Reference (the same figure as Reconciliation.NodeBusy, whose
+	// window mean it is).
+	Busy        stats.Summary `json:"busy_millicores"`
+	BusyPercent float64       `json:"busy_percent_of_all_cores"`
+	Reference   string        `json:"busy_reference"`
+	// ProcStatBusy is /proc/stat busy over the window, and Split the same by mode: the only split there is.
+	ProcStatBusy float64             `json:"proc_stat_busy_millicores"`
+	Split        map[string]float64  `json:"busy_split_millicores"` // user, nice, system, irq, softirq, steal
+	Iowait       float64             `json:"iowait_millicores"`
+	Idle         float64             `json:"idle_millicores"`
+	Load         [3]float64          `json:"load_average"` // at the end of the window
+	LoadMean1    float64             `json:"load1_mean"`
+	Pressure     map[string]Pressure `json:"pressure,omitempty"`
+	EffortNote   string              `json:"effort_note"`
 }
 
 // Pressure is the share of the window in which some (or all) runnable tasks stalled on a resource.
@@ -136,22 +146,32 @@ type Children struct {
 	ns     uint64
 }
 
-// Reconciliation checks that the parts add up to the node total. The reference is the root cgroup's task
-// time where the kernel offers it (the scheduler's exact nanoseconds for every task, plus irq time when
-// the kernel accounts it apart); otherwise /proc/stat busy, whose user/system split is sampled at each
-// scheduler tick.
+// Reconciliation checks that the parts add up to the node total. The reference is the node's task time
+// where the kernel offers it (the scheduler's exact nanoseconds for every task, plus irq time when the
+// kernel accounts it apart); otherwise /proc/stat busy, whose user/system split is sampled at each
+// scheduler tick. See sample.BusyMeter.
 type Reconciliation struct {
-	Reference       string  `json:"reference"`
-	NodeBusy        float64 `json:"node_busy_millicores"`
-	Groups          float64 `json:"groups_millicores"`
-	Self            float64 `json:"self_millicores"`
-	Unattributed    float64 `json:"unattributed_millicores"`
-	Resolution      float64 `json:"resolution_millicores"`
+	Reference      string           `json:"reference"`
+	ReferenceKind  sample.Reference `json:"reference_kind"`
+	ReferenceExact bool             `json:"reference_exact"`
+	ReferenceNote  string           `json:"reference_note,omitempty"` // why the recorded reference was not used
+	NodeBusy       float64          `json:"node_busy_millicores"`
+	Groups         float64          `json:"groups_millicores"`
+	Self           float64          `json:"self_millicores"`
+	Unattributed   float64          `json:"unattributed_millicores"`
+	Resolution     float64          `json:"resolution_millicores"`
+	// IRQ is irq and softirq time inside NodeBusy that may be charged to no process: unattributed may
+	// exceed the resolution by this much without a warning.
+	IRQ             float64 `json:"irq_no_process_millicores,omitempty"`
 	WithinTolerance bool    `json:"within_resolution"`
 	ProcStatBusy    float64 `json:"proc_stat_busy_millicores"`
 	ProcStatRes     float64 `json:"proc_stat_resolution_millicores"`
 	ProcStatGap     float64 `json:"proc_stat_minus_reference_millicores"`
+	TickHZ          int     `json:"tick_hz"`
+	TickHZAssumed   bool    `json:"tick_hz_assumed,omitempty"`
 	Explanation     string  `json:"explanation"`
+	// Warnings qualify the figures above, each naming the one it concerns.
+	Warnings []Warning `json:"warnings,omitempty"`
 }
 
 func mc(ns uint64, seconds float64) float64 {

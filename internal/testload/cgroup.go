@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tare-dev/tare/internal/testenv"
 )
 
 // KubepodsCgroup creates a real kubepods/burstable/pod<uid>/<container> cgroup (v1: in the cpu, cpuacct
@@ -26,12 +28,12 @@ func KubepodsCgroup(t testing.TB, uid, container string, pid int) {
 		}
 	}
 	if len(roots) == 0 {
-		t.Skip("no cgroup hierarchy to create a pod cgroup in")
+		testenv.Unavailable(t, "no cgroup hierarchy to create a pod cgroup in")
 	}
 	for _, root := range roots {
 		dir := filepath.Join(root, rel)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Skipf("cannot create cgroups here: %v", err)
+			testenv.Unavailable(t, "cannot create cgroups here: %v", err)
 		}
 		t.Cleanup(func() { removeCgroupTree(root, rel) })
 		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {

@@ -36,6 +36,10 @@ func Main() {
 		err = child(args)
 	case "churn":
 		err = churn(args)
+	case "nest":
+		err = nest(args)
+	case "nest-mid":
+		err = nestMid(args)
 	case "idle":
 		waitStdin()
 	default:

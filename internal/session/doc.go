@@ -1,0 +1,9 @@
+// Package session runs one measuring session: it opens the sampler, builds the measurement's metadata
+// (tare's version, the window, its start, whether it was interrupted, the caller's notes), samples the
+// window with sample.Loop, and hands every sample to sinks as it is taken: a recording (record), the live
+// status line (progress), or anything else that implements Sink. It keeps every sample in memory, collects
+// the warnings of the window, each with the sample it arose in, and reports a sink that failed apart from
+// the errors that stop the measurement, so a broken recording never costs the measurement itself.
+//
+// The measure, explain and experiment verbs call it; it is the only place a window is sampled.
+package session

@@ -1,0 +1,145 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tare-dev/tare/internal/sample"
+)
+
+// Options configure a session.
+type Options struct {
+	// Sampler configures the sampler. Its Interval is the session's too: the time between samples.
+	Sampler sample.Options
+	// Duration is the window.
+	Duration time.Duration
+	// Version is tare's version, written in the metadata.
+	Version string
+	// Limitations are the caller's notes, added to the sampler's in the metadata (pods shown by UID because
+	// the API did not answer, say).
+	Limitations []string
+	// OnWarning, when set, is called with each warning as it arises, from the goroutine that opens or runs
+	// the session: to print it. Every warning is also in Result.Warnings.
+	OnWarning func(Warning)
+}
+
+// Result is what a session measured.
+type Result struct {
+	// Samples are every sample taken, in order, the baseline first. A sink that failed does not lose any.
+	Samples []sample.Sample
+	// Meta is the final metadata: started at the first sample, Interrupted when the context was cancelled
+	// before the window ended.
+	Meta sample.Meta
+	// Warnings are the session's warnings in the order they arose.
+	Warnings []Warning
+	// SinkErr joins the first error of each sink that failed (nil when all kept up): what it holds is
+	// incomplete, the samples above are not.
+	SinkErr error
+}
+
+// Session is an open sampler and the window it is to measure. It is not safe for concurrent use.
+type Session struct {
+	opts     Options
+	smp      *sample.Sampler
+	next     int // the Seq of the sample being taken, for the warnings
+	warnings []Warning
+}
+
+// Open opens every source the sampler can use on this host at this privilege level. The caller must Close
+// the session.
+func Open(ctx context.Context, o Options) (*Session, error) {
+	if o.Sampler.Interval <= 0 || o.Duration <= 0 {
+		return nil, fmt.Errorf("a session needs a positive interval and duration, got %s and %s", o.Sampler.Interval, o.Duration)
+	}
+	s := &Session{opts: o}
+	smp, err := sample.New(ctx, o.Sampler, func(msg string) { s.warn(s.next, Source, msg) })
+	if err != nil {
+		return nil, err
+	}
+	s.smp = smp
+	return s, nil
+}
+
+// Measure opens a session, runs it with sinks and closes it.
+func Measure(ctx context.Context, o Options, sinks ...Sink) (Result, error) {
+	s, err := Open(ctx, o)
+	if err != nil {
+		return Result{}, err
+	}
+	defer s.Close()
+	return s.Run(ctx, sinks...)
+}
+
+// Close releases the sampler's files and sockets.
+func (s *Session) Close() { s.smp.Close() }
+
+// Run measures the window, once per session: it samples every interval until the duration has passed or
+// ctx is cancelled (Ctrl-C), and then takes a closing sample so that what came before is measured too.
+// Every sample goes to each sink in the order given, and into the result.
+//
+// The error is for what stops a session before it measures: a sink that cannot open (an existing
+// recording file) or a first sample that cannot be taken. A cancelled ctx is not an error: the result holds
+// the samples so far, with Meta.Interrupted set. Sinks are closed in every case once opened; they receive
+// samples and Close with a context that Ctrl-C does not cancel, so the closing sample is recorded too.
+func (s *Session) Run(ctx context.Context, sinks ...Sink) (Result, error) {
+	begin := s.meta(time.Now())
+	for i, k := range sinks {
+		if err := k.Open(ctx, begin); err != nil {
+			for _, o := range sinks[:i] {
+				_ = o.Close(context.WithoutCancel(ctx), begin)
+			}
+			return Result{Meta: begin, Warnings: s.warnings}, err
+		}
+	}
+	keepCtx := context.WithoutCancel(ctx)
+	failed := make([]error, len(sinks))
+	var samples []sample.Sample
+	keep := func(x sample.Sample) {
+		samples = append(samples, x)
+		for i, k := range sinks {
+			if failed[i] != nil {
+				continue
+			}
+			if err := k.Keep(keepCtx, x); err != nil {
+				failed[i] = err
+				s.warn(x.Seq, SinkFailed, err.Error()+"; measuring on without it")
+			}
+		}
+		s.next = x.Seq + 1
+	}
+	loopErr := sample.Loop(ctx, s.smp, s.opts.Duration, s.opts.Sampler.Interval, keep, func(msg string) { s.warn(s.next, Skipped, msg) })
+	final := begin
+	if len(samples) > 0 {
+		final = s.meta(samples[0].Time)
+	}
+	final.Interrupted = ctx.Err() != nil
+	for i, k := range sinks {
+		if err := k.Close(keepCtx, final); err != nil && failed[i] == nil {
+			failed[i] = err
+		}
+	}
+	res := Result{Meta: final, Warnings: s.warnings, SinkErr: errors.Join(failed...)}
+	if loopErr != nil {
+		return res, loopErr
+	}
+	res.Samples = samples
+	return res, nil
+}
+
+// meta is the metadata as it stands: the sampler's grows as it meets files it cannot read.
+func (s *Session) meta(started time.Time) sample.Meta {
+	m := s.smp.Meta()
+	m.TareVersion, m.Duration, m.Started = s.opts.Version, s.opts.Duration, started
+	m.Limitations = append(m.Limitations, s.opts.Limitations...)
+	return m
+}
+
+func (s *Session) warn(seq int, k Kind, msg string) {
+	w := Warning{Seq: seq, Kind: k, Message: msg}
+	s.warnings = append(s.warnings, w)
+	if s.opts.OnWarning != nil {
+		s.opts.OnWarning(w)
+	}
+}

@@ -1,0 +1,123 @@
+package testload
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// CPUCgroup creates a cgroup of its own for pid in the hierarchy that accounts CPU (v1 cpuacct, else the v2
+// unified root at /sys/fs/cgroup) and returns a reader of the cgroup's cumulative CPU: the scheduler's own
+// account of what the process and its children used, a ground truth that is not a per-process counter. The
+// cgroup is removed when the test ends.
+func CPUCgroup(t testing.TB, name string, pid int) func() time.Duration {
+	t.Helper()
+	root, file := "/sys/fs/cgroup/cpuacct", "cpuacct.usage"
+	if _, err := os.Stat(filepath.Join(root, file)); err != nil {
+		root, file = "/sys/fs/cgroup", "cpu.stat"
+	}
+	dir := filepath.Join(root, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatalf("creating cgroup %s: %v", dir, err)
+	}
+	t.Cleanup(func() { removeCgroupTree(root, name) })
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+		t.Fatalf("moving %d into %s: %v", pid, dir, err)
+	}
+	return func() time.Duration {
+		b, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatalf("reading %s: %v", dir, err)
+		}
+		return parseUsage(t, file, string(b))
+	}
+}
+
+func parseUsage(t testing.TB, file, s string) time.Duration {
+	t.Helper()
+	if file == "cpuacct.usage" {
+		ns, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			t.Fatalf("cpuacct.usage %q: %v", s, err)
+		}
+		return time.Duration(ns)
+	}
+	for _, line := range strings.Split(s, "\n") {
+		if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
+			us, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				t.Fatalf("cpu.stat %q: %v", s, err)
+			}
+			return time.Duration(us) * time.Microsecond
+		}
+	}
+	t.Fatalf("cpu.stat without usage_usec: %q", s)
+	return 0
+}
+
+// UsageTrace polls a cgroup's cumulative CPU every 10 ms from start until stop is called, so that a test can
+// read the cgroup's CPU over exactly the window a measurement reports (Between), not over the span of the
+// call that measured it.
+type UsageTrace struct {
+	times []time.Time
+	usage []time.Duration
+	done  chan struct{}
+	quit  chan struct{}
+}
+
+// TraceUsage starts polling read (a reader from CPUCgroup).
+func TraceUsage(read func() time.Duration) *UsageTrace {
+	tr := &UsageTrace{done: make(chan struct{}), quit: make(chan struct{})}
+	go func() {
+		defer close(tr.done)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			tr.times, tr.usage = append(tr.times, time.Now()), append(tr.usage, read())
+			select {
+			case <-tr.quit:
+				tr.times, tr.usage = append(tr.times, time.Now()), append(tr.usage, read())
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return tr
+}
+
+// Stop ends the polling.
+func (tr *UsageTrace) Stop() {
+	close(tr.quit)
+	<-tr.done
+}
+
+// Between returns the CPU used between a and b, interpolating linearly between polls, in millicores; ok
+// is false when the trace does not cover [a, b].
+func (tr *UsageTrace) Between(a, b time.Time) (mc float64, ok bool) {
+	ua, okA := tr.at(a)
+	ub, okB := tr.at(b)
+	if !okA || !okB || !b.After(a) {
+		return 0, false
+	}
+	return float64(ub-ua) / float64(b.Sub(a)) * 1000, true
+}
+
+func (tr *UsageTrace) at(t time.Time) (time.Duration, bool) {
+	for i := 1; i < len(tr.times); i++ {
+		if !t.After(tr.times[i]) {
+			if t.Before(tr.times[i-1]) {
+				return 0, false
+			}
+			span := tr.times[i].Sub(tr.times[i-1])
+			if span <= 0 {
+				return tr.usage[i], true
+			}
+			f := float64(t.Sub(tr.times[i-1])) / float64(span)
+			return tr.usage[i-1] + time.Duration(f*float64(tr.usage[i]-tr.usage[i-1])), true
+		}
+	}
+	return 0, false
+}

@@ -1,182 +1,178 @@
-// Command overhead is tare's overhead benchmark (make bench): tare's own CPU and peak memory while sampling a
-// node with ~300 processes, side by side with pidstat -u -r -d over the same window.
+// Command overhead is tare's overhead benchmark (make bench-overhead): tare's own CPU and peak memory while
+// sampling a node, side by side with pidstat -u -r -d 1 over the same window, in three settings: about 300
+// processes, 3,000 idle processes (sleepers the bench starts and removes), and start-up (a 1 s run). CPU
+// comes from each run's rusage (wait4), so start-up is included. Runs of one setting are interleaved, so
+// drift on the machine hits every run alike; compare ratios within one run of the bench, not across runs.
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
-	"text/tabwriter"
 	"time"
 )
 
-type result struct {
-	name   string
-	cpu    time.Duration
-	window time.Duration
-	maxRSS int64   // KiB
-	steady float64 // tare only: its own CPU after the baseline sample, as it reports it (millicores)
+// config is the bench's flags.
+type config struct {
+	tare         string
+	compare      string // another tare binary measured in the same runs (before/after comparisons)
+	window       time.Duration
+	procs        int // the node is filled with idle sleepers up to this many processes
+	idle         int // idle sleepers added for the many-processes setting
+	reps         int
+	startupReps  int
+	skipMany     bool
+	skipSmall    bool
+	skipStartup  bool
+	smallTargetX float64 // tare measure --interval 1s, as a multiple of pidstat
+	manyTargetMC float64 // tare measure --interval 1s with the idle sleepers, in millicores
 }
 
 func main() {
-	tare := flag.String("tare", "bin/tare", "tare binary to measure")
-	window := flag.Duration("window", 30*time.Second, "length of each run")
-	procs := flag.Int("procs", 300, "processes on the node during the runs (idle sleepers are added)")
-	reps := flag.Int("reps", 3, "repetitions of each run, interleaved; the table shows the median and range")
+	var c config
+	flag.StringVar(&c.tare, "tare", "bin/tare", "tare binary to measure")
+	flag.StringVar(&c.compare, "compare", "", "another tare binary (an older build, say) measured at 1 s in the same interleaved runs")
+	flag.DurationVar(&c.window, "window", 30*time.Second, "length of each run")
+	flag.IntVar(&c.procs, "procs", 300, "processes on the node in the first setting (idle sleepers are added up to it)")
+	flag.IntVar(&c.idle, "idle", 3000, "idle sleepers added in the second setting")
+	flag.IntVar(&c.reps, "reps", 3, "repetitions of each run, interleaved; tables show the median and range")
+	flag.IntVar(&c.startupReps, "startup-reps", 5, "repetitions of the start-up runs")
+	flag.BoolVar(&c.skipSmall, "skip-small", false, "skip the ~300-process setting")
+	flag.BoolVar(&c.skipMany, "skip-many", false, "skip the 3,000-idle-process setting")
+	flag.BoolVar(&c.skipStartup, "skip-startup", false, "skip the start-up runs")
+	flag.Float64Var(&c.smallTargetX, "target-ratio", 1.0/3, "target: tare at 1 s as a multiple of pidstat (~300 processes)")
+	flag.Float64Var(&c.manyTargetMC, "target-idle", 10, "target: tare at 1 s with the idle sleepers, millicores")
 	flag.Parse()
-	if err := run(*tare, *window, *procs, *reps); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, c)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench overhead:", err)
 		os.Exit(1)
 	}
 }
 
-func run(tare string, window time.Duration, procs, reps int) error {
-	ctx := context.Background()
-	stop, n, err := fill(procs)
-	defer stop()
-	if err != nil {
-		return err
+func run(ctx context.Context, c config) error {
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "bench overhead: not root: tare runs unprivileged (schedstat, cutime), not as on a node")
 	}
-	secs := strconv.Itoa(int(window.Seconds()))
 	dir, err := os.MkdirTemp("", "tare-bench")
 	if err != nil {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	runs := []struct {
-		name string
-		argv []string
-	}{
-		{"pidstat -u -r -d 1", []string{"pidstat", "-u", "-r", "-d", "1", secs}},
-		{"tare measure --interval 1s", []string{tare, "measure", "-o", "json", "--duration", window.String(), "--interval", "1s"}},
-		{"tare measure --interval 1s --record", []string{tare, "measure", "-o", "json", "--duration", window.String(), "--interval", "1s", "--record", filepath.Join(dir, "r%d.db")}},
-		{"tare measure --interval 100ms", []string{tare, "measure", "-o", "json", "--duration", window.String(), "--interval", "100ms"}},
-	}
-	byRun := make([][]result, len(runs))
-	for rep := 0; rep < reps; rep++ {
-		for i, r := range runs { // interleaved, so drift on the machine hits every run alike
-			argv := slices.Clone(r.argv)
-			for j, a := range argv {
-				if strings.Contains(a, "%d") {
-					argv[j] = fmt.Sprintf(a, rep)
-				}
-			}
-			res, err := measure(ctx, r.name, argv, window)
-			if err != nil {
-				return err
-			}
-			byRun[i] = append(byRun[i], res)
+	natural := countProcs()
+	fmt.Printf("tare overhead bench, %s; %d processes on the node before the bench; window %s; %d interleaved repetitions\n",
+		time.Now().Format("2006-01-02 15:04"), natural, c.window, c.reps)
+	fmt.Println("CPU is each run's own rusage (user+system, start-up included); steady state is tare's self-reported CPU after its baseline sample.")
+	if !c.skipSmall {
+		if err := small(ctx, c, natural, filepath.Join(dir, "r%d.db")); err != nil {
+			return err
 		}
 	}
-	fmt.Printf("processes on the node: %d; window %s; %d interleaved repetitions; CPU from getrusage of each run (startup included)\n\n", n, window, reps)
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tMILLICORES (median)\tRANGE\tVS PIDSTAT\tSTEADY STATE (self-reported)\tSTEADY VS PIDSTAT\tPEAK RSS (max)")
-	base := median(millicores(byRun[0]))
-	for i, r := range runs {
-		mcs := millicores(byRun[i])
-		var rss int64
-		for _, x := range byRun[i] {
-			rss = max(rss, x.maxRSS)
+	if !c.skipMany {
+		if err := many(ctx, c, natural); err != nil {
+			return err
 		}
-		steady, steadyRatio := "-", "-"
-		if i > 0 {
-			st := make([]float64, len(byRun[i]))
-			for j, x := range byRun[i] {
-				st[j] = x.steady
-			}
-			steady = fmt.Sprintf("%.2f", median(st))
-			steadyRatio = fmt.Sprintf("%.2f", median(st)/base)
+	}
+	if !c.skipStartup {
+		if err := startup(ctx, c); err != nil {
+			return err
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f–%.2f\t%.2f\t%s\t%s\t%.1f MiB\n", r.name, median(mcs), slices.Min(mcs), slices.Max(mcs),
-			median(mcs)/base, steady, steadyRatio, float64(rss)/1024)
 	}
-	return tw.Flush()
+	return nil
 }
 
-func millicores(rs []result) []float64 {
-	out := make([]float64, len(rs))
-	for i, r := range rs {
-		out[i] = float64(r.cpu) / float64(r.window) * 1000
-	}
-	return out
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-// measure runs argv to completion and reads its CPU and peak RSS from the kernel's rusage.
-func measure(ctx context.Context, name string, argv []string, window time.Duration) (result, error) {
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	start := time.Now()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+// small is the usual node: about c.procs processes, every run of tare next to pidstat.
+func small(ctx context.Context, c config, natural int, recording string) error {
+	sleepers, err := startSleepers(max(0, c.procs-natural))
+	defer sleepers.stop()
 	if err != nil {
-		return result{}, fmt.Errorf("%s: %w\n%s", name, err, stderr.Bytes())
+		return err
 	}
-	var self struct {
-		Self struct {
-			CPU struct {
-				Mean float64 `json:"mean"`
-			} `json:"cpu_millicores"`
-		} `json:"self"`
+	secs := fmt.Sprint(int(c.window.Seconds()))
+	w := c.window.String()
+	runs := []job{
+		{name: "pidstat -u -r -d 1", argv: []string{"pidstat", "-u", "-r", "-d", "1", secs}},
+		{name: "tare measure --interval 1s", argv: []string{c.tare, "measure", "-o", "json", "--duration", w, "--interval", "1s"}},
+		{name: "tare measure --interval 1s --record", argv: []string{c.tare, "measure", "-o", "json", "--duration", w, "--interval", "1s", "--record", recording}},
+		{name: "tare measure --interval 100ms", argv: []string{c.tare, "measure", "-o", "json", "--duration", w, "--interval", "100ms"}},
 	}
-	steady := 0.0
-	if json.Unmarshal(out, &self) == nil {
-		steady = self.Self.CPU.Mean
+	runs = withCompare(runs, c, []string{"measure", "-o", "json", "--duration", w, "--interval", "1s"})
+	res, err := interleave(ctx, runs, c.reps, c.window)
+	if err != nil {
+		return err
 	}
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		return result{}, fmt.Errorf("%s: no rusage", name)
+	fmt.Printf("\n%d processes (%d on the node, %d idle sleepers added):\n\n", countProcs(), natural, sleepers.len())
+	if err := table(os.Stdout, runs, res); err != nil {
+		return err
 	}
-	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	return result{name: name, cpu: cpu, window: max(window, time.Since(start)), maxRSS: ru.Maxrss, steady: steady}, nil
+	verdict(fmt.Sprintf("tare measure --interval 1s ≤ %.2f× pidstat, start-up included", c.smallTargetX),
+		ratio(res[1], res[0]), "×", c.smallTargetX)
+	return nil
 }
 
-// fill starts idle sleepers until the node has about n processes.
-func fill(n int) (func(), int, error) {
-	var cmds []*exec.Cmd
-	stop := func() {
-		for _, c := range cmds {
-			_ = c.Process.Kill()
-			_ = c.Wait()
-		}
+// many is a node with thousands of idle processes: what tare costs when most processes do nothing.
+func many(ctx context.Context, c config, natural int) error {
+	sleepers, err := startSleepers(c.idle)
+	defer sleepers.stop()
+	if err != nil {
+		return err
 	}
-	have := countProcs()
-	for have < n {
-		c := exec.Command("sleep", "3600")
-		if err := c.Start(); err != nil {
-			return stop, have, err
-		}
-		cmds = append(cmds, c)
-		have++
+	secs := fmt.Sprint(int(c.window.Seconds()))
+	runs := []job{
+		{name: "pidstat -u -r -d 1", argv: []string{"pidstat", "-u", "-r", "-d", "1", secs}},
+		{name: "tare measure --interval 1s", argv: []string{c.tare, "measure", "-o", "json", "--duration", c.window.String(), "--interval", "1s"}},
 	}
-	return stop, countProcs(), nil
+	runs = withCompare(runs, c, []string{"measure", "-o", "json", "--duration", c.window.String(), "--interval", "1s"})
+	res, err := interleave(ctx, runs, c.reps, c.window)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\n%d processes (%d on the node, %d idle sleepers added):\n\n", countProcs(), natural, sleepers.len())
+	if err := table(os.Stdout, runs, res); err != nil {
+		return err
+	}
+	steady := make([]float64, len(res[1]))
+	for i, r := range res[1] {
+		steady[i] = r.steady
+	}
+	verdict(fmt.Sprintf("tare measure --interval 1s ≤ %.0f millicores with %d idle processes, steady state", c.manyTargetMC, c.idle),
+		median(steady), " millicores", c.manyTargetMC)
+	verdict(fmt.Sprintf("tare measure --interval 1s ≤ %.0f millicores with %d idle processes, start-up included", c.manyTargetMC, c.idle),
+		median(millicores(res[1])), " millicores", c.manyTargetMC)
+	return nil
 }
 
-func countProcs() int {
-	ents, _ := os.ReadDir("/proc")
-	n := 0
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err == nil {
-			n++
-		}
+// startup is tare's fixed cost: a 1 s measurement (start, baseline sample, one interval, summary), next to
+// the Go runtime's own start (tare --help) and pidstat's 1 s run.
+func startup(ctx context.Context, c config) error {
+	runs := []job{
+		{name: "pidstat -u -r -d 1 1", argv: []string{"pidstat", "-u", "-r", "-d", "1", "1"}},
+		{name: "tare measure --duration 1s", argv: []string{c.tare, "measure", "-o", "json", "--duration", "1s", "--interval", "1s"}},
+		{name: "tare --help", argv: []string{c.tare, "--help"}},
 	}
-	return n
+	runs = withCompare(runs, c, []string{"measure", "-o", "json", "--duration", "1s", "--interval", "1s"})
+	res, err := interleave(ctx, runs, c.startupReps, 0)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nstart-up, %d processes, %d interleaved repetitions (CPU of the whole run, ms):\n\n", countProcs(), c.startupReps)
+	return startupTable(os.Stdout, runs, res)
+}
+
+// withCompare adds a run of the -compare binary with args, when one is given.
+func withCompare(runs []job, c config, args []string) []job {
+	if c.compare == "" {
+		return runs
+	}
+	name := "[" + filepath.Base(c.compare) + "] tare " + strings.Join(slices.DeleteFunc(slices.Clone(args), func(a string) bool {
+		return a == "-o" || a == "json"
+	}), " ")
+	return append(runs, job{name: name, argv: append([]string{c.compare}, args...)})
 }

@@ -2,24 +2,87 @@ package sample
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/tare-dev/tare/internal/testenv"
 )
 
-// BenchmarkSample measures one sample of this machine (CPU path only; detail reads every 50th sample).
+// BenchmarkSample measures one sample of this machine, with idle sleepers added up to 300 and 3,000
+// processes, at tare's defaults (1 s interval, detail every 5 s: every fifth sample reads memory and I/O).
+// cpu-ns/op is this process's CPU per sample, kernel time included; filter=off reads every process as
+// tare does without the BPF task iterator.
 func BenchmarkSample(b *testing.B) {
-	s, err := New(context.Background(), Options{Interval: 100 * time.Millisecond, Detail: 5 * time.Second}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Sample(); err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := s.Sample(); err != nil {
-			b.Fatal(err)
+	for _, n := range []int{300, 3000} {
+		for _, filter := range []bool{true, false} {
+			name := "procs=" + strconv.Itoa(n) + "/filter=" + map[bool]string{true: "on", false: "off"}[filter]
+			b.Run(name, func(b *testing.B) {
+				if have := countProcs(); have < n {
+					startIdleB(b, n-have)
+				}
+				s, err := New(context.Background(), Options{Interval: time.Second, Detail: 5 * time.Second}, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				switch {
+				case !filter:
+					s.act.close()
+					s.act = nil
+				case s.act == nil:
+					testenv.Unavailable(b, "no BPF task iterator here: %v", s.Meta().Limitations)
+				default:
+					if err := s.act.load(); err != nil { // at once, not once it has paid for itself
+						testenv.Unavailable(b, "no BPF task iterator here: %v", err)
+					}
+				}
+				if _, err := s.Sample(); err != nil {
+					b.Fatal(err)
+				}
+				before := selfCPU()
+				b.ResetTimer()
+				for b.Loop() {
+					if _, err := s.Sample(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(selfCPU()-before)/float64(b.N), "cpu-ns/op")
+				b.ReportMetric(float64(len(s.procs)), "procs")
+			})
 		}
 	}
+}
+
+func startIdleB(b *testing.B, n int) {
+	b.Helper()
+	var pids []*os.Process
+	b.Cleanup(func() {
+		for _, p := range pids {
+			_ = p.Kill()
+		}
+		for _, p := range pids {
+			_, _ = p.Wait()
+		}
+	})
+	for range n {
+		p, err := os.StartProcess("/bin/sleep", []string{"sleep", "3600"}, &os.ProcAttr{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		pids = append(pids, p)
+	}
+}
+
+func countProcs() int {
+	names, _ := readDirNames("/proc")
+	n := 0
+	for _, name := range names {
+		if _, err := strconv.Atoi(name); err == nil {
+			n++
+		}
+	}
+	return n
 }

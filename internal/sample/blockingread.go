@@ -238,24 +238,7 @@ func readBlocking(path string) ([]byte, error) {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(fd)
-	buf := make([]byte, 0, 4096)
-	for len(buf) < maxBlockingRead {
-		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
-		if err != nil {
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			return nil, &os.PathError{Op: "read", Path: path, Err: err}
-		}
-		if n == 0 {
-			break
-		}
-		buf = buf[:len(buf)+n]
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-	}
-	return buf, nil
+	return readFull(fd, unix.Read, maxBlockingRead, path)
 }
 
 // stuckView is what one sampler reports of the shared reader: the reads that did not answer, and those that

@@ -1,7 +1,6 @@
 package sample
 
 import (
-	"bufio"
 	"fmt"
 	"math"
 	"os"
@@ -51,7 +50,7 @@ func TestCgroupV2ReferenceAgainstBurners(t *testing.T) {
 		if b.cgroup != "" {
 			refChildCgroup(t, filepath.Join(dir, b.cgroup))
 		}
-		b.pid = startRefBurner(t, b.mc)
+		b.pid = testload.StartBurner(t, b.mc)
 		if b.cgroup != "" {
 			if err := os.WriteFile(filepath.Join(dir, b.cgroup, "cgroup.procs"), []byte(strconv.Itoa(b.pid)), 0o644); err != nil {
 				t.Fatalf("moving burner %d into %s: %v", b.pid, b.cgroup, err)
@@ -195,32 +194,6 @@ func refChildCgroup(t *testing.T, dir string) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	})
-}
-
-// startRefBurner starts a burner of mc millicores, waits until it burns, and stops it when the test ends.
-func startRefBurner(t *testing.T, mc int) int {
-	t.Helper()
-	cmd := testload.Command("burn", strconv.Itoa(mc))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = stdin.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || strings.TrimSpace(line) != "ready" {
-		t.Fatalf("burner did not start: %q %v", line, err)
-	}
-	return cmd.Process.Pid
 }
 
 // refProcessClock reads another process's CPU clock (CLOCK_PROCESS_CPUTIME_ID as that process sees it: the

@@ -1,12 +1,10 @@
 package sample
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +24,7 @@ func TestSamplerLockedProcess(t *testing.T) {
 	const interval = 250 * time.Millisecond
 	opts := Options{Interval: interval, Detail: interval}
 	const rate = 100 // millicores: little enough to get even on a loaded node
-	burner := startBurner(t, rate)
+	burner := testload.StartBurner(t, rate)
 	// A first sample reads every process of the node: how long that takes here, before any is locked.
 	firstTook := firstSampleTook(t, opts)
 	locked := startLockedProcess(t)
@@ -111,39 +109,6 @@ func timedOut(r *blockingReader, pid int) int {
 		}
 	}
 	return n
-}
-
-// startBurner starts a testload burner of rate millicores and returns its PID once it burns.
-func startBurner(t *testing.T, rate int) int {
-	t.Helper()
-	cmd := testload.Command("burn", strconv.Itoa(rate))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting the burner: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = stdin.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	ready := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(stdout).ReadString('\n')
-		ready <- line
-	}()
-	select {
-	case <-ready:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the burner did not start within 10s")
-	}
-	return cmd.Process.Pid
 }
 
 // sampleFor runs the sampling loop for d and returns its samples. A loop that has not ended 30 s later is

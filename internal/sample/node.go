@@ -277,9 +277,15 @@ func readBounded(path string) ([]byte, error) {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer rawClose(fd)
+	return readFull(fd, rawRead, 1<<20, path)
+}
+
+// readFull reads fd to its end (or limit bytes) with read, growing the buffer to fit: the one loop behind
+// readBounded (raw system calls) and readBlocking (ordinary ones, for files that can block).
+func readFull(fd int, read func(int, []byte) (int, error), limit int, path string) ([]byte, error) {
 	buf := make([]byte, 0, 4096)
-	for len(buf) < 1<<20 {
-		n, err := rawRead(fd, buf[len(buf):cap(buf)])
+	for len(buf) < limit {
+		n, err := read(fd, buf[len(buf):cap(buf)])
 		if err != nil {
 			if errors.Is(err, unix.EINTR) {
 				continue

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// job is one command the bench measures. A "%d" in an argument is replaced by the repetition number.
+type job struct {
+	name string
+	argv []string
+}
+
+// result is one finished run.
+type result struct {
+	cpu    time.Duration // user + system, from wait4
+	wall   time.Duration
+	window time.Duration // the run's nominal window (0: use wall)
+	maxRSS int64         // KiB
+	steady float64       // tare only: its own CPU after the baseline sample, as it reports it (millicores)
+}
+
+// interleave runs every run reps times, one of each in turn.
+func interleave(ctx context.Context, runs []job, reps int, window time.Duration) ([][]result, error) {
+	out := make([][]result, len(runs))
+	for rep := range reps {
+		for i, r := range runs {
+			argv := make([]string, len(r.argv))
+			for j, a := range r.argv {
+				argv[j] = strings.ReplaceAll(a, "%d", strconv.Itoa(rep))
+			}
+			res, err := measure(ctx, r.name, argv, window)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = append(out[i], res)
+		}
+	}
+	return out, nil
+}
+
+// measure runs argv to completion and reads its CPU and peak RSS from the kernel's rusage.
+func measure(ctx context.Context, name string, argv []string, window time.Duration) (result, error) {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return result{}, fmt.Errorf("%s: %w\n%s", name, err, stderr.Bytes())
+	}
+	wall := time.Since(start)
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return result{}, fmt.Errorf("%s: no rusage", name)
+	}
+	var self struct {
+		Self struct {
+			CPU struct {
+				Mean float64 `json:"mean"`
+			} `json:"cpu_millicores"`
+		} `json:"self"`
+	}
+	steady := 0.0
+	if json.Unmarshal(stdout.Bytes(), &self) == nil {
+		steady = self.Self.CPU.Mean
+	}
+	return result{cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), wall: wall, window: window,
+		maxRSS: ru.Maxrss, steady: steady}, nil
+}
+
+// sleepers are idle processes the bench starts to set the node's process count.
+type sleepers struct{ procs []*os.Process }
+
+// startSleepers starts n `sleep` processes; stop removes them (call it even after an error).
+func startSleepers(n int) (*sleepers, error) {
+	s := &sleepers{}
+	path, err := exec.LookPath("sleep")
+	if err != nil {
+		return s, fmt.Errorf("idle processes: %w", err)
+	}
+	for range n {
+		p, err := os.StartProcess(path, []string{"sleep", "86400"}, &os.ProcAttr{})
+		if err != nil {
+			return s, fmt.Errorf("starting idle process %d of %d: %w (raise ulimit -u or pid_max)", len(s.procs)+1, n, err)
+		}
+		s.procs = append(s.procs, p)
+	}
+	time.Sleep(time.Second) // let them all reach their sleep before anything is measured
+	return s, nil
+}
+
+func (s *sleepers) len() int { return len(s.procs) }
+
+func (s *sleepers) stop() {
+	for _, p := range s.procs {
+		_ = p.Kill()
+	}
+	for _, p := range s.procs {
+		_, _ = p.Wait()
+	}
+	s.procs = nil
+}
+
+func countProcs() int {
+	ents, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err == nil {
+			n++
+		}
+	}
+	return n
+}

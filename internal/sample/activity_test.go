@@ -1,0 +1,250 @@
+package sample
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tare-dev/tare/internal/taskiter"
+	"github.com/tare-dev/tare/internal/testenv"
+	"github.com/tare-dev/tare/internal/testload"
+)
+
+// newFilteredSampler opens a privileged sampler with the task iterator loaded at once (not after it has
+// paid for itself), and fails unless the iterator is in use.
+func newFilteredSampler(t *testing.T, opts Options) *Sampler {
+	t.Helper()
+	testenv.NeedRoot(t, "taskstats and the BPF task iterator need root")
+	s, err := New(context.Background(), opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if s.act == nil {
+		if err := taskiter.Check(); errors.Is(err, taskiter.ErrNotSupported) {
+			testenv.Unavailable(t, "%v", err)
+		}
+		t.Fatalf("the sampler cannot use the task iterator: %v", s.Meta().Limitations)
+	}
+	if err := s.act.load(); errors.Is(err, taskiter.ErrNotSupported) {
+		testenv.Unavailable(t, "%v", err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func startIdle(t *testing.T, n int) {
+	t.Helper()
+	cmds := make([]*exec.Cmd, 0, n)
+	t.Cleanup(func() {
+		for _, c := range cmds {
+			_ = c.Process.Kill()
+		}
+		for _, c := range cmds {
+			_ = c.Wait()
+		}
+	})
+	for range n {
+		c := exec.Command("sleep", "3600")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, c)
+	}
+}
+
+func selfCPU() time.Duration {
+	var ru unix.Rusage
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestActivityFilterSkipsIdleProcesses: with 1,000 idle processes and a sample each second, a sample costs
+// at most half of what reading every process costs.
+func TestActivityFilterSkipsIdleProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 1,000 processes")
+	}
+	startIdle(t, 1000)
+	// One-second interval, no detail sample after the baseline: without the filter every process is read
+	// at every sample. Samples are taken back to back, alternating with and without the filter.
+	s := newFilteredSampler(t, Options{Interval: time.Second, Detail: time.Hour})
+	costs := map[bool]time.Duration{}
+	if _, err := s.Sample(); err != nil { // baseline
+		t.Fatal(err)
+	}
+	for _, filtered := range []bool{true, false, true, false} {
+		act := s.act
+		if !filtered {
+			s.act = nil // reads every process
+		}
+		before := selfCPU()
+		for range 10 {
+			if _, err := s.Sample(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		costs[filtered] += selfCPU() - before
+		s.act = act
+	}
+	t.Logf("CPU of 20 samples of %d processes: %v with the task iterator, %v reading every process",
+		len(s.procs), costs[true], costs[false])
+	// What is left with the filter is the node's own files, the pass (about 0.4 µs a task) and the
+	// processes that did run (this machine's background work).
+	if costs[true] > costs[false]/2 {
+		t.Errorf("with the task iterator, 20 samples cost %v; reading every process, %v: want at most half",
+			costs[true], costs[false])
+	}
+}
+
+// TestActivityFilterGroundTruth: with the filter on and 500 idle processes around, a steady burner and a
+// process whose CPU is spent on threads living a few milliseconds each are credited with the CPU their
+// cgroups (the scheduler's own account, not a per-process counter) say they used, within 3%.
+func TestActivityFilterGroundTruth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 500 processes; timing")
+	}
+	startIdle(t, 500)
+	for _, tc := range []struct{ mode, rate string }{{"burn", "200"}, {"churn", "300"}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			pid := startHelperProc(t, tc.mode, tc.rate)
+			usage := testload.CPUCgroup(t, fmt.Sprintf("tare-activity-%s-%d", tc.mode, os.Getpid()), pid)
+			// Three samples in four rely on the filter. Threads that ended are folded in at detail samples
+			// (resync with taskstats), and the window closes with a final sample, as tare's does.
+			s := newFilteredSampler(t, Options{Interval: 250 * time.Millisecond, Detail: time.Second})
+			if _, err := s.Sample(); err != nil {
+				t.Fatal(err)
+			}
+			st, ok := s.procs[pid]
+			if !ok {
+				t.Fatalf("helper %d unknown to the sampler", pid)
+			}
+			if _, err := s.Sample(); err != nil {
+				t.Fatal(err)
+			}
+			cg0 := usage()
+			var credited uint64
+			for start := time.Now(); time.Since(start) < 3*time.Second; {
+				time.Sleep(250 * time.Millisecond)
+				take := s.Sample
+				if time.Since(start) >= 3*time.Second {
+					take = s.SampleFinal
+				}
+				smp, err := take()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range smp.Procs {
+					if p.ID == st.info.ID {
+						credited += p.CPUNs
+					}
+				}
+			}
+			truth := usage() - cg0
+			rel := math.Abs(float64(credited)-float64(truth)) / float64(truth)
+			t.Logf("%s %sm: credited %v, its cgroup %v (%.2f%% off)", tc.mode, tc.rate, time.Duration(credited), truth, rel*100)
+			if rel > 0.03 {
+				t.Errorf("%s %sm: credited %v with the filter, its cgroup used %v: %.1f%% off, allowed 3%%",
+					tc.mode, tc.rate, time.Duration(credited), truth, rel*100)
+			}
+		})
+	}
+}
+
+// startHelperProc starts a testload helper and waits for it to be ready.
+func startHelperProc(t *testing.T, mode string, args ...string) int {
+	t.Helper()
+	cmd := testload.Command(mode, args...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatalf("%s helper did not start: %v", mode, err)
+	}
+	return cmd.Process.Pid
+}
+
+// TestActivityLoadsOncePaidFor: the iterator is not loaded for a few samples of a small node (its load
+// costs more than it would save), and is loaded once the sampler has made as many reads as it would have
+// saved; from then on the sampler says it uses it. Close releases it with every file it held.
+func TestActivityLoadsOncePaidFor(t *testing.T) {
+	testenv.NeedRoot(t, "taskstats and the BPF task iterator need root")
+	if err := taskiter.Check(); err != nil {
+		testenv.Unavailable(t, "%v", err)
+	}
+	fds := openFDs(t)
+	s, err := New(context.Background(), Options{Interval: time.Second, Detail: time.Hour}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		s.Close()
+		if after := openFDs(t); after > fds {
+			t.Errorf("%d file descriptors before the sampler, %d after Close", fds, after)
+		}
+	}()
+	for range 3 {
+		if _, err := s.Sample(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.act.it != nil {
+		t.Fatalf("iterator loaded after 3 samples of %d processes (%d reads)", len(s.procs), s.act.reads)
+	}
+	reads := s.act.reads
+	if reads == 0 || reads > 2*len(s.procs) {
+		t.Errorf("%d reads counted in 2 samples after the baseline of %d processes", reads, len(s.procs))
+	}
+	s.act.reads = loadAfterReads
+	if _, err := s.Sample(); err != nil {
+		t.Fatal(err)
+	}
+	if s.act.it == nil {
+		t.Fatalf("iterator not loaded after %d reads: %v", loadAfterReads, s.Meta().Limitations)
+	}
+	if got := s.Meta().CPUSource; !strings.Contains(got, "bpf task iterator") {
+		t.Errorf("cpu source %q does not name the iterator", got)
+	}
+	// The first pass reports every process: none is skipped yet; the next skips the idle ones.
+	if _, err := s.Sample(); err != nil {
+		t.Fatal(err)
+	}
+	idle := 0
+	for pid := range s.procs {
+		if s.act.idle(pid) {
+			idle++
+		}
+	}
+	if idle == 0 {
+		t.Errorf("no idle process among %d after two passes", len(s.procs))
+	}
+	t.Logf("%d of %d processes idle", idle, len(s.procs))
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}

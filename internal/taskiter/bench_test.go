@@ -1,0 +1,115 @@
+package taskiter_test
+
+import (
+	"os"
+	"strconv"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tare-dev/tare/internal/taskiter"
+)
+
+// BenchmarkChanged measures one pass of the iterator on a quiet machine filled with idle sleepers up to
+// 300 and 3,000 processes: the BPF program filters (only groups whose CPU moved come out). cpu-ns/op is the
+// CPU the pass costs this process, kernel time included, from getrusage.
+func BenchmarkChanged(b *testing.B) {
+	for _, n := range []int{300, 3000} {
+		b.Run("procs="+strconv.Itoa(n), func(b *testing.B) {
+			fillTo(b, n)
+			it := openIter(b)
+			gs, err := it.Changed(nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			passes(b, func() (int, error) {
+				gs, err = it.Changed(gs[:0])
+				return len(gs), err
+			})
+		})
+	}
+}
+
+// BenchmarkAllFilteredInGo is the alternative to filtering in BPF: every group comes out and Go compares
+// it with the previous pass.
+func BenchmarkAllFilteredInGo(b *testing.B) {
+	for _, n := range []int{300, 3000} {
+		b.Run("procs="+strconv.Itoa(n), func(b *testing.B) {
+			fillTo(b, n)
+			it := openIter(b)
+			last := map[int]uint64{}
+			var gs []taskiter.Group
+			passes(b, func() (int, error) {
+				var err error
+				if gs, err = it.All(gs[:0]); err != nil {
+					return 0, err
+				}
+				moved := 0
+				for _, g := range gs {
+					if last[g.TGID] != g.CPUNs {
+						last[g.TGID] = g.CPUNs
+						moved++
+					}
+				}
+				return moved, nil
+			})
+		})
+	}
+}
+
+func passes(b *testing.B, pass func() (int, error)) {
+	b.Helper()
+	var before, after unix.Rusage
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &before)
+	b.ResetTimer()
+	out := 0
+	for b.Loop() {
+		n, err := pass()
+		if err != nil {
+			b.Fatal(err)
+		}
+		out += n
+	}
+	b.StopTimer()
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &after)
+	cpu := after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano()
+	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(out)/float64(b.N), "groups/op")
+	b.ReportMetric(float64(countProcs()), "procs")
+}
+
+// fillTo starts idle sleepers until the machine has about n processes.
+func fillTo(b *testing.B, n int) {
+	b.Helper()
+	if have := countProcs(); have < n {
+		startSleepers(b, n-have)
+	}
+}
+
+func countProcs() int {
+	ents, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// BenchmarkOpen measures what the iterator adds to tare's start-up: reading the kernel's BTF for CO-RE,
+// loading and verifying the program, attaching it. Each Open decodes the kernel BTF anew, as tare does.
+func BenchmarkOpen(b *testing.B) {
+	openIter(b) // skips where unsupported
+	var before, after unix.Rusage
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &before)
+	for b.Loop() {
+		it, err := taskiter.Open()
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = it.Close()
+	}
+	_ = unix.Getrusage(unix.RUSAGE_SELF, &after)
+	b.ReportMetric(float64(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano())/float64(b.N), "cpu-ns/op")
+}

@@ -1,0 +1,146 @@
+package taskiter
+
+import (
+	"encoding/binary"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var capture = flag.Bool("capture", false, "rewrite testdata/all_pass.bin from a real pass of the iterator on this machine (root)")
+
+// TestCaptureFixture records the raw output of one pass (every thread group) for the parser's fixture test.
+func TestCaptureFixture(t *testing.T) {
+	if !*capture {
+		t.Skip("run with -capture to rewrite the fixture")
+	}
+	it, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = it.Close() }()
+	if err := it.objs.EmitAll.Set(uint32(1)); err != nil {
+		t.Fatal(err)
+	}
+	f, err := it.link.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("testdata/all_pass.bin", b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestParseCapturedPass decodes a pass captured on this machine (a 2-CPU VM, Linux 6.18): every record
+// decodes, and the first ones are the kernel threads that start every Linux system, in PID order.
+func TestParseCapturedPass(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("testdata/all_pass.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, rest, err := parseGroups(b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rest) != 0 || len(gs) != len(b)/recordSize {
+		t.Fatalf("%d bytes: %d groups and %d bytes left over", len(b), len(gs), len(rest))
+	}
+	kthreadd := gs[0]
+	if kthreadd.TGID != 2 || kthreadd.PPID != 0 || !kthreadd.Kernel || kthreadd.Threads != 1 {
+		t.Errorf("first group %+v, want kthreadd (pid 2, a kernel thread)", kthreadd)
+	}
+	for i, g := range gs {
+		if i > 0 && g.TGID <= gs[i-1].TGID {
+			t.Errorf("group %d (pid %d) after pid %d: the iterator walks PIDs in order", i, g.TGID, gs[i-1].TGID)
+		}
+		if g.Threads < 1 || g.StartNs == 0 {
+			t.Errorf("group %+v: want at least one thread and a start time", g)
+		}
+		if g.Kernel && g.TGID != 2 && g.PPID != 2 {
+			t.Errorf("kernel thread %+v not a child of kthreadd", g)
+		}
+	}
+}
+
+func record(tgid, ppid uint32, cpu, start uint64, threads, flags uint32) []byte {
+	b := make([]byte, recordSize)
+	ne := binary.NativeEndian
+	ne.PutUint32(b[0:], tgid)
+	ne.PutUint32(b[4:], ppid)
+	ne.PutUint64(b[8:], cpu)
+	ne.PutUint64(b[16:], start)
+	ne.PutUint32(b[24:], threads)
+	ne.PutUint32(b[28:], flags)
+	return b
+}
+
+func TestParseGroups(t *testing.T) {
+	t.Parallel()
+	two := append(record(1, 0, 5, 6, 1, 0), record(4242, 1, 1e9, 7, 3, flagKernel|flagInexact)...)
+	tests := []struct {
+		name     string
+		in       []byte
+		want     []Group
+		wantRest int
+		wantErr  error
+	}{
+		{name: "empty", in: nil},
+		{name: "two records", in: two, want: []Group{
+			{TGID: 1, CPUNs: 5, StartNs: 6, Threads: 1},
+			{TGID: 4242, PPID: 1, CPUNs: 1e9, StartNs: 7, Threads: 3, Kernel: true, Inexact: true},
+		}},
+		{name: "record split across reads", in: two[:recordSize+5], want: []Group{{TGID: 1, CPUNs: 5, StartNs: 6, Threads: 1}}, wantRest: 5},
+		{name: "pid 0", in: record(0, 0, 1, 1, 1, 0), wantErr: ErrMalformed},
+		{name: "pid beyond PID_MAX_LIMIT", in: record(maxPID+1, 0, 1, 1, 1, 0), wantErr: ErrMalformed},
+		{name: "parent beyond PID_MAX_LIMIT is clamped", in: record(7, 1<<31, 1, 1, 1, 0), want: []Group{{TGID: 7, PPID: maxPID, CPUNs: 1, StartNs: 1, Threads: 1}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, rest, err := parseGroups(tt.in, nil)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("error %v, want %v", err, tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("groups (-want +got):\n%s", diff)
+			}
+			if len(rest) != tt.wantRest {
+				t.Errorf("%d bytes left, want %d", len(rest), tt.wantRest)
+			}
+		})
+	}
+}
+
+func FuzzParseGroups(f *testing.F) {
+	if b, err := os.ReadFile("testdata/all_pass.bin"); err == nil {
+		f.Add(b[:min(len(b), 4*recordSize+3)])
+	}
+	f.Add(record(1, 0, 5, 6, 1, 0))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		gs, rest, err := parseGroups(b, nil)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error %v does not match ErrMalformed", err)
+			}
+			return
+		}
+		if len(rest) >= recordSize || len(gs)*recordSize+len(rest) != len(b) {
+			t.Fatalf("%d bytes: %d groups, %d left", len(b), len(gs), len(rest))
+		}
+		for _, g := range gs {
+			if g.TGID <= 0 || g.TGID > maxPID || g.PPID < 0 || g.PPID > maxPID {
+				t.Fatalf("out of range: %+v", g)
+			}
+		}
+	})
+}

@@ -135,6 +135,7 @@ func TestBadInput(t *testing.T) {
 // TestMeasureInterrupted: Ctrl-C (a cancelled context) stops early, still prints the summary of what was
 // measured, and the recording keeps every sample.
 func TestMeasureInterrupted(t *testing.T) {
+	requireTiming(t)
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "r.db")
 	ctx, cancel := context.WithCancel(context.Background())

@@ -63,6 +63,9 @@ func seqs(xs []sample.Sample) []int {
 // sample. The session measures on: every sample is in the result and reaches the other sinks, the failure
 // is a warning attributed to that sample and SinkErr, not an error, and the failed sink is still closed.
 func TestSessionSinkFails(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: counts samples over a timed window; runs in the pass without the race detector")
+	}
 	t.Parallel()
 	failing, kept := newCollector(), newCollector()
 	failing.failAt = 3

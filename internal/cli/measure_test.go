@@ -61,7 +61,7 @@ func TestMeasureGroundTruth(t *testing.T) {
 				if tr := traces[r]; tr != nil {
 					var ok bool
 					if truth, ok = tr.Between(s.Window.Start, s.Window.End); !ok {
-						t.Fatalf("burner %dm: its cgroup trace does not cover the window", r)
+						t.Fatalf("burner %dm: its cgroup trace %s does not cover the window %s–%s", r, tr, s.Window.Start, s.Window.End)
 					}
 				}
 				if rel := math.Abs(p.CPU.Mean-truth) / truth; rel > 0.03 {

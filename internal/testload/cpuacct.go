@@ -1,6 +1,7 @@
 package testload
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -106,6 +107,15 @@ func (tr *UsageTrace) Between(a, b time.Time) (mc float64, ok bool) {
 }
 
 func (tr *UsageTrace) at(t time.Time) (time.Duration, bool) {
+	if n := len(tr.times); n > 0 {
+		// A window edge a poll's length outside the trace is clamped to it: 10 ms of a steady burner.
+		if t.Before(tr.times[0]) && tr.times[0].Sub(t) <= 20*time.Millisecond {
+			t = tr.times[0]
+		}
+		if t.After(tr.times[n-1]) && t.Sub(tr.times[n-1]) <= 20*time.Millisecond {
+			t = tr.times[n-1]
+		}
+	}
 	for i := 1; i < len(tr.times); i++ {
 		if !t.After(tr.times[i]) {
 			if t.Before(tr.times[i-1]) {
@@ -120,4 +130,12 @@ func (tr *UsageTrace) at(t time.Time) (time.Duration, bool) {
 		}
 	}
 	return 0, false
+}
+
+// String says what the trace covers, for failure messages.
+func (tr *UsageTrace) String() string {
+	if len(tr.times) == 0 {
+		return "(empty)"
+	}
+	return fmt.Sprintf("(%d polls from %s to %s)", len(tr.times), tr.times[0].Format(time.RFC3339Nano), tr.times[len(tr.times)-1].Format(time.RFC3339Nano))
 }

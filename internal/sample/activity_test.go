@@ -1,7 +1,6 @@
 package sample
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -119,7 +118,7 @@ func TestActivityFilterGroundTruth(t *testing.T) {
 	startIdle(t, 500)
 	for _, tc := range []struct{ mode, rate string }{{"burn", "200"}, {"churn", "300"}} {
 		t.Run(tc.mode, func(t *testing.T) {
-			pid := startHelperProc(t, tc.mode, tc.rate)
+			pid, _ := testload.Start(t, tc.mode, tc.rate)
 			usage := testload.CPUCgroup(t, fmt.Sprintf("tare-activity-%s-%d", tc.mode, os.Getpid()), pid)
 			// Three samples in four rely on the filter. Threads that ended are folded in at detail samples
 			// (resync with taskstats), and the window closes with a final sample, as tare's does.
@@ -161,28 +160,6 @@ func TestActivityFilterGroundTruth(t *testing.T) {
 			}
 		})
 	}
-}
-
-// startHelperProc starts a testload helper and waits for it to be ready.
-func startHelperProc(t *testing.T, mode string, args ...string) int {
-	t.Helper()
-	cmd := testload.Command(mode, args...)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
-		t.Fatalf("%s helper did not start: %v", mode, err)
-	}
-	return cmd.Process.Pid
 }
 
 // TestActivityLoadsOncePaidFor: the iterator is not loaded for a few samples of a small node (its load

@@ -12,7 +12,18 @@ import (
 // when the test ends. It returns the burner's PID.
 func StartBurner(t testing.TB, mc int) int {
 	t.Helper()
-	cmd := Command("burn", strconv.Itoa(mc))
+	pid, line := Start(t, "burn", strconv.Itoa(mc))
+	if line != "ready" {
+		t.Fatalf("the %dm burner printed %q, want ready", mc, line)
+	}
+	return pid
+}
+
+// Start starts the helper mode with args, waits (10 s at most) for the first line it prints, and stops it
+// when the test ends. It returns the helper's PID and that line.
+func Start(t testing.TB, mode string, args ...string) (pid int, firstLine string) {
+	t.Helper()
+	cmd := Command(mode, args...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -22,25 +33,30 @@ func StartBurner(t testing.TB, mc int) int {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting a %dm burner: %v", mc, err)
+		t.Fatalf("starting the %s helper: %v", mode, err)
 	}
 	t.Cleanup(func() {
 		_ = stdin.Close()
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	ready := make(chan string, 1)
+	type first struct {
+		line string
+		err  error
+	}
+	ready := make(chan first, 1)
 	go func() {
-		line, _ := bufio.NewReader(stdout).ReadString('\n')
-		ready <- strings.TrimSpace(line)
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		ready <- first{strings.TrimSpace(line), err}
 	}()
 	select {
-	case line := <-ready:
-		if line != "ready" {
-			t.Fatalf("the %dm burner printed %q, want ready", mc, line)
+	case f := <-ready:
+		if f.err != nil && f.line == "" {
+			t.Fatalf("the %s helper ended before printing a line: %v", mode, f.err)
 		}
+		return cmd.Process.Pid, f.line
 	case <-time.After(10 * time.Second):
-		t.Fatalf("the %dm burner did not start within 10s", mc)
+		t.Fatalf("the %s helper printed nothing within 10s", mode)
+		return 0, ""
 	}
-	return cmd.Process.Pid
 }

@@ -12,10 +12,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/tare-dev/tare/internal/component"
 	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/stats"
 	"github.com/tare-dev/tare/internal/summary"
@@ -27,8 +27,12 @@ var anchors = []struct {
 	secs float64
 }{{"minikube", 50.8}, {"kind", 33.0}, {"k3d", 19.9}}
 
-// components whose idle CPU is compared between profiles.
-var components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd"}
+// components whose idle CPU is compared between profiles: the lab's control plane, node agents and runtime.
+var components = component.Names(component.Entry.Core)
+
+// podRuntime are the groups of what the runtime runs for pods (shims, runc, CNI plugins, pause), counted in
+// the lab's total.
+var podRuntime = component.Names(func(e component.Entry) bool { return e.Role == component.RolePodRuntime })
 
 func main() {
 	tare := flag.String("tare", "bin/tare", "tare binary")
@@ -181,10 +185,12 @@ func idleCPU(ctx context.Context, tare, profile string, window, settle time.Dura
 	for _, c := range components {
 		res[c] = m[c]
 		res["all lab"] += m[c]
-		if !strings.HasPrefix(c, "kube-proxy") && c != "kubelet" && c != "containerd" {
+		if e, _ := component.Lookup(c); e.Role == component.RoleControlPlane {
 			res["control plane"] += m[c]
 		}
 	}
-	res["all lab"] += m["containerd-shim"] + m["runc"] + m["cni"] + m["pause"]
+	for _, c := range podRuntime {
+		res["all lab"] += m[c]
+	}
 	return res, nil
 }

@@ -1,9 +1,10 @@
 package classify
 
 import (
-	"path"
 	"regexp"
 	"strings"
+
+	"github.com/tare-dev/tare/internal/component"
 )
 
 // Group kinds.
@@ -15,80 +16,10 @@ const (
 	KindOther     = "other"
 )
 
-// component maps an executable base name (or argv[0]) to the component it is.
-var components = map[string]string{
-	"kube-apiserver":           "kube-apiserver",
-	"kube-controller-manager":  "kube-controller-manager",
-	"kube-scheduler":           "kube-scheduler",
-	"kubelet":                  "kubelet",
-	"kube-proxy":               "kube-proxy",
-	"etcd":                     "etcd",
-	"coredns":                  "coredns",
-	"containerd":               "containerd",
-	"containerd-shim":          "containerd-shim",
-	"containerd-shim-runc-v1":  "containerd-shim",
-	"containerd-shim-runc-v2":  "containerd-shim",
-	"dockerd":                  "dockerd",
-	"docker-proxy":             "dockerd",
-	"cri-dockerd":              "cri-dockerd",
-	"crio":                     "cri-o",
-	"conmon":                   "cri-o",
-	"runc":                     "runc",
-	"crun":                     "runc",
-	"kwok":                     "kwok",
-	"kube-addon-manager":       "kube-addon-manager",
-	"flanneld":                 "flannel",
-	"calico-node":              "calico",
-	"cilium-agent":             "cilium",
-	"kindnetd":                 "kindnet",
-	"metrics-server":           "metrics-server",
-	"pause":                    "pause",
-	"k3s":                      "k3s",
-	"k3s-server":               "k3s",
-	"k3s-agent":                "k3s",
-	"cloud-controller-manager": "cloud-controller-manager",
-	"kubectl":                  "kubectl",
-	"etcdctl":                  "etcdctl",
-	"tare":                     "tare",
-}
-
-// hyperkube-style binaries take the component as their first argument.
-var multiCall = map[string]bool{"hyperkube": true, "k3s": true, "kube": true}
-
 // Component returns the Kubernetes component a process is, from its executable path, comm and redacted
-// command line, or "" if it is none of them.
-func Component(exe, comm, cmdline string) string {
-	fields := strings.Fields(cmdline)
-	var arg0, arg1 string
-	if len(fields) > 0 {
-		arg0 = path.Base(fields[0])
-	}
-	if len(fields) > 1 {
-		arg1 = fields[1]
-	}
-	for _, name := range []string{path.Base(strings.TrimSuffix(exe, " (deleted)")), arg0} {
-		if multiCall[name] && components[arg1] != "" {
-			return components[arg1]
-		}
-		if c := components[name]; c != "" {
-			return c
-		}
-	}
-	// CNI plugins (bridge, host-local, portmap, …) run from a cni directory for each pod's network.
-	if strings.Contains(exe, "/cni/") {
-		return "cni"
-	}
-	// comm is cut at 15 characters: kube-controller and containerd-shim are prefixes.
-	for name, c := range components {
-		if len(comm) == 15 && strings.HasPrefix(name, comm) {
-			return c
-		}
-	}
-	if c := components[comm]; c != "" {
-		return c
-	}
-	return ""
-}
+// command line, or "" if it is none of them. The components and how each is recognised are the registry's
+// (internal/component).
+func Component(exe, comm, cmdline string) string { return component.Recognise(exe, comm, cmdline) }
 
 // Pod is what a cgroup path says about the pod a process runs in.
 type Pod struct {

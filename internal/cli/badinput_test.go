@@ -106,6 +106,18 @@ func TestBadInput(t *testing.T) {
 		{"lab logs bad tail", []string{"lab", "logs", "etcd", "--tail", "-3", "--dir", dir}, 2, "--tail -3"},
 		{"lab status corrupt state", []string{"lab", "status", "--dir", corruptLab}, 1, "is corrupt"},
 		{"bad proc root", []string{"measure", "--duration", "1s", "--proc-root", filepath.Join(dir, "noproc")}, 1, "noproc"},
+		{"measure top 0", []string{"measure", "--duration", "1s", "--top", "0"}, 2, "--top 0: want 1 or more"},
+		{"measure top 0 with a short detail interval", []string{"measure", "--duration", "1s", "--interval", "500ms", "--detail-interval", "100ms", "--top", "0"}, 2, "--top 0: want 1 or more"},
+		{"report negative top", []string{"report", garbage, "--top", "-1"}, 2, "--top -1: want 1 or more"},
+		{"explain top 0", []string{"explain", "--top", "0"}, 2, "--top 0: want 1 or more"},
+		{"flag without its value", []string{"measure", "--duration"}, 2, "flag needs an argument"},
+		{"unknown shorthand", []string{"measure", "-z"}, 2, "unknown shorthand flag"},
+		{"unknown lab verb", []string{"lab", "stats"}, 2, `unknown command "stats" for "tare lab"; did you mean status?`},
+		{"unknown lab flag", []string{"lab", "up", "--profil", "tuned"}, 2, "unknown flag: --profil"},
+		{"lab status bad output", []string{"lab", "status", "--dir", dir, "-o", "yaml"}, 2, "unknown output format"},
+		{"lab env bad output", []string{"lab", "env", "--dir", dir, "-o", "yaml"}, 2, "unknown output format"},
+		// A failure whose message happens to read like cobra's is not a usage error.
+		{"runtime error worded like a usage error", []string{"report", filepath.Join(dir, "unknown flag: --x.db")}, 1, "no such file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,6 +141,18 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("panic in output")
 			}
 		})
+	}
+}
+
+// TestGroupsPrintHelp: a command that only groups others (tare, tare lab) prints its help when run
+// alone, and succeeds.
+func TestGroupsPrintHelp(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{nil, {"lab"}} {
+		out, errOut, err := run(context.Background(), args...)
+		if err != nil || !strings.Contains(out, "Available Commands:") || errOut != "" {
+			t.Errorf("tare %v: %v\nstdout:\n%s\nstderr:\n%s", args, err, out, errOut)
+		}
 	}
 }
 

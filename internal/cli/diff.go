@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tare-dev/tare/internal/experiment"
+	"github.com/tare-dev/tare/internal/compare"
 	"github.com/tare-dev/tare/internal/record"
 )
 
@@ -62,7 +62,7 @@ func runDiff(ctx context.Context, s streams, g *globalOptions, pa, pb string, bl
 	if err != nil {
 		return err
 	}
-	res, err := experiment.Diff(a, b, filepath.Base(pa), filepath.Base(pb), block, alpha)
+	res, err := compare.Diff(a, b, filepath.Base(pa), filepath.Base(pb), block, alpha)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tare-dev/tare/internal/explain"
 	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/testload"
 )
 
 // Secrets planted where explain reads: the poller's command line, an API client's user agent and a
@@ -117,9 +118,9 @@ spec:
 	startPoller(t, kc)
 	leaked := make(chan error, 1)
 	time.AfterFunc(5*time.Second, func() { leaked <- leakyClient(dir) }) // inside the window, so it is counted
-	flames := t.TempDir()
 	page := filepath.Join(t.TempDir(), "explain.html")
-	r, out := explainJSON(t, "--lab-dir", dir, "--duration", "30s", "--interval", "500ms", "--flame-dir", flames,
+	flames := strings.TrimSuffix(page, ".html") + "-flames" // next to --html when no --flames is given
+	r, out := explainJSON(t, "--lab-dir", dir, "--duration", "30s", "--interval", "500ms",
 		"--pprof", "kube-apiserver,etcd", "--html", page)
 	if err := <-leaked; err != nil {
 		t.Fatalf("the leaky client: %v", err)
@@ -206,6 +207,9 @@ spec:
 			if p.Samples == 0 || len(p.Top) == 0 || p.Seconds < 29 {
 				t.Errorf("kube-apiserver profile: %+v", p)
 			}
+			if p.Flame != filepath.Join(flames, "kube-apiserver.svg") {
+				t.Errorf("flame graph written to %q, want it in %s, next to the HTML report", p.Flame, flames)
+			}
 			b, err := os.ReadFile(p.Flame)
 			if err != nil || xml.Unmarshal(b, new(struct{})) != nil || !strings.Contains(string(b), p.Top[0].Name[:min(20, len(p.Top[0].Name))]) {
 				t.Errorf("flame graph %s: %v", p.Flame, err)
@@ -250,8 +254,36 @@ spec:
 			}
 		}
 	})
+	t.Run("recording explained with the cluster as it is now", func(t *testing.T) { explainRecordingNow(t, dir) })
 	// The same cluster, as any cluster: an experiment through the commands target, scaling CoreDNS.
 	t.Run("experiment through commands", func(t *testing.T) { experimentCommands(t, kc) })
+}
+
+// explainRecordingNow: a recording explained while the lab runs reads the cluster's facts now, and every
+// output says so: the JSON, the table and the HTML report.
+func explainRecordingNow(t *testing.T, dir string) {
+	db := filepath.Join(t.TempDir(), "node.db")
+	if _, errOut, err := run(context.Background(), "measure", "--duration", "2s", "--interval", "500ms", "--record", db); err != nil {
+		t.Fatalf("measure: %v\n%s", err, errOut)
+	}
+	before := time.Now()
+	page := filepath.Join(t.TempDir(), "recording.html")
+	r, _ := explainJSON(t, db, "--lab-dir", dir, "--html", page)
+	c := r.ClusterRead
+	if r.Facts == nil || c == nil || c.When != explain.ReadNow || c.At.Before(before) || !strings.Contains(c.Note, "not when it was made") {
+		t.Fatalf("facts of a recording: %+v, read %+v; want them labelled as read now", r.Facts, c)
+	}
+	table, errOut, err := run(context.Background(), "explain", db, "--lab-dir", dir)
+	if err != nil || !strings.Contains(table, "note: "+c.Note[:60]) {
+		t.Errorf("the table does not say the cluster was read now: %v\n%s\n%s", err, table, errOut)
+	}
+	b, err := os.ReadFile(page)
+	if err != nil || !strings.Contains(string(b), "not when it was made") {
+		t.Errorf("the HTML report does not say the cluster was read now: %v", err)
+	}
+	if _, err := os.Stat(strings.TrimSuffix(page, ".html") + "-flames"); !os.IsNotExist(err) {
+		t.Errorf("explain of a recording made a flame graph directory (%v)", err)
+	}
 }
 
 func finding(r explain.Report, id string) (explain.Finding, bool) {
@@ -271,8 +303,17 @@ func TestExplainWithoutCluster(t *testing.T) {
 	}
 	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
 	t.Setenv("HOME", t.TempDir())
+	cwd := t.TempDir()
+	t.Chdir(cwd) // flame graphs once went to ./tare-flames unasked
+	me := testload.SelfPprof(t)
 	r, _ := explainJSON(t, "--lab-dir", t.TempDir(), "--duration", "2s", "--interval", "200ms",
-		"--audit", "/nonexistent/audit.log", "--pprof-url", "ghost=http://127.0.0.1:1", "--flame-dir", "")
+		"--audit", "/nonexistent/audit.log", "--pprof-url", "ghost=http://127.0.0.1:1", "--pprof-url", "me="+me)
+	if len(r.Profiles) != 1 || r.Profiles[0].Component != "me" || r.Profiles[0].Flame != "" {
+		t.Errorf("profiles %+v: want one of the test itself, with no flame graph file", r.Profiles)
+	}
+	if left, _ := os.ReadDir(cwd); len(left) > 0 {
+		t.Errorf("explain without --flames or --html wrote %v in the working directory", left)
+	}
 	notes := strings.Join(r.Notes, "\n")
 	if !strings.Contains(notes, "ghost pprof at http://127.0.0.1:1/debug/pprof/profile") || !strings.Contains(notes, "connection refused") {
 		t.Errorf("unreachable pprof endpoint not named with its reason:\n%s", notes)
@@ -285,6 +326,34 @@ func TestExplainWithoutCluster(t *testing.T) {
 	}
 	if r.Window.Intervals < 8 || len(r.USE.Rows) < 2 || len(r.Activity.Series) != r.Window.Intervals {
 		t.Errorf("window %+v, USE %d rows, series %d", r.Window, len(r.USE.Rows), len(r.Activity.Series))
+	}
+}
+
+// TestExplainFlamesNextToHTML: with --html and no --flames, the flame graphs go next to the report;
+// --flames DIR puts them in DIR.
+func TestExplainFlamesNextToHTML(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures for 2 s, twice")
+	}
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("HOME", t.TempDir())
+	me := testload.SelfPprof(t)
+	page := filepath.Join(t.TempDir(), "node.html")
+	svg := filepath.Join(t.TempDir(), "svg")
+	for _, d := range []struct{ flag, want string }{{"", filepath.Join(filepath.Dir(page), "node-flames")}, {svg, svg}} {
+		args := []string{"--lab-dir", t.TempDir(), "--duration", "2s", "--interval", "500ms", "--audit", "none", "--pprof-url", "me=" + me, "--html", page}
+		if d.flag != "" {
+			args = append(args, "--flames", d.flag)
+		}
+		r, _ := explainJSON(t, args...)
+		want := filepath.Join(d.want, "me.svg")
+		if len(r.Profiles) != 1 || r.Profiles[0].Flame != want {
+			t.Errorf("--flames %q: profiles %+v, want the flame graph at %s", d.flag, r.Profiles, want)
+			continue
+		}
+		if b, err := os.ReadFile(want); err != nil || xml.Unmarshal(b, new(struct{})) != nil {
+			t.Errorf("flame graph %s: %v", want, err)
+		}
 	}
 }
 

@@ -19,13 +19,15 @@ func newExport(s streams, g *globalOptions) *cobra.Command {
 		Use:   "export FILE --format csv|json|openmetrics",
 		Short: "Write a recording's time series as CSV, JSON or OpenMetrics (pandas, Grafana, Prometheus)",
 		Long: `Write the time series of a recording made with tare measure --record (or an experiment's
-trial-NNN.db): node CPU by mode (/proc/stat) and from the root cgroup's task time, the load average,
-each group's CPU per interval (short-lived children in their parent's group) and each group's memory
-(RSS, PSS, private) at the detail samples. Every series is labelled with the host.
+trial-NNN.db): node CPU by mode (/proc/stat) and node busy as tare counts it (the counter it is read
+from in the reference label), the load average, each group's CPU per interval (short-lived children in
+their parent's group) and each group's memory (RSS, PSS, private, in the memory label) at the detail
+samples. Every series is labelled with the host; a group's series with group and group_kind (component,
+pod, kernel, self, other), so its CPU and memory join on them.
 
-  csv          long form, one row per point: time (RFC 3339), unix_ms, metric, the labels (group, host,
-               kind, mode) and value; in pandas: pd.read_csv(f).pivot_table(index="time",
-               columns=["metric", "group"], values="value")
+  csv          long form, one row per point: time (RFC 3339), unix_ms, metric, the labels (group,
+               group_kind, host, memory, mode, reference) and value; in pandas:
+               pd.read_csv(f).pivot_table(index="time", columns=["metric", "group"], values="value")
   json         {"meta": the recording's meta, "series": [{metric, help, unit, labels, points: [{time,
                value}]}]}
   openmetrics  gauges with a timestamp on every sample, ending with # EOF; load into Prometheus with
@@ -43,9 +45,6 @@ each group's CPU per interval (short-lived children in their parent's group) and
 }
 
 func runExport(ctx context.Context, s streams, g *globalOptions, path, format, out string) error {
-	if err := g.validate(); err != nil {
-		return err
-	}
 	if !slices.Contains(export.Formats, format) {
 		return usageError("--format %q: want %s", format, strings.Join(export.Formats, ", "))
 	}

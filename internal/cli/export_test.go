@@ -82,15 +82,19 @@ func TestExport(t *testing.T) {
 		t.Fatalf("the CSV does not parse: %v", err)
 	}
 	head := strings.Join(rows[0], ",")
-	if head != "time,unix_ms,metric,group,host,kind,mode,value" {
+	if head != "time,unix_ms,metric,group,group_kind,host,memory,mode,reference,value" {
 		t.Errorf("header %q", head)
+	}
+	col := map[string]int{}
+	for i, name := range rows[0] {
+		col[name] = i
 	}
 	// The mean of the exported /proc/stat busy modes over the intervals is the summary's /proc/stat busy.
 	busy := map[string]float64{}
 	intervals := map[string]bool{}
 	for _, r := range rows[1:] {
-		if r[2] == "tare_node_cpu_millicores" && r[6] != "idle" && r[6] != "iowait" {
-			v, _ := strconv.ParseFloat(r[7], 64)
+		if r[col["metric"]] == "tare_node_cpu_millicores" && r[col["mode"]] != "idle" && r[col["mode"]] != "iowait" {
+			v, _ := strconv.ParseFloat(r[col["value"]], 64)
 			busy[r[0]] += v
 			intervals[r[0]] = true
 		}
@@ -147,6 +151,17 @@ func TestExport(t *testing.T) {
 	loads := strings.Count(string(out), "tare_node_load1")
 	if loads != s.Window.Intervals {
 		t.Errorf("Prometheus holds %d load samples, want one per interval (%d)", loads, s.Window.Intervals)
+	}
+	// Each label means one thing: node busy's counter is its reference; a group's kind is group_kind.
+	dump := string(out)
+	if ref := `reference="` + string(s.Reconcile.ReferenceKind) + `"`; !strings.Contains(dump, ref) {
+		t.Errorf("Prometheus holds no node busy series with %s", ref)
+	}
+	if !strings.Contains(dump, `group_kind="`) {
+		t.Errorf("Prometheus holds no group series with a group_kind label")
+	}
+	if strings.Contains(strings.ReplaceAll(dump, "group_kind=", ""), "kind=") {
+		t.Errorf("a series still has a label named kind:\n%.2000s", dump)
 	}
 	if _, _, err := run(context.Background(), "export", db, "--format", "xml"); err == nil || !strings.Contains(err.Error(), "want csv, json, openmetrics") {
 		t.Errorf("bad format: %v", err)

@@ -98,7 +98,7 @@ func TestExplainGolden(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			flames := filepath.Join(dir, tt.name+"-flames")
 			args := append([]string{"explain", rec, "--audit", "none", "--pprof", "none",
-				"--lab-dir", filepath.Join(dir, "no-lab"), "--flame-dir", flames}, tt.args...)
+				"--lab-dir", filepath.Join(dir, "no-lab"), "--flames", flames}, tt.args...)
 			out, errOut, err := run(context.Background(), args...)
 			if err != nil {
 				t.Fatalf("%v: %v\n%s", args, err, errOut)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
@@ -33,7 +34,7 @@ A lab lives in one directory (--dir; default $TARE_LAB_DIR, /var/lib/tare/lab as
 	}
 	cmd.PersistentFlags().StringVar(&dir, "dir", lab.DefaultDir(), "the lab's directory")
 	cmd.AddCommand(newLabInstall(s, g), newLabUp(s, g, &dir), newLabDown(s, g, &dir), newLabStatus(s, g, &dir),
-		newLabEnv(s, &dir), newLabLogs(s, &dir))
+		newLabEnv(s, g, &dir), newLabLogs(s, &dir))
 	return cmd
 }
 
@@ -49,9 +50,6 @@ stamped so kubectl can read it; --bin-dir uses binaries you already have instead
   sudo tare lab install --bin-dir /usr/local/bin`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := g.validate(); err != nil {
-				return err
-			}
 			return runLabInstall(cmd.Context(), s, g, binDir)
 		},
 	}
@@ -59,27 +57,26 @@ stamped so kubectl can read it; --bin-dir uses binaries you already have instead
 	return cmd
 }
 
+// runLabInstall prints what was installed, even when a later component failed.
 func runLabInstall(ctx context.Context, s streams, g *globalOptions, binDir string) error {
 	start := time.Now()
 	comps, err := lab.Install(ctx, lab.InstallOptions{BinDir: binDir, Log: func(name string) {
 		fmt.Fprintf(s.err, "installing %s (%s elapsed)\n", name, time.Since(start).Round(time.Second))
 	}})
-	if g.output == "json" {
-		if jerr := writeJSON(s.out, comps); jerr != nil {
-			return jerr
-		}
-	} else {
-		tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "COMPONENT\tVERSION\tSOURCE\tTOOK\tPATH")
-		for _, c := range comps {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Name, c.Version, c.Source, c.Took.Round(time.Millisecond), c.Path)
-		}
-		if ferr := tw.Flush(); ferr != nil {
-			return ferr
-		}
+	if rerr := render(s, g, viewOf(comps, printInstalled)); rerr != nil {
+		return rerr
 	}
 	if err != nil {
 		return fmt.Errorf("lab install: %w", err)
 	}
 	return nil
+}
+
+func printInstalled(w io.Writer, comps []lab.Component) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMPONENT\tVERSION\tSOURCE\tTOOK\tPATH")
+	for _, c := range comps {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Name, c.Version, c.Source, c.Took.Round(time.Millisecond), c.Path)
+	}
+	return tw.Flush()
 }

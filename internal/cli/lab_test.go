@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -90,6 +91,36 @@ spec:
   containers: [{name: app, image: tare.lab/web:v1}]
 `
 
+// TestLabStatusWithoutLab: status answers without a lab, in either format, and fails with the reason;
+// a format it does not have is refused as a usage error.
+func TestLabStatusWithoutLab(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out, errOut, err := run(context.Background(), "lab", "status", "--dir", dir, "-o", "json")
+	if !errors.Is(err, lab.ErrNotRunning) {
+		t.Errorf("status without a lab: %v, want no lab", err)
+	}
+	var st map[string]any
+	if jerr := json.Unmarshal([]byte(out), &st); jerr != nil {
+		t.Fatalf("status -o json without a lab is not JSON: %v\n%s", jerr, out)
+	}
+	if st["exists"] != false || st["dir"] != dir {
+		t.Errorf("status -o json without a lab: %v", st)
+	}
+	if !strings.Contains(errOut, "no lab in "+dir) {
+		t.Errorf("stderr does not say there is no lab: %q", errOut)
+	}
+	out, _, err = run(context.Background(), "lab", "status", "--dir", dir)
+	if !errors.Is(err, lab.ErrNotRunning) || out != "no lab in "+dir+"\n" {
+		t.Errorf("status without a lab: %v, stdout %q", err, out)
+	}
+	out, _, err = run(context.Background(), "lab", "status", "--dir", dir, "-o", "yaml")
+	var ec ExitCoder
+	if !errors.As(err, &ec) || ec.ExitCode() != 2 || out != "" {
+		t.Errorf("status -o yaml: %v (want exit 2), stdout %q", err, out)
+	}
+}
+
 // TestLab starts one real lab (tuned, audited, with kwok nodes) and checks everything the issue names
 // against it: a Deployment behind a Service reached through its ClusterIP, scaled to 10; a pod on a
 // kwok node; the tuned profile's effect on leases; the audit log; status, env, logs; measure naming
@@ -136,6 +167,16 @@ func TestLab(t *testing.T) {
 		env, _, err := run(ctx, "lab", "env", "--dir", dir)
 		if err != nil || !strings.Contains(env, "export KUBECONFIG="+kc+"\n") {
 			t.Errorf("env: %q, %v", env, err)
+		}
+		out, _, err = run(ctx, "lab", "status", "--dir", dir, "-o", "json")
+		var st labStatus
+		if err != nil || json.Unmarshal([]byte(out), &st) != nil || !st.Exists || st.StatusReport == nil || !st.Healthy || len(st.Components) < 8 {
+			t.Errorf("status -o json: %v\n%s", err, out)
+		}
+		out, _, err = run(ctx, "lab", "env", "--dir", dir, "-o", "json")
+		var e struct{ Kubeconfig, Dir string }
+		if err != nil || json.Unmarshal([]byte(out), &e) != nil || e.Kubeconfig != kc || e.Dir != dir {
+			t.Errorf("env -o json: %v\n%s", err, out)
 		}
 		logs, _, err := run(ctx, "lab", "logs", "kube-apiserver", "--tail", "5", "--dir", dir)
 		if err != nil || strings.Count(logs, "\n") != 5 {
@@ -249,7 +290,7 @@ func TestLab(t *testing.T) {
 		}
 	})
 	t.Run("explain: tuned has no leader election to cut", func(t *testing.T) {
-		r, _ := explainJSON(t, "--lab-dir", dir, "--duration", "10s", "--pprof", "none", "--flame-dir", "")
+		r, _ := explainJSON(t, "--lab-dir", dir, "--duration", "10s", "--pprof", "none")
 		if r.API.Audit == nil || r.API.Audit.Requests == 0 {
 			t.Fatalf("no audit view of the tuned lab: %+v", r.API)
 		}
@@ -265,7 +306,7 @@ func TestLab(t *testing.T) {
 		}
 	})
 	t.Run("explain without an audit log reads the API server's counters", func(t *testing.T) {
-		r, _ := explainJSON(t, "--lab-dir", dir, "--duration", "5s", "--pprof", "none", "--flame-dir", "", "--audit", "none")
+		r, _ := explainJSON(t, "--lab-dir", dir, "--duration", "5s", "--pprof", "none", "--audit", "none")
 		m := r.API.Metrics
 		if m == nil || m.Requests <= 0 || len(m.Rows) == 0 || !strings.Contains(m.Missing, "audit") || !strings.Contains(r.API.Missing, "--audit-log-path") {
 			t.Errorf("metrics view: %+v, missing %q", m, r.API.Missing)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -31,26 +32,10 @@ is removed unless --keep (the next up starts warm). down checks that nothing is 
   sudo tare lab down --keep`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := g.validate(); err != nil {
-				return err
-			}
 			r, err := lab.Down(cmd.Context(), *dir, keep)
 			if r != nil {
-				if g.output == "json" {
-					if jerr := writeJSON(s.out, r); jerr != nil {
-						return jerr
-					}
-				} else {
-					fmt.Fprintf(s.out, "stopped %d processes", len(r.Stopped))
-					if len(r.Strays) > 0 {
-						fmt.Fprintf(s.out, " and %d found by command line", len(r.Strays))
-					}
-					fmt.Fprintf(s.out, "; removed %d cgroups", r.Cgroups)
-					if r.Kept {
-						fmt.Fprintf(s.out, "; kept %s\n", r.Dir)
-					} else {
-						fmt.Fprintf(s.out, "; removed %s\n", r.Dir)
-					}
+				if rerr := render(s, g, viewOf(r, printDown)); rerr != nil {
+					return rerr
 				}
 			}
 			return err
@@ -60,27 +45,43 @@ is removed unless --keep (the next up starts warm). down checks that nothing is 
 	return cmd
 }
 
+func printDown(w io.Writer, r *lab.DownReport) error {
+	fmt.Fprintf(w, "stopped %d processes", len(r.Stopped))
+	if len(r.Strays) > 0 {
+		fmt.Fprintf(w, " and %d found by command line", len(r.Strays))
+	}
+	fmt.Fprintf(w, "; removed %d cgroups", r.Cgroups)
+	if r.Kept {
+		_, err := fmt.Fprintf(w, "; kept %s\n", r.Dir)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "; removed %s\n", r.Dir)
+	return err
+}
+
 func newLabStatus(s streams, g *globalOptions, dir *string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
-		Short: "Show the lab's processes, API readiness and nodes (exit 1 if anything is unhealthy)",
+		Short: "Show the lab's processes, API readiness and nodes (exit 1 if anything is unhealthy or there is no lab)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := g.validate(); err != nil {
-				return err
-			}
 			r, err := lab.Status(cmd.Context(), *dir)
-			if err != nil {
+			if err != nil && !errors.Is(err, lab.ErrNotRunning) {
 				return err
 			}
-			if g.output == "json" {
-				if err := writeJSON(s.out, r); err != nil {
-					return err
-				}
-			} else if err := printStatus(s.out, r); err != nil {
-				return err
+			st := labStatus{Dir: *dir, Exists: err == nil, StatusReport: r}
+			if r != nil {
+				st.Dir = r.Dir
+			} else if abs, aerr := filepath.Abs(*dir); aerr == nil {
+				st.Dir = abs
 			}
-			if !r.Healthy {
+			if rerr := render(s, g, viewOf(st, printStatus)); rerr != nil {
+				return rerr
+			}
+			switch {
+			case err != nil:
+				return err
+			case !r.Healthy:
 				return errors.New("the lab is not healthy (see above; tare lab logs COMPONENT shows why)")
 			}
 			return nil
@@ -88,7 +89,19 @@ func newLabStatus(s streams, g *globalOptions, dir *string) *cobra.Command {
 	}
 }
 
-func printStatus(w io.Writer, r *lab.StatusReport) error {
+// labStatus is lab status's answer: the lab's report, or that there is no lab in the directory.
+type labStatus struct {
+	Dir    string `json:"dir"`
+	Exists bool   `json:"exists"`
+	*lab.StatusReport
+}
+
+func printStatus(w io.Writer, st labStatus) error {
+	r := st.StatusReport
+	if r == nil {
+		_, err := fmt.Fprintf(w, "no lab in %s\n", st.Dir)
+		return err
+	}
 	fmt.Fprintf(w, "lab in %s, profile %s, up since %s (%s)\n", r.Dir, r.Profile, r.Started.Format(time.RFC3339), time.Since(r.Started).Round(time.Second))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "COMPONENT\tPID\tSTATE")
@@ -121,7 +134,7 @@ func printStatus(w io.Writer, r *lab.StatusReport) error {
 	return nil
 }
 
-func newLabEnv(s streams, dir *string) *cobra.Command {
+func newLabEnv(s streams, g *globalOptions, dir *string) *cobra.Command {
 	var onlyKubeconfig bool
 	cmd := &cobra.Command{
 		Use:   "env",
@@ -132,16 +145,28 @@ func newLabEnv(s streams, dir *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if onlyKubeconfig {
-				fmt.Fprintln(s.out, st.Kubeconfig)
-				return nil
-			}
-			fmt.Fprintf(s.out, "export KUBECONFIG=%s\nexport TARE_LAB_DIR=%s\n", shellQuote(st.Kubeconfig), shellQuote(st.Dir))
-			return nil
+			env := labEnv{Kubeconfig: st.Kubeconfig, Dir: st.Dir, only: onlyKubeconfig}
+			return render(s, g, viewOf(env, printEnv))
 		},
 	}
 	cmd.Flags().BoolVar(&onlyKubeconfig, "kubeconfig", false, "print only the kubeconfig path")
 	return cmd
+}
+
+// labEnv is what a shell needs to use the lab.
+type labEnv struct {
+	Kubeconfig string `json:"kubeconfig"`
+	Dir        string `json:"dir"`
+	only       bool   // print the kubeconfig's path alone
+}
+
+func printEnv(w io.Writer, e labEnv) error {
+	if e.only {
+		_, err := fmt.Fprintln(w, e.Kubeconfig)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "export KUBECONFIG=%s\nexport TARE_LAB_DIR=%s\n", shellQuote(e.Kubeconfig), shellQuote(e.Dir))
+	return err
 }
 
 func shellQuote(s string) string {

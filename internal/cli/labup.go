@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -44,9 +45,6 @@ A directory kept by "down --keep" starts warm (same data and certificates). With
   tare lab up --kwok-nodes 50            # without root: control plane and 50 fake nodes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := g.validate(); err != nil {
-				return err
-			}
 			return runLabUp(cmd.Context(), s, g, *dir, o)
 		},
 	}
@@ -86,10 +84,11 @@ func runLabUp(ctx context.Context, s streams, g *globalOptions, dir string, o la
 	if err != nil {
 		return fmt.Errorf("lab up: %w", err)
 	}
-	if g.output == "json" {
-		return writeJSON(s.out, st)
-	}
-	tw := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
+	return render(s, g, viewOf(st, printUp))
+}
+
+func printUp(w io.Writer, st *lab.State) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STEP\tTOOK\tAT")
 	for _, step := range st.Steps {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", step.Name, step.Took.Round(time.Millisecond), step.At.Round(time.Millisecond))
@@ -97,20 +96,24 @@ func runLabUp(ctx context.Context, s streams, g *globalOptions, dir string, o la
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(s.out, "\nlab up in %s (profile %s", st.Steps[len(st.Steps)-1].At.Round(time.Millisecond), st.Profile)
+	var took time.Duration
+	if len(st.Steps) > 0 {
+		took = st.Steps[len(st.Steps)-1].At
+	}
+	fmt.Fprintf(w, "\nlab up in %s (profile %s", took.Round(time.Millisecond), st.Profile)
 	if st.ControlOnly {
-		fmt.Fprint(s.out, ", control plane only")
+		fmt.Fprint(w, ", control plane only")
 	}
 	if st.KwokNodes > 0 {
-		fmt.Fprintf(s.out, ", %d kwok nodes", st.KwokNodes)
+		fmt.Fprintf(w, ", %d kwok nodes", st.KwokNodes)
 	}
-	fmt.Fprintln(s.out, ")")
+	fmt.Fprintln(w, ")")
 	for _, t := range st.Tunings {
-		fmt.Fprintf(s.out, "  %s\n      %s\n", t, t.Reason)
+		fmt.Fprintf(w, "  %s\n      %s\n", t, t.Reason)
 	}
 	if st.Audit != "" {
-		fmt.Fprintf(s.out, "audit log: %s\n", st.Audit)
+		fmt.Fprintf(w, "audit log: %s\n", st.Audit)
 	}
-	fmt.Fprintf(s.out, "export KUBECONFIG=%s\n", st.Kubeconfig)
-	return nil
+	_, err := fmt.Fprintf(w, "export KUBECONFIG=%s\n", st.Kubeconfig)
+	return err
 }

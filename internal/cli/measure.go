@@ -2,10 +2,8 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"time"
 
@@ -83,10 +81,10 @@ func (o *measureOptions) validate() (*regexp.Regexp, error) {
 		return nil, usageError("--interval %s is below the 10ms floor: the sampler cannot keep up and would measure itself", o.interval)
 	case o.interval > o.duration:
 		return nil, usageError("--interval %s is longer than --duration %s: no interval would complete", o.interval, o.duration)
-	case o.detail < o.interval:
-		o.detail = o.interval
-	case o.top < 1:
-		return nil, usageError("--top must be at least 1, got %d", o.top)
+	}
+	o.detail = max(o.detail, o.interval)
+	if err := checkTop(o.top); err != nil {
+		return nil, err
 	}
 	if err := checkHTML(o.html); err != nil {
 		return nil, err
@@ -102,9 +100,6 @@ func (o *measureOptions) validate() (*regexp.Regexp, error) {
 }
 
 func runMeasure(ctx context.Context, s streams, g *globalOptions, o *measureOptions) error {
-	if err := g.validate(); err != nil {
-		return err
-	}
 	match, err := o.validate()
 	if err != nil {
 		return err
@@ -171,43 +166,18 @@ func warner(s streams, live *progress.Line) func(string) {
 	}
 }
 
-// rendered is a result that prints as a table or as JSON (a summary, explain's report, an experiment's
-// results).
-type rendered interface {
-	JSON(io.Writer) error
-	Table(io.Writer) error
-}
-
-// render prints r as -o asks.
-func render(s streams, g *globalOptions, r rendered) error {
-	if g.output == "json" {
-		return r.JSON(s.out)
-	}
-	return r.Table(s.out)
-}
-
 // podNamer connects to the API when a kubeconfig is given or found, so pods are named namespace/name.
 // Without one, or when the API does not answer, pods keep their UID and the note says why.
 func podNamer(ctx context.Context, flag, node string) (func(uid, ctr string) (string, string, string, bool), string) {
-	path, err := kube.ResolveKubeconfig(flag)
-	if err != nil {
-		if errors.Is(err, kube.ErrNoKubeconfig) {
-			return nil, ""
-		}
-		return nil, "pod names: " + err.Error()
-	}
-	n, err := kube.NewPodNamer(ctx, path, node)
-	if err != nil {
+	n, err := kube.NewPodNamer(ctx, flag, node)
+	switch {
+	case errors.Is(err, kube.ErrNoKubeconfig):
+		return nil, ""
+	case err != nil:
 		return nil, "pod names: " + err.Error() + "; pods are shown by UID"
 	}
 	return func(uid, ctr string) (string, string, string, bool) {
 		ref, ok := n.Name(uid, ctr)
 		return ref.Namespace, ref.Name, ref.Container, ok
 	}, ""
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

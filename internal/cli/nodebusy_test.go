@@ -100,8 +100,8 @@ func verbsAgree(t *testing.T, db string, measured *float64) {
 				vs = append(vs, p.Value)
 			}
 			got["export: tare_node_busy_millicores"] = weighted(vs)
-			if s.Labels["kind"] != string(rep.Reconcile.ReferenceKind) {
-				t.Errorf("export names the reference %q, report %q", s.Labels["kind"], rep.Reconcile.ReferenceKind)
+			if s.Labels["reference"] != string(rep.Reconcile.ReferenceKind) {
+				t.Errorf("export names the reference %q, report %q", s.Labels["reference"], rep.Reconcile.ReferenceKind)
 			}
 		}
 	}

@@ -32,7 +32,7 @@ disk) is summarised up to its last complete sample.`,
 }
 
 func runReport(ctx context.Context, s streams, g *globalOptions, path, match, html string, top int) error {
-	if err := g.validate(); err != nil {
+	if err := checkTop(top); err != nil {
 		return err
 	}
 	if err := checkHTML(html); err != nil {

@@ -36,7 +36,13 @@ func (e exitError) ExitCode() int { return e.code }
 
 // usageError marks bad flags or arguments: exit status 2, like kubectl.
 func usageError(format string, a ...any) error {
-	return exitError{code: 2, err: fmt.Errorf(format, a...)}
+	return asUsage(fmt.Errorf(format, a...))
+}
+
+// asUsage marks err, a usage error cobra found (unknown flag or command, bad flag value, wrong number of
+// arguments), as usageError does.
+func asUsage(err error) error {
+	return exitError{code: 2, err: err}
 }
 
 // streams are the standard streams a verb may use.
@@ -63,6 +69,7 @@ func (g *globalOptions) sampleOptions(o sample.Options) sample.Options {
 	return o
 }
 
+// validate checks the global flags; the root runs it before every verb.
 func (g *globalOptions) validate() error {
 	switch g.output {
 	case "table", "json":
@@ -89,25 +96,12 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err == nil {
 		return nil
 	}
-	var ec ExitCoder
-	if !errors.As(err, &ec) && isCobraUsage(err) {
-		err = exitError{code: 2, err: err}
-	}
 	fmt.Fprintf(stderr, "Error: %v\n", err)
+	var ec ExitCoder
 	if errors.As(err, &ec) && ec.ExitCode() == 2 {
-		fmt.Fprintf(stderr, "Run 'tare %s --help' for usage.\n", strings.Join(commandPath(root, args), " "))
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", strings.Join(append([]string{"tare"}, commandPath(root, args)...), " "))
 	}
 	return err
-}
-
-func isCobraUsage(err error) bool {
-	msg := err.Error()
-	for _, p := range []string{"unknown flag", "unknown shorthand", "unknown command", "invalid argument", "flag needs an argument", "accepts ", "requires "} {
-		if strings.Contains(msg, p) {
-			return true
-		}
-	}
-	return false
 }
 
 func commandPath(root *cobra.Command, args []string) []string {
@@ -140,6 +134,9 @@ reconcile against the node's counters.`,
 	pf.StringVar(&g.cpuProfile, "cpu-profile", "", "write a Go CPU profile of tare itself to this file (to study tare's own overhead)")
 	_ = pf.MarkHidden("cpu-profile")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if err := g.validate(); err != nil {
+			return err
+		}
 		if g.cpuProfile == "" {
 			return nil
 		}
@@ -158,5 +155,44 @@ reconcile against the node's counters.`,
 		return nil
 	}
 	root.AddCommand(newMeasure(s, g), newReport(s, g), newExplain(s, g), newExperiment(s, g), newDiff(s, g), newExport(s, g), newLab(s, g))
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return asUsage(err) })
+	usageArgs(root)
 	return root
+}
+
+// usageArgs makes every wrong argument cobra finds a usage error: each command's Args validator is wrapped,
+// and a command that only groups others (tare, tare lab) prints its help when run alone and refuses an
+// unknown subcommand. Flag errors are wrapped by the root's flag error function, which every command
+// inherits.
+func usageArgs(cmd *cobra.Command) {
+	switch {
+	case cmd.HasSubCommands() && !cmd.Runnable():
+		cmd.Args = unknownSubcommand
+		cmd.SuggestionsMinimumDistance = max(cmd.SuggestionsMinimumDistance, 2) // cobra's default
+		cmd.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	case cmd.Args != nil:
+		check := cmd.Args
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil {
+				return asUsage(err)
+			}
+			return nil
+		}
+	}
+	for _, c := range cmd.Commands() {
+		usageArgs(c)
+	}
+}
+
+// unknownSubcommand refuses any argument of a command that only groups others, suggesting the nearest
+// subcommands as cobra does.
+func unknownSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return usageError("%s", msg)
 }

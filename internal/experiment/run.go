@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tare-dev/tare/internal/audit"
+	"github.com/tare-dev/tare/internal/compare"
 	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/progress"
@@ -173,11 +173,11 @@ func trialLine(t Trial, spec *Spec) string {
 	var parts []string
 	for _, g := range []string{GuardReady, GuardLatency} {
 		if v, ok := t.Guard[g]; ok {
-			parts = append(parts, fmt.Sprintf("%s %.3g%s", g, v, unit(g)))
+			parts = append(parts, fmt.Sprintf("%s %.3g%s", g, v, compare.Unit(g)))
 		}
 	}
-	for _, m := range order(keys(t.Metrics), spec.Primary)[:min(3, len(t.Metrics))] {
-		parts = append(parts, fmt.Sprintf("%s %.1f%s", m, t.Metrics[m], unit(m)))
+	for _, m := range compare.Order(keys(t.Metrics), spec.Primary)[:min(3, len(t.Metrics))] {
+		parts = append(parts, fmt.Sprintf("%s %.1f%s", m, t.Metrics[m], compare.Unit(m)))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -217,13 +217,15 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 				return fmt.Errorf("%w: wait: %w", ErrStart, err)
 			}
 		}
-		path, err := kube.ResolveKubeconfig(c.Kubeconfig)
-		if err != nil {
-			return err
-		}
-		kubeconfig = path
+		kubeconfig = c.Kubeconfig // "" finds it as kubectl does: $KUBECONFIG, then ~/.kube/config
 	}
-	cs, err := client(kubeconfig)
+	// Client-go's default rate limit (5 a second, bursts of 10) would turn the latency probe's 20 GETs into a
+	// measurement of the limiter.
+	kc, err := kube.NewClient(kubeconfig, kube.Options{UserAgent: "tare-experiment", Timeout: 30 * time.Second, QPS: 1000, Burst: 1000})
+	if err != nil {
+		return err
+	}
+	cs, err := kc.Clientset()
 	if err != nil {
 		return err
 	}
@@ -293,7 +295,7 @@ func (r *Runner) window(ctx context.Context, t *Trial, _ kubernetes.Interface, c
 		d := audit.Delta(before, after, samples[len(samples)-1].Time.Sub(samples[0].Time).Minutes())
 		perMin = d.PerMinute
 	}
-	t.Metrics = measure(sum, perMin, spec.Metrics)
+	t.Metrics = compare.Measure(sum, perMin, spec.Metrics)
 	return nil
 }
 
@@ -340,17 +342,4 @@ func shell(ctx context.Context, command string, v Variant, spec *Spec) error {
 		return fmt.Errorf("%q: %w: %s", command, err, tail)
 	}
 	return nil
-}
-
-// client is a clientset without client-go's default rate limit (5 requests a second, bursts of 10),
-// which would turn the latency probe's 20 GETs into a measurement of the limiter.
-func client(kubeconfig string) (kubernetes.Interface, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", kubeconfig, err)
-	}
-	cfg.UserAgent = "tare-experiment"
-	cfg.QPS, cfg.Burst = 1000, 1000
-	cfg.Timeout = 30 * time.Second
-	return kubernetes.NewForConfig(cfg)
 }

@@ -1,10 +1,6 @@
-// Package experiment runs A/B (and sweep) experiments on a cluster: variants of component flags or
-// replica counts, trials interleaved in random order, a user-experience guard in every trial, and
-// results with medians, confidence intervals and Mann–Whitney tests, as benchstat reports them.
 package experiment
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -14,6 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/tare-dev/tare/internal/compare"
 	"github.com/tare-dev/tare/internal/lab"
 )
 
@@ -33,7 +30,6 @@ type Spec struct {
 	Guard       Guard     `json:"guard"`
 	Variants    []Variant `json:"variants,omitempty"`
 	Sweep       *Sweep    `json:"sweep,omitempty"`
-	observation string    // what one observation is called in warnings: trial (default) or block
 }
 
 // Target is the lab (default) or any cluster through commands.
@@ -73,31 +69,6 @@ type Variant struct {
 	Baseline bool     `json:"baseline,omitempty"`
 	Set      []string `json:"set,omitempty"`   // COMPONENT.FLAG=VALUE
 	Scale    []string `json:"scale,omitempty"` // NAMESPACE/DEPLOYMENT=REPLICAS
-}
-
-// Sweep is one flag over values; the first value is the baseline.
-type Sweep struct {
-	Flag   string `json:"flag"` // COMPONENT.FLAG
-	Values Values `json:"values"`
-}
-
-// Values are flag values, written in YAML as strings or numbers.
-type Values []string
-
-// UnmarshalJSON accepts a list of strings and numbers.
-func (v *Values) UnmarshalJSON(b []byte) error {
-	var raw []json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return fmt.Errorf("values: want a list, got %s", b)
-	}
-	for _, r := range raw {
-		var s string
-		if err := json.Unmarshal(r, &s); err != nil {
-			s = string(r) // a number, as written
-		}
-		*v = append(*v, s)
-	}
-	return nil
 }
 
 // Duration reads "10s" or "1m" in YAML.
@@ -252,12 +223,12 @@ func (s *Spec) check() error {
 		}
 	}
 	for _, m := range s.Metrics {
-		if !knownMetric(m) {
-			return fmt.Errorf("unknown metric %q (known: %s)", m, strings.Join(metricNames, ", "))
+		if !compare.KnownFamily(m) {
+			return fmt.Errorf("unknown metric %q (known: %s)", m, strings.Join(compare.Families(), ", "))
 		}
 	}
-	if s.Primary != "" && !knownPrimary(s.Primary) {
-		return fmt.Errorf("unknown primary metric %q (known: %s)", s.Primary, strings.Join(metricNames, ", "))
+	if s.Primary != "" && !compare.KnownPrimary(s.Primary) {
+		return fmt.Errorf("unknown primary metric %q (known: %s)", s.Primary, strings.Join(compare.Families(), ", "))
 	}
 	return nil
 }

@@ -2,9 +2,15 @@ package experiment
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/tare-dev/tare/internal/compare"
 )
 
 func TestParseErrors(t *testing.T) {
@@ -83,78 +89,32 @@ func TestPlanIsInterleavedAndSeeded(t *testing.T) {
 	}
 }
 
-func trialsOf(variant string, values []float64, guard float64, seq *int) []Trial {
-	var out []Trial
-	for _, v := range values {
-		*seq++
-		out = append(out, Trial{Seq: *seq, Variant: variant, Status: "ok",
-			Metrics: map[string]float64{"control-plane-cpu": v, "node-busy": v + 20}, Guard: map[string]float64{GuardReady: guard}})
-	}
-	return out
-}
-
-func TestAnalyzeRecommendsAndGuards(t *testing.T) {
-	s, err := Parse([]byte("name: x\ntrials: 5\nwindow: 10s\nvariants: [{name: le-on}, {name: le-off}, {name: slow}, {name: same}]\n"))
+// TestAnalyzeDesign: the comparison sees the spec's baseline first whatever its place in the file, the
+// others in the file's order, and the spec's name, alpha, primary metric, tolerance and sweep.
+func TestAnalyzeDesign(t *testing.T) {
+	t.Parallel()
+	s, err := Parse([]byte("name: x\ntrials: 4\nwindow: 10s\nalpha: 0.1\nprimary: etcd-cpu\nguard: {tolerance: 30%}\n" +
+		"variants: [{name: a}, {name: b, baseline: true}, {name: c}]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	seq := 0
-	var trials []Trial
-	trials = append(trials, trialsOf("le-on", []float64{46, 47, 45, 48, 46.5}, 8, &seq)...)
-	trials = append(trials, trialsOf("le-off", []float64{36, 35, 37, 36.5, 35.5}, 8.2, &seq)...)
-	trials = append(trials, trialsOf("slow", []float64{30, 31, 29, 30.5, 29.5}, 15, &seq)...)
-	trials = append(trials, trialsOf("same", []float64{46.2, 47.1, 44.9, 48.2, 46}, 8, &seq)...)
-	r := Analyze(s, trials)
-	v := map[string]Verdict{}
-	for _, x := range r.Verdicts {
-		v[x.Variant] = x
+	want := compare.Design{Name: "x", Variants: []string{"b", "a", "c"}, Alpha: 0.1, Primary: "etcd-cpu", Tolerance: 30}
+	if diff := cmp.Diff(want, s.design()); diff != "" {
+		t.Errorf("design (-want +got):\n%s", diff)
 	}
-	if !v["le-off"].Recommended || !strings.HasPrefix(v["le-off"].Summary, "recommended") {
-		t.Errorf("le-off: %+v", v["le-off"])
-	}
-	if v["slow"].Recommended || v["slow"].GuardOK || !strings.Contains(strings.Join(v["slow"].Guard, " "), "ready-seconds") {
-		t.Errorf("slow (cuts CPU, worsens the guard 88%%): %+v", v["slow"])
-	}
-	if v["same"].Recommended || !strings.Contains(v["same"].Summary, "no significant change") {
-		t.Errorf("same: %+v", v["same"])
-	}
-	row := r.Rows[0]
-	if row.Metric != "control-plane-cpu" || row.Cells[1].Shift == nil || !row.Cells[1].Shift.Significant || math.Abs(float64(row.Cells[1].DeltaPct)-(-22)) > 3 {
-		t.Errorf("control-plane-cpu row = %+v", row.Cells[1])
-	}
-	if math.IsInf(float64(row.Cells[1].MDE), 0) || row.Cells[1].MDE <= 0 {
-		t.Errorf("5 vs 5 has a finite detectable effect, got %v", row.Cells[1].MDE)
-	}
-	var table strings.Builder
-	if err := r.Table(&table); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(table.String(), "~ (p=") || !strings.Contains(table.String(), "guard: ready-seconds") {
-		t.Errorf("table lacks ~ or the guard row:\n%s", table.String())
-	}
-}
-
-func TestAnalyzeWarnsTooFewAndDrift(t *testing.T) {
-	s, err := Parse([]byte("name: x\ntrials: 3\nwindow: 10s\nvariants: [{name: a}, {name: b}]\n"))
+	sw, err := Parse([]byte("name: snap\ntrials: 3\nwindow: 20s\nsweep: {flag: etcd.snapshot-count, values: [100000, \"500\"]}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if d := sw.design(); d.Sweep != sw.Sweep || !slices.Equal(d.Variants, []string{"100000", "500"}) {
+		t.Errorf("sweep design = %+v", d)
+	}
 	var trials []Trial
-	// Both variants alike, rising with time: drift, and 3 trials cannot be significant.
-	for i := 0; i < 6; i++ {
-		v := []string{"a", "b"}[i%2]
-		trials = append(trials, Trial{Seq: i + 1, Variant: v, Status: "ok", Metrics: map[string]float64{"node-busy": 10 + 5*float64(i)}})
+	for i, v := range []string{"a", "b", "c", "b"} {
+		trials = append(trials, Trial{Seq: i + 1, Variant: v, Status: "ok", Metrics: map[string]float64{"etcd-cpu": float64(10 + i)}})
 	}
-	trials = append(trials, Trial{Seq: 7, Variant: "b", Status: "failed", Error: "etcd exited"})
-	r := Analyze(s, trials)
-	w := strings.Join(r.Warnings, "\n")
-	for _, want := range []string{"a has 3 trial(s): with fewer than 4", "trial 7 (b) failed", "drift: node-busy moved with time"} {
-		if !strings.Contains(w, want) {
-			t.Errorf("warnings lack %q:\n%s", want, w)
-		}
-	}
-	var js strings.Builder
-	if err := r.JSON(&js); err != nil || !strings.Contains(js.String(), `"min_detectable": null`) {
-		t.Errorf("JSON: %v\n%s", err, js.String())
+	sameNum := cmp.Comparer(func(a, b compare.Num) bool { return a == b || math.IsNaN(float64(a)) && math.IsNaN(float64(b)) })
+	if diff := cmp.Diff(compare.Analyze(want, trials), Analyze(s, trials), cmpopts.EquateNaNs(), sameNum); diff != "" {
+		t.Errorf("Analyze differs from compare.Analyze of the design (-want +got):\n%s", diff)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	_ "modernc.org/sqlite" // the experiment file, pure Go
 
+	"github.com/tare-dev/tare/internal/record"
 	"github.com/tare-dev/tare/internal/session"
 )
 
@@ -134,12 +135,12 @@ func Open(ctx context.Context, dir string) (*Store, []Trial, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, nil, fmt.Errorf("no experiment in %s: %w", dir, err)
 	}
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	db, meta, err := record.OpenFile(ctx, path, "_pragma=busy_timeout(5000)", storeKind)
 	if err != nil {
 		return nil, nil, err
 	}
 	st := &Store{db: db, Dir: dir}
-	trials, err := st.load(ctx)
+	trials, err := st.load(ctx, meta)
 	if err != nil {
 		db.Close()
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
@@ -147,37 +148,22 @@ func Open(ctx context.Context, dir string) (*Store, []Trial, error) {
 	return st, trials, nil
 }
 
+// errNotExperiment is what the check of a file that is not an experiment file wraps.
 var errNotExperiment = errors.New("not a tare experiment file")
 
-func (st *Store) load(ctx context.Context) ([]Trial, error) {
-	meta := map[string]string{}
-	rows, err := st.db.QueryContext(ctx, "SELECT key, value FROM meta")
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errNotExperiment, err)
-	}
-	for rows.Next() {
-		var k, v string
-		if err := rows.Scan(&k, &v); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		meta[k] = v
-	}
-	rows.Close()
-	if meta["format"] != storeFormat {
-		return nil, errNotExperiment
-	}
-	if v, _ := strconv.Atoi(meta["schema_version"]); v < 1 || v > storeVersion {
-		return nil, fmt.Errorf("experiment file version %q is newer than this tare reads (%d): upgrade tare", meta["schema_version"], storeVersion)
-	}
+// storeKind is an experiment file, for record's check of tare's SQLite files.
+var storeKind = record.FileKind{Name: "experiment file", Format: storeFormat, Version: storeVersion,
+	Hint: "start one with tare experiment SPEC --out DIR", ErrNot: errNotExperiment}
+
+func (st *Store) load(ctx context.Context, meta record.FileMeta) ([]Trial, error) {
 	st.Spec = &Spec{}
-	if err := json.Unmarshal([]byte(meta["spec"]), st.Spec); err != nil {
+	if err := json.Unmarshal([]byte(meta.Values["spec"]), st.Spec); err != nil {
 		return nil, fmt.Errorf("decoding the spec: %w", err)
 	}
 	if err := st.Spec.check(); err != nil {
 		return nil, fmt.Errorf("the stored spec: %w", err)
 	}
-	rows, err = st.db.QueryContext(ctx, "SELECT seq, round, variant, status, started_ns, error, metrics, guard, recording FROM trials ORDER BY seq")
+	rows, err := st.db.QueryContext(ctx, "SELECT seq, round, variant, status, started_ns, error, metrics, guard, recording FROM trials ORDER BY seq")
 	if err != nil {
 		return nil, err
 	}

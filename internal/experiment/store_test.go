@@ -2,6 +2,8 @@ package experiment
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tare-dev/tare/internal/record"
 	"github.com/tare-dev/tare/internal/session"
 )
 
@@ -95,20 +98,60 @@ func TestStoreNewFileHasWarningsTable(t *testing.T) {
 	}
 }
 
-// TestTrialWarningsGrouped: a message repeated across trials is one line naming the first five.
-func TestTrialWarningsGrouped(t *testing.T) {
+// TestOpenChecksTheFile: --resume of a directory whose experiment.db is not a readable experiment file
+// fails through record's check of tare's SQLite files, saying what the file is and what to do.
+func TestOpenChecksTheFile(t *testing.T) {
 	t.Parallel()
-	var trials []Trial
-	for i := 1; i <= 7; i++ {
-		trials = append(trials, Trial{Seq: i, Warnings: []session.Warning{{Seq: 0, Kind: session.Source, Message: "no PSI"}}})
+	good, err := os.ReadFile("../cli/testdata/experiment/experiment.db")
+	if err != nil {
+		t.Fatal(err)
 	}
-	trials[2].Warnings = append(trials[2].Warnings, session.Warning{Seq: 9, Kind: session.Skipped, Message: "reading /proc/stat: gone"})
-	got := trialWarnings(trials)
-	want := []string{
-		"window warning in trial 1 sample 0, trial 2 sample 0, trial 3 sample 0, trial 4 sample 0, trial 5 sample 0 and 2 more: no PSI",
-		"window warning in trial 3 sample 9: reading /proc/stat: gone",
+	recording, err := os.ReadFile("../cli/testdata/recording.db")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
+	corrupt := append([]byte(nil), good...)
+	corrupt[100] ^= 0xff // page 1's b-tree page type
+	newer := func(dir string) {
+		db, err := sql.Open("sqlite", StorePath(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Exec("UPDATE meta SET value = '2' WHERE key = 'schema_version'"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name  string
+		file  []byte
+		after func(dir string)
+		is    error
+		says  string
+	}{
+		{"not sqlite", []byte("name: x\n"), nil, errNotExperiment, "not a tare experiment file (not a SQLite file; start one with tare experiment SPEC --out DIR)"},
+		{"a recording", recording, nil, errNotExperiment, `not a tare experiment file (its meta table says format="tare-recording", not tare-experiment`},
+		{"corrupt", corrupt, nil, record.ErrDamaged, "damaged experiment file (reading its meta table: database disk image is malformed"},
+		{"newer", good, newer, record.ErrNewerVersion, "experiment file schema version 2 is newer than this tare reads (it reads 1 to 1): upgrade tare"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			if err := os.WriteFile(StorePath(dir), tt.file, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if tt.after != nil {
+				tt.after(dir)
+			}
+			st, _, err := Open(context.Background(), dir)
+			if err == nil {
+				st.Close()
+				t.Fatal("Open accepted it")
+			}
+			if !errors.Is(err, tt.is) || !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("error %q, want one matching %v that says %q", err, tt.is, tt.says)
+			}
+		})
 	}
 }

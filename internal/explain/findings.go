@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tare-dev/tare/internal/audit"
+	"github.com/tare-dev/tare/internal/component"
 	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/summary"
 )
@@ -42,8 +43,11 @@ const chattyPerMinute = 60.0
 // Findings applies every rule and ranks the findings by estimated CPU.
 func Findings(in Inputs) []Finding {
 	var fs []Finding
-	for _, c := range []string{"kube-controller-manager", "kube-scheduler"} {
-		if f, ok := leaderElection(in, c); ok {
+	for _, c := range component.All() {
+		if c.Lease == "" {
+			continue
+		}
+		if f, ok := leaderElection(in, c.Name, c.Lease); ok {
 			fs = append(fs, f)
 		}
 	}
@@ -106,14 +110,16 @@ func apiCostPerRequest(in Inputs) (mcPerReqPerMin float64, ok bool) {
 	default:
 		return 0, false
 	}
-	server := groupMc(in.Summary, "kube-apiserver") + groupMc(in.Summary, "etcd")
+	server := groupMc(in.Summary, component.APIServer) + groupMc(in.Summary, component.Etcd)
 	if server <= 0 {
 		return 0, false
 	}
 	return server / perMin, true
 }
 
-func leaderElection(in Inputs, comp string) (Finding, bool) {
+// leaderElection finds comp renewing its lease (named lease in kube-system) with no other replica to hand
+// over to: in the audit log, as a client whose name starts with comp, or in the lease's renew time.
+func leaderElection(in Inputs, comp, lease string) (Finding, bool) {
 	f := Finding{ID: "leader-election-" + comp, Title: comp + " renews a leader-election lease with nothing to elect",
 		Change: fmt.Sprintf("start %s with --leader-elect=false: with one replica there is no one to hand over to (the lab's tuned profile does this)", comp),
 		Verify: fmt.Sprintf("tare experiment examples/experiments/leader-election.yaml (on vs off, interleaved trials; or `tare lab up --set %s.leader-elect=false` and explain again)", comp)}
@@ -135,7 +141,7 @@ func leaderElection(in Inputs, comp string) (Finding, bool) {
 	}
 	if in.Facts != nil {
 		for _, l := range in.Facts.Leases {
-			if l.Name == comp && l.RenewedAgo >= 0 && l.RenewedAgo <= float64(max(l.DurationSeconds, 15)) {
+			if l.Name == lease && l.RenewedAgo >= 0 && l.RenewedAgo <= float64(max(l.DurationSeconds, 15)) {
 				evidenced = true
 				f.Evidence = append(f.Evidence, fmt.Sprintf("lease kube-system/%s held by %s, renewed %.1f s ago (lease %d s, %d transitions)",
 					l.Name, l.Holder, l.RenewedAgo, l.DurationSeconds, l.Transitions))
@@ -251,16 +257,16 @@ func chattyClients(in Inputs) []Finding {
 // kubeletHousekeeping: kubelet is a steady, periodic cost. Its housekeeping (cAdvisor stats of every
 // container every 10 s) and status loops are the usual part.
 func kubeletHousekeeping(in Inputs) (Finding, bool) {
-	mc := groupMc(in.Summary, "kubelet")
+	mc := groupMc(in.Summary, component.Kubelet)
 	if mc < 5 {
 		return Finding{}, false
 	}
 	f := Finding{ID: "kubelet-housekeeping", Title: fmt.Sprintf("kubelet uses %.1fm at idle", mc), Mc: mc, Confidence: "low",
-		Evidence: []string{fmt.Sprintf("kubelet group: mean %.1fm, p95 %.1fm over the window", mc, p95(in.Summary, "kubelet"))},
+		Evidence: []string{fmt.Sprintf("kubelet group: mean %.1fm, p95 %.1fm over the window", mc, p95(in.Summary, component.Kubelet))},
 		Change:   "raise the kubelet's --housekeeping-interval (default 10s) and --node-status-update-frequency if stats may be staler; the gain scales with the number of containers",
 		Verify:   "tare experiment with --set kubelet.housekeeping-interval=30s against the default, kubelet CPU as the metric"}
 	for _, p := range in.Activity.Periodic {
-		if p.Group == "kubelet" {
+		if p.Group == component.Kubelet {
 			f.Evidence = append(f.Evidence, fmt.Sprintf("its CPU repeats every %.1f s (autocorrelation %.2f)", p.PeriodSeconds, p.Autocorr))
 			f.Confidence = "medium"
 		}

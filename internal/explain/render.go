@@ -57,6 +57,9 @@ func (r Report) Table(w io.Writer) error {
 			p.f("warning (%s): %s\n", w.Figure, w)
 		}
 	}
+	if c := r.ClusterRead; c != nil && c.Note != "" {
+		p.f("note: %s\n", c.Note)
+	}
 	p.f("\n")
 	r.tableFindings(p)
 	r.tableActivity(p)

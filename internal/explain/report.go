@@ -1,6 +1,9 @@
 package explain
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/tare-dev/tare/internal/audit"
 	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/pprof"
@@ -24,8 +27,10 @@ type Report struct {
 	Profiles     []pprof.Summary   `json:"profiles"`
 	USE          USE               `json:"use"`
 	Facts        *kube.Facts       `json:"cluster,omitempty"`
-	Notes        []string          `json:"notes,omitempty"`
-	Summary      *summary.Summary  `json:"-"`
+	// ClusterRead says when Facts were read; nil without them.
+	ClusterRead *ClusterRead     `json:"cluster_read,omitempty"`
+	Notes       []string         `json:"notes,omitempty"`
+	Summary     *summary.Summary `json:"-"`
 }
 
 // API is the API-client view: the audit log's, or the API server's metrics when there is no audit log.
@@ -33,6 +38,33 @@ type API struct {
 	Audit   *audit.Report        `json:"audit,omitempty"`
 	Metrics *audit.MetricsReport `json:"metrics,omitempty"`
 	Missing string               `json:"missing,omitempty"`
+}
+
+// When the cluster's facts were read (ClusterRead.When).
+const (
+	// ReadAtWindowEnd: read right after a live window, so they describe the cluster that was measured.
+	ReadAtWindowEnd = "window end"
+	// ReadNow: read when a recording is explained, so they describe the cluster as it is now, which may
+	// not be the cluster that was recorded.
+	ReadNow = "now"
+)
+
+// ClusterRead says when the cluster's facts (nodes, leases, control-plane pods, DNS replicas) were read
+// from the live cluster. They are a reading at that moment, not part of the window's samples.
+type ClusterRead struct {
+	At   time.Time `json:"at"`
+	When string    `json:"when"` // ReadAtWindowEnd or ReadNow
+	// Note is the label the table and the HTML report print: set when When is ReadNow.
+	Note string `json:"note,omitempty"`
+}
+
+// NewClusterRead labels facts read at t; recording says a recording is explained, so they were read now.
+func NewClusterRead(t time.Time, recording bool) *ClusterRead {
+	if !recording {
+		return &ClusterRead{At: t, When: ReadAtWindowEnd}
+	}
+	return &ClusterRead{At: t, When: ReadNow, Note: fmt.Sprintf("the cluster's nodes, leases and replicas were read now (%s), "+
+		"when this recording was explained, not when it was made: findings citing them describe the cluster as it is now", t.Format("2006-01-02 15:04:05"))}
 }
 
 // New analyses a measurement and assembles the report. api, facts and profiles may be empty.

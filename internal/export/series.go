@@ -29,10 +29,10 @@ type Point struct {
 // metric names and their help, in the order they are written.
 var metrics = []struct{ name, unit, help string }{
 	{"tare_node_cpu_millicores", "millicores", "Node CPU over each interval by mode, from /proc/stat (busy = user+nice+system+irq+softirq+steal)."},
-	{"tare_node_busy_millicores", "millicores", "Node busy over each interval as tare's reports count it, from the reference in the kind label: the scheduler's task time (cgroup-v1-cpuacct, cgroup-v2-tasks; exact nanoseconds, plus irq time when the kernel accounts it apart), else /proc/stat busy (proc-stat)."},
+	{"tare_node_busy_millicores", "millicores", "Node busy over each interval as tare's reports count it, from the counter in the reference label: the scheduler's task time (cgroup-v1-cpuacct, cgroup-v2-tasks; exact nanoseconds, plus irq time when the kernel accounts it apart), else /proc/stat busy (proc-stat)."},
 	{"tare_node_load1", "", "One-minute load average at each sample."},
-	{"tare_group_cpu_millicores", "millicores", "CPU of each group (component, pod, kernel threads, other) over each interval, short-lived children included in their parent's group."},
-	{"tare_group_memory_bytes", "bytes", "Memory of each group's processes at each detail sample (kind: rss, pss, private)."},
+	{"tare_group_cpu_millicores", "millicores", "CPU of each group over each interval, short-lived children included in their parent's group; group_kind says what the group is (component, pod, kernel, self, other)."},
+	{"tare_group_memory_bytes", "bytes", "Memory of each group's processes at each detail sample, by the memory label (rss, pss, private); group and group_kind as in tare_group_cpu_millicores."},
 }
 
 // Build turns a recording into series. Series with no points are left out.
@@ -46,12 +46,12 @@ func Build(rec record.Recording) []Series {
 	modes := []string{"user", "nice", "system", "irq", "softirq", "steal", "iowait", "idle"}
 	byMode := make([]Series, len(modes))
 	for i, m := range modes {
-		byMode[i] = Series{Metric: metrics[0].name, Labels: map[string]string{"host": host, "mode": m}}
+		byMode[i] = Series{Metric: metrics[0].name, Labels: map[string]string{labelHost: host, labelMode: m}}
 	}
 	meter := sample.NewBusyMeter(rec.Meta, ss)
-	busy := Series{Metric: metrics[1].name, Labels: map[string]string{"host": host, "kind": string(meter.Ref)}}
+	busy := Series{Metric: metrics[1].name, Labels: map[string]string{labelHost: host, labelReference: string(meter.Ref)}}
 	series, _ := meter.Series(ss)
-	load := Series{Metric: metrics[2].name, Labels: map[string]string{"host": host}}
+	load := Series{Metric: metrics[2].name, Labels: map[string]string{labelHost: host}}
 	for i := 1; i < len(ss); i++ {
 		el := ss[i].Elapsed.Seconds()
 		if el <= 0 {
@@ -67,8 +67,9 @@ func Build(rec record.Recording) []Series {
 	}
 	out = append(out, byMode...)
 	out = append(out, busy, load)
-	out = append(out, groupCPU(rec, host)...)
-	out = append(out, groupMemory(rec, host)...)
+	kinds := groupKinds(rec)
+	out = append(out, groupCPU(rec, summary.Build(rec.Meta, rec.Samples, summary.Options{}), host, kinds)...)
+	out = append(out, groupMemory(rec, host, kinds)...)
 	var kept []Series
 	for i := range out {
 		if len(out[i].Points) > 0 {
@@ -83,12 +84,18 @@ func Build(rec record.Recording) []Series {
 	return kept
 }
 
-func groupCPU(rec record.Recording, host string) []Series {
-	sum := summary.Build(rec.Meta, rec.Samples, summary.Options{})
-	kinds := map[string]string{}
-	for _, g := range sum.Groups {
-		kinds[g.Name] = g.Kind
-	}
+// Label names. Each means one thing on every metric, so series join on them in PromQL: a group's CPU and
+// memory share group and group_kind.
+const (
+	labelHost      = "host"
+	labelMode      = "mode"      // a /proc/stat CPU mode
+	labelReference = "reference" // the counter node busy is read from
+	labelGroup     = "group"
+	labelGroupKind = "group_kind" // component, pod, kernel, self, other
+	labelMemory    = "memory"     // rss, pss, private
+)
+
+func groupCPU(rec record.Recording, sum summary.Summary, host string, kinds map[string]string) []Series {
 	series := sum.GroupSeries()
 	names := make([]string, 0, len(series))
 	for g := range series {
@@ -97,7 +104,7 @@ func groupCPU(rec record.Recording, host string) []Series {
 	sort.Strings(names)
 	var out []Series
 	for _, g := range names {
-		s := Series{Metric: metrics[3].name, Labels: map[string]string{"host": host, "group": g, "kind": kinds[g]}}
+		s := Series{Metric: metrics[3].name, Labels: map[string]string{labelHost: host, labelGroup: g, labelGroupKind: kinds[g]}}
 		for i, v := range series[g] {
 			s.Points = append(s.Points, Point{rec.Samples[i+1].Time, v})
 		}
@@ -106,10 +113,24 @@ func groupCPU(rec record.Recording, host string) []Series {
 	return out
 }
 
+// groupKinds maps each group to its kind, as the processes in it were classified (tare's own group, which
+// the summary keeps apart from the others, included).
+func groupKinds(rec record.Recording) map[string]string {
+	kinds := map[string]string{}
+	for _, smp := range rec.Samples {
+		for _, p := range smp.New {
+			if _, ok := kinds[p.Group]; !ok {
+				kinds[p.Group] = p.GroupKind
+			}
+		}
+	}
+	return kinds
+}
+
 // groupMemory sums each group's live processes' memory at the samples that read it.
-func groupMemory(rec record.Recording, host string) []Series {
+func groupMemory(rec record.Recording, host string, kinds map[string]string) []Series {
 	group := map[int64]string{}
-	type key struct{ group, kind string }
+	type key struct{ group, memory string }
 	acc := map[key]*Series{}
 	var order []key
 	for _, smp := range rec.Samples {
@@ -134,7 +155,7 @@ func groupMemory(rec record.Recording, host string) []Series {
 		for k, v := range sums {
 			s := acc[k]
 			if s == nil {
-				s = &Series{Metric: metrics[4].name, Labels: map[string]string{"host": host, "group": k.group, "kind": k.kind}}
+				s = &Series{Metric: metrics[4].name, Labels: map[string]string{labelHost: host, labelGroup: k.group, labelGroupKind: kinds[k.group], labelMemory: k.memory}}
 				acc[k] = s
 				order = append(order, k)
 			}
@@ -145,7 +166,7 @@ func groupMemory(rec record.Recording, host string) []Series {
 		if order[i].group != order[j].group {
 			return order[i].group < order[j].group
 		}
-		return order[i].kind < order[j].kind
+		return order[i].memory < order[j].memory
 	})
 	var out []Series
 	for _, k := range order {

@@ -9,7 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
-	"github.com/tare-dev/tare/internal/experiment"
+	"github.com/tare-dev/tare/internal/compare"
 )
 
 // boxData is the chart input of kind box.
@@ -41,7 +41,7 @@ type sweepPoint struct {
 
 // Experiment is the page of an experiment's (or a diff's) results: verdicts, the benchstat table, each
 // metric's distribution per variant, the sweep chart, and every trial.
-func Experiment(r experiment.Results, what, version string) Page {
+func Experiment(r compare.Results, what, version string) Page {
 	ok, failed := 0, 0
 	for _, t := range r.Trials {
 		switch t.Status {
@@ -81,7 +81,7 @@ func Experiment(r experiment.Results, what, version string) Page {
 	return p
 }
 
-func resultsSection(r experiment.Results) Section {
+func resultsSection(r compare.Results) Section {
 	s := Section{ID: "results", Title: "Results",
 		Intro: fmt.Sprintf("Each variant's median with its %.0f%% interval (order statistics; n trials); the change from the baseline as a Hodges–Lehmann shift with its interval and a Mann–Whitney U test: ~ where it is not significant at α = %.2g (benchstat's convention).",
 			100*(1-r.Alpha), r.Alpha)}
@@ -99,13 +99,13 @@ func resultsSection(r experiment.Results) Section {
 		for _, row := range r.Rows {
 			cols := []string{row.Label()}
 			for i, c := range row.Cells {
-				cols = append(cols, experiment.MedianText(c))
+				cols = append(cols, compare.MedianText(c))
 				if i > 0 {
 					mde := "–"
 					if v := float64(c.MDEPct); !math.IsNaN(v) && !math.IsInf(v, 0) {
 						mde = fmt.Sprintf("±%.1f%%", v)
 					}
-					cols = append(cols, experiment.ChangeText(c), mde)
+					cols = append(cols, compare.ChangeText(c), mde)
 				}
 			}
 			t.Rows = append(t.Rows, cols)
@@ -135,11 +135,11 @@ func resultsSection(r experiment.Results) Section {
 }
 
 // distributionSection draws every metric's trials per variant, the primary metric first.
-func distributionSection(r experiment.Results) (Section, bool) {
+func distributionSection(r compare.Results) (Section, bool) {
 	s := Section{ID: "distributions", Title: "Distributions",
 		Intro: "Every finished trial as a dot, over each variant's box (quartiles, whiskers to the extremes). Overlapping boxes are what \"~\" means."}
 	rows := slices.Clone(r.Rows)
-	slices.SortStableFunc(rows, func(a, b experiment.Row) int {
+	slices.SortStableFunc(rows, func(a, b compare.Row) int {
 		switch {
 		case a.Metric == r.Primary && b.Metric != r.Primary:
 			return -1
@@ -159,7 +159,7 @@ func distributionSection(r experiment.Results) (Section, bool) {
 	return s, len(s.Charts) > 0
 }
 
-func sweepSection(r experiment.Results) (Section, bool) {
+func sweepSection(r compare.Results) (Section, bool) {
 	if r.Sweep == nil {
 		return Section{}, false
 	}
@@ -172,8 +172,8 @@ func sweepSection(r experiment.Results) (Section, bool) {
 			if c.Median.N == 0 {
 				continue
 			}
-			d.Points = append(d.Points, sweepPoint{Value: c.Variant, Median: c.Median.Median, Lo: experiment.FiniteOr(c.Median.Lo, c.Median.Median),
-				Hi: experiment.FiniteOr(c.Median.Hi, c.Median.Median), Significant: c.Shift != nil && c.Shift.Significant})
+			d.Points = append(d.Points, sweepPoint{Value: c.Variant, Median: c.Median.Median, Lo: compare.FiniteOr(c.Median.Lo, c.Median.Median),
+				Hi: compare.FiniteOr(c.Median.Hi, c.Median.Median), Significant: c.Shift != nil && c.Shift.Significant})
 		}
 		if len(d.Points) == 0 {
 			return Section{}, false
@@ -185,11 +185,11 @@ func sweepSection(r experiment.Results) (Section, bool) {
 	return Section{}, false
 }
 
-func trialsSection(r experiment.Results) Section {
+func trialsSection(r compare.Results) Section {
 	t := Table{Caption: "In the order they ran", Head: []string{"#", "round", "variant", "status", "guard", r.Primary, "recording"}, Right: []bool{true, true}}
 	for _, x := range r.Trials {
 		var guard []string
-		for _, g := range []string{experiment.GuardReady, experiment.GuardLatency} {
+		for _, g := range []string{compare.GuardReady, compare.GuardLatency} {
 			if v, ok := x.Guard[g]; ok {
 				guard = append(guard, fmt.Sprintf("%s %.3g", g, v))
 			}
@@ -207,7 +207,7 @@ func trialsSection(r experiment.Results) Section {
 	return Section{ID: "trials", Title: "Trials", Tables: []Table{t}}
 }
 
-func trialValues(trials []experiment.Trial, variant, metric string, guard bool) []float64 {
+func trialValues(trials []compare.Trial, variant, metric string, guard bool) []float64 {
 	xs := []float64{}
 	for _, t := range trials {
 		if t.Status != "ok" || t.Variant != variant {

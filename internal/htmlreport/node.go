@@ -36,8 +36,11 @@ func Node(rep explain.Report, what, version string) Page {
 		p.Sections = append(p.Sections, busySection(rep, sum))
 	}
 	if len(rep.Findings) > 0 {
-		p.Sections = append(p.Sections, Section{ID: "findings", Title: "Findings",
-			Intro: "Ranked by estimated CPU. Each says what was seen, what to change, how sure tare is and how to verify the change.", Findings: rep.Findings})
+		intro := "Ranked by estimated CPU. Each says what was seen, what to change, how sure tare is and how to verify the change."
+		if c := rep.ClusterRead; c != nil && c.Note != "" {
+			intro += " Note: " + c.Note + "."
+		}
+		p.Sections = append(p.Sections, Section{ID: "findings", Title: "Findings", Intro: intro, Findings: rep.Findings})
 	}
 	if len(sum.Groups) > 0 {
 		p.Sections = append(p.Sections, componentsSection(sum))
@@ -294,6 +297,9 @@ func notesSection(rep explain.Report, sum summary.Summary) Section {
 	s.Items = append(s.Items, fmt.Sprintf("Node busy from %s.", orDash(sum.Reconcile.Reference)))
 	for _, l := range m.Limitations {
 		s.Items = append(s.Items, "Limitation: "+l)
+	}
+	if c := rep.ClusterRead; c != nil && c.Note != "" {
+		s.Items = append(s.Items, "Note: "+c.Note+".")
 	}
 	for _, n := range rep.Notes {
 		s.Items = append(s.Items, "Note: "+n)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tare-dev/tare/internal/experiment"
+	"github.com/tare-dev/tare/internal/compare"
 	"github.com/tare-dev/tare/internal/explain"
 	"github.com/tare-dev/tare/internal/summary"
 )
@@ -59,11 +59,8 @@ func TestThin(t *testing.T) {
 		t.Errorf("empty report: %v", err)
 	}
 	b.Reset()
-	spec, err := experiment.Parse([]byte("name: x\ntrials: 2\nwindow: 2s\nvariants: [{name: a}, {name: b}]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Write(&b, Experiment(experiment.Analyze(spec, nil), "experiment x", "test")); err != nil || !strings.Contains(b.String(), "No trial has finished") {
+	design := compare.Design{Name: "x", Variants: []string{"a", "b"}, Alpha: 0.05, Tolerance: 20}
+	if err := Write(&b, Experiment(compare.Analyze(design, nil), "experiment x", "test")); err != nil || !strings.Contains(b.String(), "No trial has finished") {
 		t.Errorf("experiment without trials: %v", err)
 	}
 }

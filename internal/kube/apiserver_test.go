@@ -13,9 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tare-dev/tare/internal/cli"
+	"github.com/tare-dev/tare/internal/component"
 	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/summary"
@@ -23,9 +23,9 @@ import (
 	"github.com/tare-dev/tare/internal/testload"
 )
 
-// The package's tests share one real control plane: etcd from Debian and kube-apiserver built from the
-// upstream module (cached after the first build).
-var controlPlane *lab.ControlPlane
+// The package's tests share one real API server: the lab's etcd (Debian's) and kube-apiserver (built from
+// the upstream module, cached after the first build), started by lab.Up with nothing else.
+var apiLab *lab.State
 
 func TestMain(m *testing.M) {
 	testload.Main()
@@ -40,36 +40,45 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	etcd, err := lab.EnsureEtcd(ctx)
-	if err == nil {
-		var apiserver string
-		if apiserver, err = lab.Build(ctx, "kube-apiserver"); err == nil {
-			dir, _ := os.MkdirTemp("", "tare-kube-test")
-			defer os.RemoveAll(dir)
-			controlPlane, err = lab.StartControlPlane(ctx, dir, etcd, apiserver)
-		}
-	}
+	dir, err := os.MkdirTemp("", "tare-kube-")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "kube: starting a real control plane:", err)
+		fmt.Fprintln(os.Stderr, "kube:", err)
 		return 1
 	}
-	defer controlPlane.Stop()
-	return m.Run()
+	defer os.RemoveAll(dir)
+	if err = lab.InstallAPIServer(ctx); err == nil {
+		// StopWithCaller: a test binary that panics or times out takes etcd and kube-apiserver with it.
+		apiLab, err = lab.Up(ctx, lab.UpOptions{Dir: dir, APIServerOnly: true, StopWithCaller: true})
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kube: starting a real API server:", err)
+		return 1
+	}
+	code := m.Run()
+	if _, err := lab.Down(context.WithoutCancel(ctx), dir, false); err != nil {
+		fmt.Fprintln(os.Stderr, "kube: stopping the API server:", err)
+		return 1
+	}
+	return code
 }
 
 func requireAPIServer(t *testing.T) *kubernetes.Clientset {
 	t.Helper()
-	if controlPlane == nil {
+	if apiLab == nil {
 		if testing.Short() {
-			t.Skip("starts a real control plane")
+			t.Skip("starts a real API server")
 		}
-		testenv.NeedRoot(t, "starting a real control plane (etcd and kube-apiserver)")
+		testenv.NeedRoot(t, "starting a real API server (etcd and kube-apiserver)")
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", controlPlane.Kubeconfig)
+	c, err := kube.NewClient(apiLab.Kubeconfig, kube.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return kubernetes.NewForConfigOrDie(cfg)
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
 }
 
 // probePod creates a pod and reports a running container with the given ID in its status, as a kubelet
@@ -100,7 +109,7 @@ func TestPodNamerAgainstAPIServer(t *testing.T) {
 	c := requireAPIServer(t)
 	cid := strings.Repeat("ab", 32)
 	pod := probePod(t, c, "tare-namer-probe", cid)
-	n, err := kube.NewPodNamer(context.Background(), controlPlane.Kubeconfig, "")
+	n, err := kube.NewPodNamer(context.Background(), apiLab.Kubeconfig, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +138,7 @@ func TestMeasureNamesPodsAndComponents(t *testing.T) {
 
 	var stdout, stderr strings.Builder
 	err := cli.Execute(context.Background(), []string{"measure", "--duration", "2s", "--interval", "500ms",
-		"--kubeconfig", controlPlane.Kubeconfig, "-o", "json"}, strings.NewReader(""), &stdout, &stderr)
+		"--kubeconfig", apiLab.Kubeconfig, "-o", "json"}, strings.NewReader(""), &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("measure: %v\n%s", err, stderr.String())
 	}
@@ -145,9 +154,10 @@ func TestMeasureNamesPodsAndComponents(t *testing.T) {
 	if p.Group != "pod default/tare-measure-probe" || p.PodName != "tare-measure-probe" || p.CtrName != "app" {
 		t.Errorf("pod process shown as group %q pod %q container %q", p.Group, p.PodName, p.CtrName)
 	}
-	for i, want := range []string{"etcd", "kube-apiserver"} {
-		if got := found[controlPlane.PIDs()[i]].Group; got != want {
-			t.Errorf("%s (pid %d) grouped as %q", want, controlPlane.PIDs()[i], got)
+	for _, want := range []string{component.Etcd, component.APIServer} {
+		p, _ := apiLab.Process(want)
+		if got := found[p.PID].Group; got != want {
+			t.Errorf("%s (pid %d) grouped as %q", want, p.PID, got)
 		}
 	}
 }

@@ -11,46 +11,45 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/tare-dev/tare/internal/component"
 	"github.com/tare-dev/tare/internal/pprof"
 )
 
 // Cluster is a connection to a cluster's API server for explain's rules, profiles and metrics.
 type Cluster struct {
-	Source string // the kubeconfig
+	Source string // the kubeconfig file(s), as Client.Source
 	Host   string
 	HTTP   *http.Client
 	cs     kubernetes.Interface
 }
 
-// Connect opens the kubeconfig at path; it does not contact the server.
+// Connect opens a kubeconfig, found as NewClient finds it (path is --kubeconfig, "" to look as kubectl
+// does); it does not contact the server. API calls time out after 10 s.
 func Connect(path string) (*Cluster, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	c, err := NewClient(path, Options{Timeout: 10 * time.Second})
 	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
+		return nil, err
 	}
-	cfg.UserAgent = "tare"
-	cfg.Timeout = 10 * time.Second
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := c.Clientset()
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+		return nil, err
 	}
 	// Profiles take as long as they are asked to: the HTTP client has no overall timeout; callers bound it.
-	pcfg := rest.CopyConfig(cfg)
+	pcfg := rest.CopyConfig(c.Config)
 	pcfg.Timeout = 0
 	hc, err := rest.HTTPClientFor(pcfg)
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+		return nil, fmt.Errorf("kubeconfig %s: %w", c.Source, err)
 	}
-	return &Cluster{Source: path, Host: strings.TrimSuffix(cfg.Host, "/"), HTTP: hc, cs: cs}, nil
+	return &Cluster{Source: c.Source, Host: strings.TrimSuffix(c.Config.Host, "/"), HTTP: hc, cs: cs}, nil
 }
 
 // PprofTargets reach kube-apiserver directly and the kubelet of node through the API server's node proxy.
 func (c *Cluster) PprofTargets(node string) []pprof.Target {
-	ts := []pprof.Target{{Component: "kube-apiserver", Base: c.Host, Client: c.HTTP}}
+	ts := []pprof.Target{{Component: component.APIServer, Base: c.Host, Client: c.HTTP}}
 	if node != "" {
-		ts = append(ts, pprof.Target{Component: "kubelet", Base: c.Host + "/api/v1/nodes/" + node + "/proxy", Client: c.HTTP})
+		ts = append(ts, pprof.Target{Component: component.Kubelet, Base: c.Host + "/api/v1/nodes/" + node + "/proxy", Client: c.HTTP})
 	}
 	return ts
 }

@@ -1,4 +1,10 @@
-// Package kube is tare's access to the Kubernetes API: it finds a kubeconfig the way kubectl does and names
-// the pods and containers that the sampler recognises by UID and container ID from cgroup paths. The
-// measure verb creates a PodNamer and hands it to the sampler.
+// Package kube is tare's access to the Kubernetes API. NewClient is the one way tare builds a client: it
+// loads a kubeconfig as kubectl does (--kubeconfig, else $KUBECONFIG's files merged, else ~/.kube/config)
+// and hands out the REST configuration, a typed clientset or an authenticated HTTP client. On top of it,
+// PodNamer names the pods and containers the sampler recognises by UID and container ID from cgroup paths
+// (measure hands one to the sampler), and Cluster reads explain's facts, the API server's metrics and its
+// pprof targets. The lab and experiments build their clients with NewClient too.
+//
+// It imports client-go and, of tare's, only internal/component and internal/pprof (for the pprof target
+// type). A new way to reach the API belongs here, built on NewClient.
 package kube

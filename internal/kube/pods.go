@@ -3,25 +3,16 @@ package kube
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
-
-// ErrNoKubeconfig means no kubeconfig was given or found: pods are then named by UID.
-var ErrNoKubeconfig = errors.New("no kubeconfig: pass --kubeconfig or set KUBECONFIG to name pods")
 
 // PodRef names a pod and, when known, the container.
 type PodRef struct {
@@ -48,43 +39,19 @@ type PodNamer struct {
 	lastErr      error
 }
 
-// ResolveKubeconfig returns the kubeconfig path kubectl would use: the flag, $KUBECONFIG (first existing
-// entry), or ~/.kube/config if it exists.
-func ResolveKubeconfig(flag string) (string, error) {
-	if flag != "" {
-		if _, err := os.Stat(flag); err != nil {
-			return "", fmt.Errorf("kubeconfig %s: %w", flag, err)
-		}
-		return flag, nil
-	}
-	for _, p := range filepath.SplitList(os.Getenv("KUBECONFIG")) {
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		p := filepath.Join(home, ".kube", "config")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	return "", ErrNoKubeconfig
-}
-
-// NewPodNamer connects with the kubeconfig at path and lists the pods of this node (node is the node name;
-// when no pod matches it, all pods are listed). It fails if the API does not answer within the context.
+// NewPodNamer connects with a kubeconfig, found as NewClient finds it (path is --kubeconfig, "" to look as
+// kubectl does), and lists the pods of this node (node is the node name; when no pod matches it, all pods
+// are listed). It fails if the API does not answer within the context.
 func NewPodNamer(ctx context.Context, path, node string) (*PodNamer, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	c, err := NewClient(path, Options{Timeout: 5 * time.Second})
 	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
+		return nil, err
 	}
-	cfg.Timeout = 5 * time.Second
-	cfg.UserAgent = "tare"
-	hc, err := rest.HTTPClientFor(cfg)
+	hc, err := c.HTTPClient()
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+		return nil, err
 	}
-	return newPodNamer(ctx, hc, cfg.Host, path, node)
+	return newPodNamer(ctx, hc, c.Config.Host, c.Source, node)
 }
 
 func newPodNamer(ctx context.Context, hc *http.Client, server, source, node string) (*PodNamer, error) {
@@ -195,27 +162,4 @@ func (n *PodNamer) Name(uid, container string) (PodRef, bool) {
 	}
 	ref.Container = n.containers[uid][container]
 	return ref, true
-}
-
-// CheckKubeconfig tells whether path is a kubeconfig tare can use: a readable file that clientcmd parses,
-// with at least one cluster and a current context that client-go can build a client from (it does not
-// contact the server). The error names the file and says what is wrong with it.
-func CheckKubeconfig(path string) error {
-	cfg, err := clientcmd.LoadFromFile(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("kubeconfig %s: no such file", path)
-		}
-		return fmt.Errorf("kubeconfig %s is not a kubeconfig: %w", path, err)
-	}
-	if len(cfg.Clusters) == 0 {
-		return fmt.Errorf("kubeconfig %s is not a kubeconfig: it names no cluster (see kubectl config view --raw for one that works)", path)
-	}
-	if cfg.CurrentContext == "" {
-		return fmt.Errorf("kubeconfig %s has no current-context: set one with kubectl config use-context NAME --kubeconfig %s", path, path)
-	}
-	if _, err := clientcmd.NewDefaultClientConfig(*cfg, &clientcmd.ConfigOverrides{}).ClientConfig(); err != nil {
-		return fmt.Errorf("kubeconfig %s cannot be used: %w", path, err)
-	}
-	return nil
 }

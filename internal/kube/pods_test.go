@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -66,16 +65,5 @@ func TestContainerID(t *testing.T) {
 		if got := containerID(in); got != want {
 			t.Errorf("containerID(%q) = %q, want %q", in, got, want)
 		}
-	}
-}
-
-func TestResolveKubeconfig(t *testing.T) {
-	t.Setenv("KUBECONFIG", "/nonexistent/a:/nonexistent/b")
-	t.Setenv("HOME", t.TempDir())
-	if _, err := ResolveKubeconfig(""); !errors.Is(err, ErrNoKubeconfig) {
-		t.Errorf("no kubeconfig anywhere: %v", err)
-	}
-	if _, err := ResolveKubeconfig("/nonexistent/c"); err == nil {
-		t.Error("a missing --kubeconfig was accepted")
 	}
 }

@@ -5,19 +5,29 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+
+	"github.com/tare-dev/tare/internal/component"
 )
 
 // binaries are the programs a lab runs.
 type binaries struct {
-	etcd, apiserver, kcm, scheduler, kubelet, proxy string
-	containerd, ctr, kwok, kwokStages               string
+	// paths holds the program of every lab component looked for, by component name.
+	paths map[string]string
+	// ctr is containerd's client (the lab imports images and checks containerd with it); kwokStages is the
+	// file of kwok's stage configurations.
+	ctr, kwokStages string
 }
 
-// findBinaries locates every program `up` needs: the Kubernetes components in binDir or tare's cache,
-// etcd, containerd and ctr on PATH, kwok and its stages in the cache. What is missing is named with
-// what to run.
-func findBinaries(binDir string, controlOnly, kwok bool) (binaries, error) {
-	var b binaries
+// path returns the program of a lab component, or "" when it was not looked for or is not on PATH.
+func (b binaries) path(name string) string { return b.paths[name] }
+
+// findBinaries locates the programs of the lab components named (UpOptions.components), as the component
+// registry says the lab gets them: the Kubernetes components in binDir or tare's cache, the Debian ones
+// (etcd, containerd, runc, the CNI plugins) on PATH or where the package puts them, kwok and its stages in
+// the cache, and with containerd its client ctr. What is missing is named with what to run.
+func findBinaries(binDir string, components []string) (binaries, error) {
+	b := binaries{paths: map[string]string{}}
 	cache, err := CacheDir()
 	if err != nil {
 		return b, err
@@ -27,40 +37,47 @@ func findBinaries(binDir string, controlOnly, kwok bool) (binaries, error) {
 		k8s = binDir
 	}
 	var missing []string
-	built := func(name string) string {
-		p := filepath.Join(k8s, name)
-		if executable(p) != nil {
-			missing = append(missing, p)
+	for _, e := range component.All() {
+		if !slices.Contains(components, e.Name) {
+			continue
 		}
-		return p
-	}
-	onPath := func(name string) string {
-		p, err := exec.LookPath(name)
-		if err != nil {
-			missing = append(missing, name+" (on PATH)")
-		}
-		return p
-	}
-	b.etcd = onPath("etcd")
-	b.apiserver, b.kcm, b.scheduler = built("kube-apiserver"), built("kube-controller-manager"), built("kube-scheduler")
-	if !controlOnly {
-		b.kubelet, b.proxy = built("kubelet"), built("kube-proxy")
-		b.containerd, b.ctr = onPath("containerd"), onPath("ctr")
-		if _, err := exec.LookPath("runc"); err != nil {
-			missing = append(missing, "runc (on PATH)")
-		}
-		if _, err := os.Stat("/usr/lib/cni/bridge"); err != nil {
-			missing = append(missing, "/usr/lib/cni/bridge")
-		}
-	}
-	if kwok {
-		dir := kwokDir(cache)
-		b.kwok, b.kwokStages = filepath.Join(dir, "bin", "kwok"), filepath.Join(dir, "stages.yaml")
-		for _, p := range []string{b.kwok, b.kwokStages} {
-			if _, err := os.Stat(p); err != nil {
+		l := e.Lab
+		switch l.Source {
+		case component.SourceUpstream:
+			p := filepath.Join(k8s, l.Program)
+			if executable(p) != nil {
 				missing = append(missing, p)
 			}
+			b.paths[e.Name] = p
+		case component.SourceDebian:
+			if filepath.IsAbs(l.Program) {
+				if _, err := os.Stat(l.Program); err != nil {
+					missing = append(missing, l.Program)
+				}
+				b.paths[e.Name] = l.Program
+				continue
+			}
+			p, err := exec.LookPath(l.Program)
+			if err != nil {
+				missing = append(missing, l.Program+" (on PATH)")
+			}
+			b.paths[e.Name] = p
+		case component.SourceGoInstall:
+			dir := kwokDir(cache)
+			b.paths[e.Name], b.kwokStages = filepath.Join(dir, "bin", l.Program), filepath.Join(dir, "stages.yaml")
+			for _, p := range []string{b.paths[e.Name], b.kwokStages} {
+				if _, err := os.Stat(p); err != nil {
+					missing = append(missing, p)
+				}
+			}
 		}
+	}
+	if slices.Contains(components, component.Containerd) { // its client, from its package
+		p, err := exec.LookPath("ctr")
+		if err != nil {
+			missing = append(missing, "ctr (on PATH)")
+		}
+		b.ctr = p
 	}
 	if len(missing) > 0 {
 		hint := "run `tare lab install` first (as root)"
@@ -76,6 +93,6 @@ func findBinaries(binDir string, controlOnly, kwok bool) (binaries, error) {
 // with controlOnly), so that a caller can refuse before it writes anything. The error names what is missing
 // and matches ErrPrerequisite.
 func CheckInstalled(binDir string, controlOnly bool) error {
-	_, err := findBinaries(binDir, controlOnly, false)
+	_, err := findBinaries(binDir, UpOptions{ControlPlaneOnly: controlOnly}.components())
 	return err
 }

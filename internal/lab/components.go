@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"time"
+
+	"github.com/tare-dev/tare/internal/component"
 )
 
 // KwokVersion is the pinned kwok release installed from its Go module.
@@ -24,17 +26,23 @@ type Component struct {
 	Took    time.Duration `json:"took_ns"`
 }
 
-// built are the components tare builds from k8s.io/kubernetes.
-var built = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"}
+// built are the components tare builds from k8s.io/kubernetes, in the registry's order.
+var built = component.Names(func(e component.Entry) bool { return e.Lab.Source == component.SourceUpstream })
 
-// debianPackages maps a program the lab needs to the Debian package that ships it.
-var debianPackages = []struct{ program, pkg string }{
-	{"etcd", "etcd-server"},
-	{"containerd", "containerd"},
-	{"runc", "runc"},
-	{"iptables", "iptables"},
-	{"/usr/lib/cni/bridge", "containernetworking-plugins"},
-}
+// debianPackage is a program the lab needs and the Debian package that ships it.
+type debianPackage struct{ program, pkg string }
+
+// debianPackages are the programs of the components installed from Debian (etcd, containerd, runc, the CNI
+// plugins), then iptables, which kubelet and kube-proxy drive.
+var debianPackages = func() []debianPackage {
+	var out []debianPackage
+	for _, e := range component.All() {
+		if e.Lab.Source == component.SourceDebian {
+			out = append(out, debianPackage{e.Lab.Program, e.Lab.Package})
+		}
+	}
+	return append(out, debianPackage{"iptables", "iptables"})
+}()
 
 // InstallOptions configure Install.
 type InstallOptions struct {
@@ -85,7 +93,7 @@ func Install(ctx context.Context, opts InstallOptions) ([]Component, error) {
 		out = append(out, c)
 	}
 	if opts.Log != nil {
-		opts.Log("kwok")
+		opts.Log(component.Kwok)
 	}
 	k, err := ensureKwok(ctx)
 	out = append(out, k)
@@ -193,13 +201,14 @@ func canInstall(missing []string, euid int, haveApt bool) error {
 // ensureKwok installs kwok from its Go module into the cache (GOBIN), once.
 func ensureKwok(ctx context.Context) (Component, error) {
 	start := time.Now()
-	c := Component{Name: "kwok", Version: KwokVersion, Source: "cached"}
+	kwok := labOf(component.Kwok)
+	c := Component{Name: component.Kwok, Version: KwokVersion, Source: "cached"}
 	cache, err := CacheDir()
 	if err != nil {
 		return c, err
 	}
 	bin := filepath.Join(kwokDir(cache), "bin")
-	c.Path = filepath.Join(bin, "kwok")
+	c.Path = filepath.Join(bin, kwok.Program)
 	stages := filepath.Join(kwokDir(cache), "stages.yaml")
 	_, binErr := os.Stat(c.Path)
 	_, stErr := os.Stat(stages)
@@ -218,7 +227,7 @@ func ensureKwok(ctx context.Context) (Component, error) {
 		c.Took = time.Since(start)
 		return c, nil
 	}
-	cmd := exec.CommandContext(ctx, gobin, "install", "sigs.k8s.io/kwok/cmd/kwok@"+KwokVersion)
+	cmd := exec.CommandContext(ctx, gobin, "install", kwok.Module+"@"+KwokVersion)
 	cmd.Env = append(os.Environ(), "GOBIN="+bin, "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return c, fmt.Errorf("go install kwok %s: %w\n%s", KwokVersion, err, tail(out, 10))

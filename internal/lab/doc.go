@@ -1,6 +1,37 @@
-// Package lab gets and runs real upstream Kubernetes components on this machine: etcd from Debian's
-// packages, kube-apiserver (and, later, the other components) built from the upstream k8s.io/kubernetes Go
-// module at a pinned version, cached outside the repository. Today it starts a control plane of etcd and
-// kube-apiserver, which tare's tests use to check pod naming against the real API; `tare lab` will grow
-// from it.
+// Package lab gets and runs a real, local Kubernetes cluster for tare's users and tests: upstream
+// components (etcd from Debian's packages; kube-apiserver, kube-controller-manager, kube-scheduler, kubelet
+// and kube-proxy built from the k8s.io/kubernetes module at a pinned version; containerd; kwok for fake
+// nodes) run as plain processes with everything under one directory, and stopped without leaving anything
+// on the machine. The lab verbs in internal/cli (tare lab install, up, status, down), internal/experiment
+// and the tests of internal/cli and internal/kube call it. It imports client-go, internal/component,
+// internal/kube and internal/pprof, and no package of tare's above it.
+//
+// Where things are, by subsystem:
+//
+//   - Getting the programs: install.go (the cache, etcd, building the Kubernetes components),
+//     components.go (Install: Debian packages, kwok), images.go (pod images built from Go code),
+//     binaries.go (finding the programs at up).
+//   - Starting and stopping: up.go (Up and UpOptions: the start sequence, its supervision and why a start
+//     failed), down.go (Down and Leftovers), process.go (one daemon: start, follow, stop; stray lab
+//     processes), state.go (DIR/state.json, which down and status read).
+//   - One file per start stage, holding the settings of the components it starts (their flags, etcdArgs,
+//     apiserverArgs, …, and configuration files) and the start itself: etcd.go, apiserver.go (also the
+//     audit policy, the API server's certificates and address), controllers.go (kube-controller-manager
+//     and kube-scheduler), containerd.go (also the CNI configuration), node.go (kubelet and kube-proxy),
+//     kwok.go (kwok and its fake nodes), probe.go (the pod that proves the lab works). kube.go holds the
+//     lab's client and the node Ready check; ports.go the ports, addresses and names; paths.go the lab
+//     directory's layout; pki.go the certificates.
+//   - Tuning: profile.go (profiles and --set), checksets.go (--set checked against a component's --help).
+//   - Changes to the machine, one file per subsystem, each undo next to its do: cgroups.go (the kubelet's
+//     cgroup root), mounts.go (volume and rootfs mounts, pod network namespaces), iptables.go (the KUBE- and
+//     CNI- chains the components add), sysctl.go, residue.go (machine directories, container log links,
+//     shim sockets, CNI results, the pod bridge). Down calls the undos in order (restoreMachine).
+//   - A running lab: status.go, pprof.go (the components' pprof endpoints).
+//
+// Which components an up runs comes from the component registry (internal/component), filtered by the
+// options (UpOptions.components): the programs it looks for (binaries.go), the ports it checks (ports.go),
+// the pprof targets, what down stops first and recognises as strays. A new component of the lab is an entry
+// in the registry, plus a start stage file with its flags, called from (*lab).run in up.go, and its ports
+// in ports.go. A new change to the machine is recorded by Up (before) and undone in its subsystem's file,
+// called from restoreMachine and checked by Leftovers.
 package lab

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
+
+	"github.com/tare-dev/tare/internal/component"
 )
 
 // DownReport is what Down stopped and removed.
@@ -25,8 +27,14 @@ type DownReport struct {
 	Leftover []string  `json:"leftover,omitempty"`
 }
 
-// stopFirst are stopped the node agents first (so nothing restarts pods), then everything else together.
-var stopFirst = []string{"kubelet", "kwok", "kube-proxy"}
+// stopFirst are the components stopped first, the node agents and kwok (so nothing restarts pods); then
+// everything else goes together.
+var stopFirst = component.Names(func(e component.Entry) bool {
+	return e.InLab() && (e.Role == component.RoleNode || e.Role == component.RoleSimulator)
+})
+
+// nodePrograms are the programs of the lab's node: a stray one means the lab ran a node.
+var nodePrograms = component.LabPrograms(func(e component.Entry) bool { return e.Lab.Daemon && e.Lab.Node })
 
 // Down stops every process of the lab in dir and removes what it added to the machine: mounts, pod
 // network namespaces, the bridge, iptables rules, cgroups, container log links and changed sysctls. It
@@ -55,61 +63,16 @@ func Down(ctx context.Context, dir string, keep bool) (*DownReport, error) {
 		}
 	}
 	r := &DownReport{Dir: dir, Kept: keep}
-	p := paths{dir}
-	// 1. node agents, 2. pod processes, 3. the rest of the recorded processes, 4. strays (shims, unrecorded).
-	// etcd goes last: an API server whose etcd is gone hangs in its graceful shutdown.
-	var first, rest, last []Process
-	for _, pr := range st.Processes {
-		switch {
-		case slices.Contains(stopFirst, pr.Name):
-			first = append(first, pr)
-		case pr.Name == "etcd":
-			last = append(last, pr)
-		default:
-			rest = append(rest, pr)
-		}
-	}
-	r.Stopped = append(r.Stopped, stopAll(first, 10*time.Second)...)
-	var errs []error
-	killCgroupTree(st.Cgroups...)
-	r.Stopped = append(r.Stopped, stopAll(rest, 15*time.Second)...)
-	r.Stopped = append(r.Stopped, stopAll(last, 10*time.Second)...)
-	for _, s := range strayProcesses(dir) {
-		if !slices.ContainsFunc(st.Processes, func(q Process) bool { return q.PID == s.PID }) {
-			r.Strays = append(r.Strays, s)
-		}
-	}
-	stopAll(r.Strays, time.Second)
+	r.Stopped, r.Strays = stopLab(dir, st)
 	// The KUBE-/CNI- chains are the lab's when it ran a node (kubelet, kube-proxy, pods).
 	nodeLab := loaded && !st.ControlOnly
 	for _, s := range r.Strays {
-		nodeLab = nodeLab || slices.Contains([]string{"kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2"}, s.Name)
+		nodeLab = nodeLab || slices.Contains(nodePrograms, s.Name)
 	}
+	var errs []error
 	if os.Geteuid() == 0 {
-		if err := unmountLab(dir, st.NetnsBefore); err != nil {
-			errs = append(errs, err)
-		}
 		r.Cgroups = len(st.Cgroups)
-		if err := removeCgroups(st.Cgroups); err != nil {
-			errs = append(errs, err)
-		}
-		if err := removeBridge(); err != nil {
-			errs = append(errs, err)
-		}
-		if nodeLab {
-			if err := removeRules(); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		removeContainerLogLinks(p)
-		removeShimSockets(p)
-		removeCNIResults(p)
-		if err := removeMachineDirs(st.MadeDirs); err != nil {
-			errs = append(errs, err)
-		}
-		if err := restoreSysctls(st.Sysctls); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, restoreMachine(dir, st, nodeLab)...)
 	}
 	r.Leftover = Leftovers(dir, nodeLab)
 	if len(r.Leftover) > 0 {
@@ -134,6 +97,68 @@ func Down(ctx context.Context, dir string, keep bool) (*DownReport, error) {
 	return r, nil
 }
 
+// stopLab stops the lab's processes in order and returns those that were running and the strays (lab
+// programs naming dir that the state does not record): 1. the node agents, so nothing restarts pods; 2. the
+// pods' processes, by their cgroups; 3. the rest of the recorded processes, etcd last (an API server whose
+// etcd is gone hangs in its graceful shutdown); 4. the strays (shims, processes started but not recorded).
+func stopLab(dir string, st *State) (stopped, strays []Process) {
+	var first, rest, last []Process
+	for _, pr := range st.Processes {
+		switch {
+		case slices.Contains(stopFirst, pr.Name):
+			first = append(first, pr)
+		case pr.Name == component.Etcd:
+			last = append(last, pr)
+		default:
+			rest = append(rest, pr)
+		}
+	}
+	stopped = append(stopped, stopAll(first, 10*time.Second)...)
+	killCgroupTree(st.Cgroups...)
+	stopped = append(stopped, stopAll(rest, 15*time.Second)...)
+	stopped = append(stopped, stopAll(last, 10*time.Second)...)
+	for _, s := range strayProcesses(dir) {
+		if !slices.ContainsFunc(st.Processes, func(q Process) bool { return q.PID == s.PID }) {
+			strays = append(strays, s)
+		}
+	}
+	stopAll(strays, time.Second)
+	return stopped, strays
+}
+
+// restoreMachine undoes, in order, what a lab changed on the machine beside its processes; each undo lives
+// in its subsystem's file next to what up does: mounts and pod network namespaces (mounts.go), cgroups
+// (cgroups.go), the pod bridge (residue.go), the KUBE-/CNI- iptables chains when the lab ran a node
+// (iptables.go), the components' residue outside the lab directory (residue.go) and sysctls (sysctl.go).
+func restoreMachine(dir string, st *State, nodeLab bool) []error {
+	p := paths{dir}
+	var errs []error
+	if err := unmountLab(dir, st.NetnsBefore); err != nil {
+		errs = append(errs, err)
+	}
+	if err := removeCgroups(st.Cgroups); err != nil {
+		errs = append(errs, err)
+	}
+	if err := removeBridge(); err != nil {
+		errs = append(errs, err)
+	}
+	if nodeLab {
+		if err := removeRules(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	removeContainerLogLinks(p)
+	removeShimSockets(p)
+	removeCNIResults(p)
+	if err := removeMachineDirs(st.MadeDirs); err != nil {
+		errs = append(errs, err)
+	}
+	if err := restoreSysctls(st.Sysctls); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
 // stopAll stops processes in parallel and returns those that were running.
 func stopAll(ps []Process, grace time.Duration) []Process {
 	var wg sync.WaitGroup
@@ -148,29 +173,6 @@ func stopAll(ps []Process, grace time.Duration) []Process {
 	}
 	wg.Wait()
 	return out
-}
-
-// killCgroupTree sends SIGKILL to every task in the cgroups under roots.
-func killCgroupTree(roots ...string) {
-	for _, d := range cgroupDirs(roots) {
-		for _, pid := range cgroupPIDs(d) {
-			_ = killPID(pid)
-		}
-	}
-}
-
-// cgroupDirs lists every cgroup directory under roots, parents before children.
-func cgroupDirs(roots []string) []string {
-	var dirs []string
-	for _, r := range roots {
-		_ = filepath.WalkDir(r, func(p string, d os.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				dirs = append(dirs, p)
-			}
-			return nil
-		})
-	}
-	return dirs
 }
 
 // Leftovers lists what of a lab is still on the machine: processes naming its directory, mounts under

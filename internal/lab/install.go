@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/tare-dev/tare/internal/component"
 )
 
 // KubernetesVersion is the pinned upstream version tare builds.
@@ -36,29 +38,41 @@ func kwokDir(cache string) string   { return filepath.Join(cache, "kwok", KwokVe
 
 // EnsureEtcd returns the path of etcd, installing Debian's etcd-server when it is missing and tare may.
 func EnsureEtcd(ctx context.Context) (string, error) {
-	if p, err := exec.LookPath("etcd"); err == nil {
+	etcd := labOf(component.Etcd)
+	if p, err := exec.LookPath(etcd.Program); err == nil {
 		return p, nil
 	}
 	if os.Geteuid() != 0 {
-		return "", fmt.Errorf("etcd is not installed and installing it needs root: run sudo apt-get install etcd-server: %w", ErrPrerequisite)
+		return "", fmt.Errorf("etcd is not installed and installing it needs root: run sudo apt-get install %s: %w", etcd.Package, ErrPrerequisite)
 	}
 	if _, err := exec.LookPath("apt-get"); err != nil {
 		return "", fmt.Errorf("etcd is not installed and there is no apt-get: install etcd 3.4+ and put it on PATH: %w", ErrPrerequisite)
 	}
-	if err := aptInstall(ctx, "etcd-server"); err != nil {
+	if err := aptInstall(ctx, etcd.Package); err != nil {
 		return "", err
 	}
-	return exec.LookPath("etcd")
+	return exec.LookPath(etcd.Program)
+}
+
+// labOf returns what the lab does with a component (the zero Lab for a name the registry lacks).
+func labOf(name string) component.Lab {
+	e, _ := component.Lookup(name)
+	return e.Lab
 }
 
 // Build returns the path of an upstream component (kube-apiserver, kubelet, …) built from the
 // k8s.io/kubernetes module at KubernetesVersion, building it into the cache the first time.
 func Build(ctx context.Context, name string) (string, error) {
+	l := labOf(name)
+	if l.Source != component.SourceUpstream {
+		return "", fmt.Errorf("%s is not a component tare builds from k8s.io/kubernetes (those are %s)", name,
+			strings.Join(built, ", "))
+	}
 	cache, err := CacheDir()
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(k8sBinDir(cache), name)
+	bin := filepath.Join(k8sBinDir(cache), l.Program)
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
@@ -77,7 +91,7 @@ func Build(ctx context.Context, name string) (string, error) {
 		ld = append(ld, "-X", pkg+".gitVersion="+v, "-X", pkg+".gitMajor=1", "-X", pkg+".gitMinor="+minor)
 	}
 	tmp := bin + ".tmp"
-	if err := goCmd(ctx, gobin, dir, "build", "-trimpath", "-ldflags", strings.Join(ld, " "), "-o", tmp, "k8s.io/kubernetes/cmd/"+name); err != nil {
+	if err := goCmd(ctx, gobin, dir, "build", "-trimpath", "-ldflags", strings.Join(ld, " "), "-o", tmp, l.Module); err != nil {
 		return "", fmt.Errorf("building %s %s: %w", name, v, err)
 	}
 	return bin, os.Rename(tmp, bin)
@@ -116,8 +130,8 @@ func writeBuildModule(ctx context.Context, gobin, dir string) error {
 	}
 	b.WriteString(")\n")
 	tools := "//go:build tools\n\npackage tools\n\nimport (\n"
-	for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"} {
-		tools += "\t_ \"k8s.io/kubernetes/cmd/" + c + "\"\n"
+	for _, name := range built {
+		tools += "\t_ \"" + labOf(name).Module + "\"\n"
 	}
 	tools += ")\n"
 	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(b.String()), 0o644); err != nil {

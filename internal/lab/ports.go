@@ -1,14 +1,102 @@
 package lab
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
-	"syscall"
 
 	"github.com/prometheus/procfs"
+
+	"github.com/tare-dev/tare/internal/component"
 )
+
+// The ports where the lab's components serve (and /metrics and /debug/pprof are read) are their upstream
+// defaults, as the component registry has them.
+var (
+	apiserverPort = metricsPort(component.APIServer)
+	kcmPort       = metricsPort(component.ControllerManager)
+	schedulerPort = metricsPort(component.Scheduler)
+	kubeletPort   = metricsPort(component.Kubelet)
+	proxyMetrics  = metricsPort(component.KubeProxy)
+)
+
+func metricsPort(name string) int {
+	e, _ := component.Lookup(name)
+	return e.Metrics.Port
+}
+
+// Addresses and ports of a lab. Ports are the upstream defaults, except etcd's: Debian's etcd-server
+// package may already run a system etcd on 2379.
+const (
+	etcdClientPort  = 12379
+	etcdPeerPort    = 12380
+	kubeletHealthz  = 10248
+	proxyHealthz    = 10256
+	podCIDR         = "10.244.0.0/24"
+	clusterCIDR     = "10.244.0.0/16"
+	serviceCIDR     = "10.96.0.0/16"
+	bridgeName      = "tare0"
+	cgroupRootName  = "tare-lab"
+	cniNetworkName  = "tare-lab"
+	containerdNS    = "k8s.io"
+	labManagedLabel = "tare.dev/lab"
+)
+
+// labPort is a port the lab listens on and the component that listens on it.
+type labPort struct {
+	Port      int
+	Component string
+	Use       string // what the port is for, when it is not the component's main port
+}
+
+// String names the port's holder as an error message does: "etcd (peer)".
+func (p labPort) String() string {
+	if p.Use == "" {
+		return p.Component
+	}
+	return p.Component + " (" + p.Use + ")"
+}
+
+// allPorts are the ports the lab's components listen on, in the registry's order of their components.
+var allPorts = []labPort{
+	{etcdClientPort, component.Etcd, ""}, {etcdPeerPort, component.Etcd, "peer"},
+	{apiserverPort, component.APIServer, ""},
+	{kcmPort, component.ControllerManager, ""}, {schedulerPort, component.Scheduler, ""},
+	{kubeletPort, component.Kubelet, ""}, {kubeletHealthz, component.Kubelet, "healthz"},
+	{proxyMetrics, component.KubeProxy, "metrics"}, {proxyHealthz, component.KubeProxy, "healthz"},
+}
+
+// labPorts are the ports the lab components named (UpOptions.components) listen on.
+func labPorts(components []string) []labPort {
+	var out []labPort
+	for _, p := range allPorts {
+		if slices.Contains(components, p.Component) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// portsFree checks that no port the lab listens on is taken, naming the process that holds it.
+func portsFree(ports []labPort) error {
+	var errs []error
+	for _, p := range ports {
+		l, err := net.Listen("tcp", ":"+strconv.Itoa(p.Port))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("port %d (for %s) is in use%s", p.Port, p, portOwner(p.Port)))
+			continue
+		}
+		_ = l.Close()
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("cannot start the lab: %w (stop what holds it, or tare lab down if it is an earlier lab)", errors.Join(errs...))
+	}
+	return nil
+}
 
 // portOwner names the process listening on a TCP port, as " by PID N (comm)", or "" if it cannot tell.
 func portOwner(port int) string {
@@ -55,5 +143,3 @@ func portOwner(port int) string {
 	}
 	return " (by a process tare cannot see; try: ss -ltnp)"
 }
-
-func killPID(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }

@@ -9,13 +9,16 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tare-dev/tare/internal/component"
 	"github.com/tare-dev/tare/internal/pprof"
 )
 
-// PprofTargets are the lab's components' pprof endpoints with clients that may read them: the admin
-// identity's certificate for the API server, kubelet, controller manager and scheduler (the last two
-// serve with self-signed certificates of their own, so their server certificate is not checked), plain
-// HTTP on loopback for etcd and kube-proxy, and containerd's debug socket.
+// PprofTargets are the pprof endpoints of the lab's components that run (not the controller manager and
+// scheduler in an API-server-only lab, nor the node's in a control-plane-only one), in the registry's order,
+// with clients that may read them: the admin identity's certificate for the API server, kubelet,
+// controller manager and scheduler (the last two serve with self-signed certificates of their own, so
+// their server certificate is not checked), plain HTTP on loopback for etcd and kube-proxy, and
+// containerd's debug socket.
 func PprofTargets(dir string) ([]pprof.Target, error) {
 	st, err := LoadState(dir)
 	if err != nil {
@@ -32,24 +35,28 @@ func PprofTargets(dir string) ([]pprof.Target, error) {
 	selfSignedT := admin.Transport.(*http.Transport).Clone()
 	selfSignedT.TLSClientConfig.InsecureSkipVerify = true
 	selfSigned := &http.Client{Transport: selfSignedT}
-	local := func(port int) string { return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
-	secure := func(port int) string { return "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
-	ts := []pprof.Target{
-		{Component: "etcd", Base: local(etcdClientPort), Client: &http.Client{}},
-		{Component: "kube-apiserver", Base: st.Server, Client: admin},
-		{Component: "kube-controller-manager", Base: secure(kcmPort), Client: selfSigned},
-		{Component: "kube-scheduler", Base: secure(schedulerPort), Client: selfSigned},
-	}
-	if st.ControlOnly {
-		return ts, nil
-	}
-	sock := paths{dir: dir}.join("containerd", "debug.sock")
+	sock := paths{dir: dir}.containerdDebugSocket()
 	overSocket := &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "unix", sock)
 		}}}
-	return append(ts,
-		pprof.Target{Component: "kubelet", Base: secure(kubeletPort), Client: admin},
-		pprof.Target{Component: "kube-proxy", Base: local(proxyMetrics), Client: &http.Client{}},
-		pprof.Target{Component: "containerd", Base: "http://containerd", Client: overSocket}), nil
+	local := func(port int) string { return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+	secure := func(port int) string { return "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+	all := map[string]pprof.Target{
+		component.Etcd:              {Base: local(etcdClientPort), Client: &http.Client{}},
+		component.APIServer:         {Base: st.Server, Client: admin},
+		component.ControllerManager: {Base: secure(kcmPort), Client: selfSigned},
+		component.Scheduler:         {Base: secure(schedulerPort), Client: selfSigned},
+		component.Kubelet:           {Base: secure(kubeletPort), Client: admin},
+		component.KubeProxy:         {Base: local(proxyMetrics), Client: &http.Client{}},
+		component.Containerd:        {Base: "http://containerd", Client: overSocket},
+	}
+	var ts []pprof.Target
+	for _, name := range st.components() {
+		if t, ok := all[name]; ok {
+			t.Component = name
+			ts = append(ts, t)
+		}
+	}
+	return ts, nil
 }

@@ -5,16 +5,23 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/procfs"
+
+	"github.com/tare-dev/tare/internal/component"
 )
 
-// daemon is a component process started by this tare; exited is closed when it ends.
+// The lab's processes: startDaemon starts a component, alive and stopProcess follow and end it by its
+// recorded PID and start time, and strayProcesses finds lab programs the state does not name.
+
 // logMarker starts each start's part of a component's log.
 const logMarker = "==== tare lab: starting "
 
+// daemon is a component process started by this tare; exited is closed when it ends.
 type daemon struct {
 	Process
 	exited chan struct{}
@@ -22,8 +29,9 @@ type daemon struct {
 }
 
 // startDaemon starts a component in its own session (so it outlives `tare lab up` and a Ctrl-C at the
-// terminal), with stdout and stderr appended to DIR/logs/NAME.log.
-func startDaemon(dir, name, bin string, args, env []string) (*daemon, error) {
+// terminal), with stdout and stderr appended to DIR/logs/NAME.log. With withCaller the component is sent
+// SIGTERM when the process that started it dies (a test that panics or times out leaves no daemons).
+func startDaemon(dir, name, bin string, args, env []string, withCaller bool) (*daemon, error) {
 	logPath := filepath.Join(dir, "logs", name+".log")
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return nil, err
@@ -39,6 +47,9 @@ func startDaemon(dir, name, bin string, args, env []string) (*daemon, error) {
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if withCaller {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s (%s): %w", name, bin, err)
 	}
@@ -90,4 +101,39 @@ func waitGone(p Process, d time.Duration) bool {
 	}
 	return !alive(p)
 }
-func sleepShort() { time.Sleep(20 * time.Millisecond) }
+
+// labPrograms are the executables a lab runs (and containerd's shims).
+var labPrograms = component.LabPrograms(func(e component.Entry) bool { return e.Lab.Daemon })
+
+// strayProcesses finds processes that belong to the lab but are not in its state (a kill -9 of tare
+// between starting a component and recording it, or shims): a lab program whose command line names the
+// lab directory. Anything else that mentions the directory (a shell, an editor, tare itself) is left alone.
+func strayProcesses(dir string) []Process {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return nil
+	}
+	procs, err := fs.AllProcs()
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	var out []Process
+	for _, pr := range procs {
+		if pr.PID == self {
+			continue
+		}
+		args, err := pr.CmdLine()
+		if err != nil || len(args) == 0 || !slices.Contains(labPrograms, filepath.Base(args[0])) {
+			continue
+		}
+		for _, a := range args {
+			if a == dir || strings.HasPrefix(a, dir+"/") || strings.Contains(a, "="+dir+"/") {
+				st, _ := pr.Stat()
+				out = append(out, Process{Name: filepath.Base(args[0]), PID: pr.PID, StartTicks: st.Starttime, Args: args})
+				break
+			}
+		}
+	}
+	return out
+}

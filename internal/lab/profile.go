@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/tare-dev/tare/internal/component"
 )
 
 // Tuning is one flag a profile or --set changes, with the reason.
@@ -24,16 +26,16 @@ const (
 
 // tuned lists the single-node reductions the seeds measured, each with its reason.
 var tuned = []Tuning{
-	{"kube-controller-manager", "leader-elect", "false",
+	{component.ControllerManager, "leader-elect", "false",
 		"one node has no standby to fail over to, and the lease is renewed every 2 s (30 writes a minute through the API server to etcd); minikube measured 18% less overhead with leader election off"},
-	{"kube-scheduler", "leader-elect", "false",
+	{component.Scheduler, "leader-elect", "false",
 		"as for the controller manager: a single scheduler needs no lease, and renewing it costs 30 writes a minute"},
-	{"etcd", "proxy-refresh-interval", "70000",
+	{component.Etcd, "proxy-refresh-interval", "70000",
 		"minikube traced an etcd timer refreshing endpoints every 30 s and measured 4% less with 70 s; a single member serving clients directly loses nothing"},
 }
 
-// labComponents are the programs --set may change.
-var labComponents = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "kwok"}
+// labComponents are the components whose flags --set may change, in the registry's order.
+var labComponents = component.Names(func(e component.Entry) bool { return e.Lab.Tunable })
 
 // ProfileTunings returns the tunings of a profile.
 func ProfileTunings(profile string) ([]Tuning, error) {

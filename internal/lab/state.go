@@ -15,24 +15,30 @@ const stateVersion = 1
 // State is what a lab records about itself in DIR/state.json, rewritten after every step so `down`
 // can clean up after a crash or a kill -9 of tare.
 type State struct {
-	Version     int               `json:"version"`
-	Dir         string            `json:"dir"`
-	Profile     string            `json:"profile"`
-	Node        string            `json:"node,omitempty"`
-	Server      string            `json:"server,omitempty"`
-	Kubeconfig  string            `json:"kubeconfig,omitempty"`
-	ControlOnly bool              `json:"control_plane_only"`
-	KwokNodes   int               `json:"kwok_nodes"`
-	Audit       string            `json:"audit_log,omitempty"`
-	Started     time.Time         `json:"started"`
-	Ready       bool              `json:"ready"`
-	Processes   []Process         `json:"processes"`
-	Cgroups     []string          `json:"cgroups,omitempty"`      // cgroup directories the lab created
-	NetnsBefore []string          `json:"netns_before,omitempty"` // /run/netns entries that existed before up
-	Sysctls     map[string]string `json:"sysctls,omitempty"`      // values before up, restored by down
-	MadeDirs    []string          `json:"made_dirs,omitempty"`    // machine directories absent before up
-	Steps       []Step            `json:"steps,omitempty"`
-	Tunings     []Tuning          `json:"tunings,omitempty"`
+	Version       int               `json:"version"`
+	Dir           string            `json:"dir"`
+	Profile       string            `json:"profile"`
+	Node          string            `json:"node,omitempty"`
+	Server        string            `json:"server,omitempty"`
+	Kubeconfig    string            `json:"kubeconfig,omitempty"`
+	ControlOnly   bool              `json:"control_plane_only"`
+	APIServerOnly bool              `json:"api_server_only,omitempty"` // etcd and kube-apiserver only
+	KwokNodes     int               `json:"kwok_nodes"`
+	Audit         string            `json:"audit_log,omitempty"`
+	Started       time.Time         `json:"started"`
+	Ready         bool              `json:"ready"`
+	Processes     []Process         `json:"processes"`
+	Cgroups       []string          `json:"cgroups,omitempty"`      // cgroup directories the lab created
+	NetnsBefore   []string          `json:"netns_before,omitempty"` // /run/netns entries that existed before up
+	Sysctls       map[string]string `json:"sysctls,omitempty"`      // values before up, restored by down
+	MadeDirs      []string          `json:"made_dirs,omitempty"`    // machine directories absent before up
+	Steps         []Step            `json:"steps,omitempty"`
+	Tunings       []Tuning          `json:"tunings,omitempty"`
+}
+
+// components lists the lab components the lab runs (UpOptions.components).
+func (s *State) components() []string {
+	return UpOptions{ControlPlaneOnly: s.ControlOnly, APIServerOnly: s.APIServerOnly, KwokNodes: s.KwokNodes}.components()
 }
 
 // Process is one daemon the lab started. StartTicks (field 22 of /proc/PID/stat) guards against PID reuse.

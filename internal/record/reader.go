@@ -6,9 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/tare-dev/tare/internal/sample"
@@ -25,61 +22,24 @@ type Recording struct {
 
 // Read loads a recording. A file cut short by a crash loads up to its last committed sample.
 func Read(ctx context.Context, path string) (Recording, error) {
-	if err := checkHeader(path); err != nil {
+	db, meta, err := OpenFile(ctx, path, "mode=ro&_pragma=busy_timeout(5000)", recordingKind)
+	if err != nil {
 		return Recording{}, err
 	}
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)")
-	if err != nil {
-		return Recording{}, fmt.Errorf("opening recording %s: %w", path, err)
-	}
 	defer db.Close()
-	rec, err := readAll(ctx, db)
+	rec, err := readAll(ctx, db, meta)
 	if err != nil {
 		return Recording{}, fmt.Errorf("reading recording %s: %w", path, err)
 	}
 	return rec, nil
 }
 
-// checkHeader rejects files that are not SQLite before the driver gives a vaguer error.
-func checkHeader(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("opening recording: %w", err)
-	}
-	defer f.Close()
-	hdr := make([]byte, 16)
-	if _, err := io.ReadFull(f, hdr); err != nil || string(hdr) != "SQLite format 3\x00" {
-		return fmt.Errorf("%s: %w (not a SQLite file; record one with tare measure --record FILE)", path, ErrNotRecording)
-	}
-	return nil
-}
-
-func readAll(ctx context.Context, db *sql.DB) (Recording, error) {
+func readAll(ctx context.Context, db *sql.DB, meta FileMeta) (Recording, error) {
 	var rec Recording
-	meta := map[string]string{}
-	rows, err := db.QueryContext(ctx, "SELECT key, value FROM meta")
-	if err != nil {
-		return rec, fmt.Errorf("%w (no tare meta table): %w", ErrNotRecording, err)
-	}
-	for rows.Next() {
-		var k, v string
-		if err := rows.Scan(&k, &v); err != nil {
-			rows.Close()
-			return rec, err
-		}
-		meta[k] = v
-	}
-	rows.Close()
-	if meta["format"] != formatName {
-		return rec, fmt.Errorf("%w (meta table does not say format=%s)", ErrNotRecording, formatName)
-	}
-	ver, err := strconv.Atoi(meta["schema_version"])
-	if err != nil || ver < 1 || ver > SchemaVersion {
-		return rec, fmt.Errorf("recording schema version %q is not supported by this tare (it reads 1 to %d): upgrade tare", meta["schema_version"], SchemaVersion)
-	}
-	if err := json.Unmarshal([]byte(meta["meta"]), &rec.Meta); err != nil {
+	if err := json.Unmarshal([]byte(meta.Values["meta"]), &rec.Meta); err != nil {
 		return rec, fmt.Errorf("decoding recording meta: %w", err)
 	}
+	var err error
 	if rec.Samples, err = readSamples(ctx, db); err != nil {
 		return rec, err
 	}
@@ -93,7 +53,7 @@ func readAll(ctx context.Context, db *sql.DB) (Recording, error) {
 	if err := readProcSamples(ctx, db, rec.Samples, idx); err != nil {
 		return rec, err
 	}
-	if ver >= 2 {
+	if meta.Version >= 2 {
 		if err := readResources(ctx, db, rec.Samples, idx); err != nil {
 			return rec, err
 		}

@@ -179,18 +179,10 @@ func TestBadFiles(t *testing.T) {
 	_ = os.WriteFile(empty, nil, 0o600)
 	truncated := filepath.Join(dir, "truncated.db")
 	_ = os.WriteFile(truncated, goodBytes[:len(goodBytes)/3], 0o600)
-	foreign := filepath.Join(dir, "foreign.db")
-	db, err := sql.Open("sqlite", foreign)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec("CREATE TABLE users(id INTEGER, name TEXT)"); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	foreign := foreignSQLite(t, dir)
 	future := filepath.Join(dir, "future.db")
 	_ = os.WriteFile(future, goodBytes, 0o600)
-	db, _ = sql.Open("sqlite", future)
+	db, _ := sql.Open("sqlite", future)
 	if _, err := db.Exec("UPDATE meta SET value = '99' WHERE key = 'schema_version'"); err != nil {
 		t.Fatal(err)
 	}
@@ -269,4 +261,19 @@ func TestFullDisk(t *testing.T) {
 	if len(rec.Samples) != written {
 		t.Errorf("read %d samples, %d were committed before the disk filled", len(rec.Samples), written)
 	}
+}
+
+// foreignSQLite writes a SQLite file that is not tare's (one table of users) in dir and returns its path.
+func foreignSQLite(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "foreign.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("CREATE TABLE users(id INTEGER, name TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

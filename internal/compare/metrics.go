@@ -1,25 +1,40 @@
-package experiment
+package compare
 
 import (
 	"slices"
 	"strings"
 
+	"github.com/tare-dev/tare/internal/component"
 	"github.com/tare-dev/tare/internal/summary"
 )
 
-// Metric families a spec may ask for.
-var metricNames = []string{"node-busy", "control-plane-cpu", "component-cpu", "component-memory", "etcd-writes", "api-requests"}
+// families are the metric families a spec may ask for.
+var families = []string{"node-busy", "control-plane-cpu", "component-cpu", "component-memory", "etcd-writes", "api-requests"}
 
-// components are the groups whose CPU and memory are reported one by one.
-var components = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd"}
+// components are the groups whose CPU and memory are reported one by one: the lab's control plane, node
+// agents and container runtime, in the component registry's order.
+var components = component.Names(component.Entry.Core)
 
-var controlPlane = components[:4]
+// controlPlane are the control plane's among them.
+var controlPlane = component.Names(func(e component.Entry) bool { return e.Core() && e.Role == component.RoleControlPlane })
 
-func knownMetric(m string) bool { return slices.Contains(metricNames, m) }
+// Guard metrics: higher is worse for both.
+const (
+	GuardReady   = "ready-seconds"  // (re)start to a Deployment reachable through its Service
+	GuardLatency = "api-latency-ms" // median of API GETs
+)
 
-// knownPrimary: a family that is one number (node-busy, control-plane-cpu, etcd-writes, api-requests),
-// one component's CPU or memory (etcd-cpu, kube-apiserver-memory, …) or a guard.
-func knownPrimary(m string) bool {
+// Families returns the metric families a spec may ask for, in the order Measure takes them by default. The
+// caller owns the slice.
+func Families() []string { return slices.Clone(families) }
+
+// KnownFamily says whether m is a metric family.
+func KnownFamily(m string) bool { return slices.Contains(families, m) }
+
+// KnownPrimary says whether m can be an experiment's primary metric: a family that is one number
+// (node-busy, control-plane-cpu, etcd-writes, api-requests), one component's CPU or memory (etcd-cpu,
+// kube-apiserver-memory, …) or a guard.
+func KnownPrimary(m string) bool {
 	switch m {
 	case "node-busy", "control-plane-cpu", "etcd-writes", "api-requests", GuardReady, GuardLatency:
 		return true
@@ -32,14 +47,8 @@ func knownPrimary(m string) bool {
 	return false
 }
 
-// Guard metrics: higher is worse for both.
-const (
-	GuardReady   = "ready-seconds"  // (re)start to a Deployment reachable through its Service
-	GuardLatency = "api-latency-ms" // median of API GETs
-)
-
-// unit of a metric, by name.
-func unit(name string) string {
+// Unit is the unit of a metric, by name: m (millicores) unless the name says otherwise.
+func Unit(name string) string {
 	switch {
 	case name == GuardReady:
 		return "s"
@@ -55,19 +64,19 @@ func unit(name string) string {
 	return "m"
 }
 
-// measure turns a window's summary (and the API server's request rate, negative when unknown) into the
-// asked metrics. CPU is millicores; node busy is the summary's (sample.BusyMeter, the one definition every
-// verb uses) without tare's own CPU.
-func measure(sum summary.Summary, apiPerMin float64, families []string) map[string]float64 {
-	if len(families) == 0 {
-		families = metricNames
+// Measure turns a window's summary (and the API server's request rate, negative when unknown) into the
+// asked metric families (all when none). CPU is millicores; node busy is the summary's (sample.BusyMeter,
+// the one definition every verb uses) without tare's own CPU.
+func Measure(sum summary.Summary, apiPerMin float64, asked []string) map[string]float64 {
+	if len(asked) == 0 {
+		asked = families
 	}
 	groups := map[string]summary.Group{}
 	for _, g := range sum.Groups {
 		groups[g.Name] = g
 	}
 	out := map[string]float64{}
-	for _, f := range families {
+	for _, f := range asked {
 		switch f {
 		case "node-busy":
 			self := 0.0
@@ -98,7 +107,7 @@ func measure(sum summary.Summary, apiPerMin float64, families []string) map[stri
 				}
 			}
 		case "etcd-writes":
-			if g, ok := groups["etcd"]; ok {
+			if g, ok := groups[component.Etcd]; ok {
 				out["etcd-writes"] = g.WriteBps / 1024
 			}
 		case "api-requests":
@@ -110,9 +119,9 @@ func measure(sum summary.Summary, apiPerMin float64, families []string) map[stri
 	return out
 }
 
-// order sorts metric names for tables: the primary first, then node busy, control plane, components,
-// memory, writes, requests, guards.
-func order(names []string, primary string) []string {
+// Order sorts metric names for tables: the primary first, then node busy, control plane, components,
+// memory, writes, requests, guards. It returns a new slice.
+func Order(names []string, primary string) []string {
 	rank := func(n string) int {
 		switch {
 		case n == primary:

@@ -1,23 +1,19 @@
-package experiment
+package compare
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
 
-// JSON writes the results as indented JSON. A variant without trials has an empty median (n = 0).
+// JSON writes the results as indented JSON. A variant without trials has an empty median (n = 0), written
+// as zeros. r is left as it was: the zeros are written from a copy of its rows.
 func (r Results) JSON(w io.Writer) error {
-	for i := range r.Rows {
-		for j := range r.Rows[i].Cells {
-			if m := &r.Rows[i].Cells[j].Median; m.N == 0 {
-				m.Median, m.Lo, m.Hi = 0, 0, 0
-			}
-		}
-	}
+	r.Rows = zeroEmptyMedians(r.Rows)
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -87,6 +83,21 @@ func (r Results) Table(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// zeroEmptyMedians returns a copy of rows whose medians of no value (NaN, which JSON cannot hold) are
+// zeros. The rows and cells passed in are not changed: a Results value shares them with its copies.
+func zeroEmptyMedians(rows []Row) []Row {
+	out := slices.Clone(rows)
+	for i := range out {
+		out[i].Cells = slices.Clone(out[i].Cells)
+		for j := range out[i].Cells {
+			if m := &out[i].Cells[j].Median; m.N == 0 {
+				m.Median, m.Lo, m.Hi = 0, 0, 0
+			}
+		}
+	}
+	return out
 }
 
 func (r Results) rowCells() []string {

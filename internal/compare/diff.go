@@ -1,4 +1,4 @@
-package experiment
+package compare
 
 import (
 	"fmt"
@@ -9,6 +9,9 @@ import (
 	"github.com/tare-dev/tare/internal/summary"
 )
 
+// diffFamilies are the metric families a recording holds (no API request rate: a recording has none).
+var diffFamilies = []string{"node-busy", "control-plane-cpu", "component-cpu", "component-memory", "etcd-writes"}
+
 // Diff compares two recordings the way an experiment compares variants: each is cut into blocks of the
 // given length (consecutive seconds of CPU are correlated; block means much less so), every block is one
 // observation, and the blocks of b are tested against those of a.
@@ -16,8 +19,8 @@ func Diff(a, b record.Recording, nameA, nameB string, block time.Duration, alpha
 	if nameA == nameB {
 		nameA, nameB = nameA+" (A)", nameB+" (B)"
 	}
-	spec := &Spec{Name: fmt.Sprintf("diff %s → %s (%s blocks)", nameA, nameB, block), Alpha: alpha, Trials: 2, Guard: Guard{Tolerance: 20},
-		Variants: []Variant{{Name: nameA, Baseline: true}, {Name: nameB}}, observation: "block"}
+	d := Design{Name: fmt.Sprintf("diff %s → %s (%s blocks)", nameA, nameB, block), Alpha: alpha, Tolerance: 20,
+		Variants: []string{nameA, nameB}, Observation: "block"}
 	var trials []Trial
 	for _, x := range []struct {
 		name string
@@ -30,10 +33,10 @@ func Diff(a, b record.Recording, nameA, nameB string, block time.Duration, alpha
 		for i, bl := range blocks {
 			sum := summary.Build(x.rec.Meta, bl, summary.Options{})
 			trials = append(trials, Trial{Seq: len(trials) + 1, Round: i + 1, Variant: x.name, Started: bl[0].Time, Status: "ok",
-				Metrics: measure(sum, -1, []string{"node-busy", "control-plane-cpu", "component-cpu", "component-memory", "etcd-writes"})})
+				Metrics: Measure(sum, -1, diffFamilies)})
 		}
 	}
-	return Analyze(spec, trials), nil
+	return Analyze(d, trials), nil
 }
 
 // splitBlocks cuts samples into consecutive windows of at least length d; each block starts with the

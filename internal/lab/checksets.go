@@ -7,23 +7,19 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/tare-dev/tare/internal/component"
 )
 
 // CheckSets verifies that every flag a tuning sets exists on its component, by asking the installed
 // binary for its --help: a misspelt flag is caught before a lab is started with it. Binaries that are
 // not installed are reported by findBinaries at `up`, not here.
 func CheckSets(ctx context.Context, binDir string, sets []Tuning) error {
-	b, _ := findBinaries(binDir, false, false)
-	cache, _ := CacheDir()
-	paths := map[string]string{"etcd": b.etcd, "kube-apiserver": b.apiserver, "kube-controller-manager": b.kcm,
-		"kube-scheduler": b.scheduler, "kubelet": b.kubelet, "kube-proxy": b.proxy}
-	if cache != "" {
-		paths["kwok"] = kwokDir(cache) + "/bin/kwok"
-	}
+	b, _ := findBinaries(binDir, component.Names(component.Entry.InLab)) // the paths, even of what is missing
 	helps := map[string]string{}
 	var bad []string
 	for _, t := range sets {
-		bin := paths[t.Component]
+		bin := b.path(t.Component)
 		if bin == "" {
 			continue
 		}

@@ -1,0 +1,167 @@
+package compare
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/tare-dev/tare/internal/stats"
+)
+
+// Analyze compares every variant of d with the baseline (d.Variants[0]) over the trials that finished:
+// one row per metric measured, one verdict per variant, and the warnings the run calls for (too few
+// trials, failures, outliers, drift, the windows' own warnings).
+func Analyze(d Design, trials []Trial) Results {
+	names := d.Variants
+	primary := d.Primary
+	r := Results{Name: d.Name, Alpha: d.Alpha, Tolerance: d.Tolerance, Sweep: d.Sweep, Trials: trials}
+	values := map[string]map[string][]float64{} // metric -> variant -> values
+	guards := map[string]bool{}
+	counts := map[string]int{}
+	failed := map[string]int{}
+	for _, t := range trials {
+		if t.Status != "ok" {
+			if t.Status == "failed" {
+				failed[t.Variant]++
+			}
+			continue
+		}
+		counts[t.Variant]++
+		add := func(m string, v float64, guard bool) {
+			if values[m] == nil {
+				values[m] = map[string][]float64{}
+			}
+			values[m][t.Variant] = append(values[m][t.Variant], v)
+			guards[m] = guards[m] || guard
+		}
+		for m, v := range t.Metrics {
+			add(m, v, false)
+		}
+		for m, v := range t.Guard {
+			add(m, v, true)
+		}
+	}
+	if primary == "" {
+		primary = "control-plane-cpu"
+		if _, ok := values[primary]; !ok {
+			primary = "node-busy"
+		}
+	}
+	r.Primary = primary
+	metrics := make([]string, 0, len(values))
+	for m := range values {
+		metrics = append(metrics, m)
+	}
+	for _, m := range Order(metrics, primary) {
+		r.Rows = append(r.Rows, compareRow(m, guards[m], names, values[m], d.Alpha))
+	}
+	r.Verdicts = verdicts(&r, names, counts, failed)
+	r.Warnings = warnings(d, trials, counts, primary, values[primary])
+	return r
+}
+
+// compareRow puts each variant's values of one metric next to the baseline's (names[0]).
+func compareRow(metric string, guard bool, names []string, vals map[string][]float64, alpha float64) Row {
+	row := Row{Metric: metric, Unit: Unit(metric), Guard: guard}
+	base := vals[names[0]]
+	bm := stats.MedianCI(base, 1-alpha)
+	for i, v := range names {
+		c := Cell{Variant: v, Median: stats.MedianCI(vals[v], 1-alpha)}
+		if i > 0 && len(base) > 0 && len(vals[v]) > 0 {
+			sh := stats.MannWhitney(base, vals[v], alpha)
+			c.Shift = &sh
+			c.DeltaPct, c.LoPct, c.HiPct = Num(pctOf(sh.Estimate, bm.Median)), Num(pctOf(sh.Lo, bm.Median)), Num(pctOf(sh.Hi, bm.Median))
+			mde := stats.MDE(len(base), len(vals[v]), pooledSD(base, vals[v]), alpha)
+			c.MDE, c.MDEPct = Num(mde), Num(pctOf(mde, bm.Median))
+		}
+		row.Cells = append(row.Cells, c)
+	}
+	return row
+}
+
+func pooledSD(a, b []float64) float64 {
+	var ss float64
+	n := 0
+	for _, x := range [][]float64{a, b} {
+		if len(x) < 2 {
+			continue
+		}
+		ss += stat.Variance(x, nil) * float64(len(x)-1)
+		n += len(x) - 1
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return math.Sqrt(ss / float64(n))
+}
+
+func pctOf(x, base float64) float64 {
+	if base == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return math.NaN()
+	}
+	return 100 * x / base
+}
+
+// verdicts: a variant is recommended when its primary metric went down significantly and no guard
+// worsened beyond the tolerance.
+func verdicts(r *Results, names []string, counts, failed map[string]int) []Verdict {
+	var out []Verdict
+	for i, v := range names {
+		vd := Verdict{Variant: v, Baseline: i == 0, Trials: counts[v], Failed: failed[v], GuardOK: true}
+		if i == 0 {
+			vd.Summary = "baseline"
+			out = append(out, vd)
+			continue
+		}
+		var primary *Cell
+		for ri := range r.Rows {
+			row := &r.Rows[ri]
+			c := &row.Cells[i]
+			if row.Metric == r.Primary {
+				primary = c
+			}
+			if !row.Guard || c.Shift == nil {
+				continue
+			}
+			base := row.Cells[0].Median.Median
+			if worse := pctOf(c.Median.Median-base, base); worse > r.Tolerance {
+				// A cautious reading: a guard that looks worse blocks the recommendation even when the
+				// test cannot yet tell it from noise; the note says which it is.
+				vd.GuardOK = false
+				sig := fmt.Sprintf("significant, p=%.3f", c.Shift.P)
+				if !c.Shift.Significant {
+					sig = fmt.Sprintf("not significant, p=%.2f: more trials would tell", c.Shift.P)
+				}
+				vd.Guard = append(vd.Guard, fmt.Sprintf("%s %.3g%s vs %.3g%s at baseline (%+.0f%%, beyond the %.0f%% tolerance; %s)",
+					row.Metric, c.Median.Median, row.Unit, base, row.Unit, worse, r.Tolerance, sig))
+			}
+		}
+		switch {
+		case primary == nil || primary.Shift == nil:
+			vd.Summary = "no " + r.Primary + " to compare"
+		case !primary.Shift.Significant:
+			vd.Summary = fmt.Sprintf("no significant change in %s (p=%.2f; this run could detect %s)", r.Primary, primary.Shift.P, mdeText(*primary))
+		case primary.Shift.Estimate < 0:
+			vd.Summary = fmt.Sprintf("%s %+.1f%% [%+.1f%%, %+.1f%%], p=%.3f", r.Primary, primary.DeltaPct, primary.LoPct, primary.HiPct, primary.Shift.P)
+			vd.Recommended = vd.GuardOK
+		default:
+			vd.Summary = fmt.Sprintf("%s worse: %+.1f%% [%+.1f%%, %+.1f%%], p=%.3f", r.Primary, primary.DeltaPct, primary.LoPct, primary.HiPct, primary.Shift.P)
+		}
+		switch {
+		case vd.Recommended:
+			vd.Summary = "recommended: " + vd.Summary
+		case !vd.GuardOK:
+			vd.Summary = "not recommended (guard): " + vd.Summary
+		}
+		out = append(out, vd)
+	}
+	return out
+}
+
+func mdeText(c Cell) string {
+	if math.IsInf(float64(c.MDE), 1) || math.IsNaN(float64(c.MDE)) {
+		return "no change at this number of trials"
+	}
+	return fmt.Sprintf("±%.1f%%", c.MDEPct)
+}

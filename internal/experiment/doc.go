@@ -1,0 +1,19 @@
+// Package experiment runs A/B (and sweep) experiments on a cluster: variants of component flags or
+// replica counts, trials interleaved in random order, a user-experience guard in every trial, every
+// trial's window measured and recorded, and the finished trials kept in an experiment file so an
+// interrupted experiment continues with --resume.
+//
+// What it owns: the spec (spec.go: the YAML file and its checks), the plan and the experiment file
+// (store.go), the runner (run.go: the lab or the commands target, the window) and the guard (guard.go:
+// a Deployment reached through its Service, API latency). The comparison of the trials (medians,
+// intervals, Mann–Whitney tests, verdicts, table and JSON) is internal/compare's: Analyze here only hands
+// the spec's design to compare.Analyze, and Trial and Results are compare's types.
+//
+// What it may import: compare, the lab, kube and client-go, session (the measuring session), record (the
+// shared check of tare's SQLite files), summary, sample, audit (the API request rate) and progress.
+// Nothing but the CLI imports it; tare diff and the HTML report must not (they use compare).
+//
+// Where a new thing goes: a spec field in spec.go (checked in check, stored with the spec), a guard in
+// guard.go with its metric name in compare's metrics.go, a target next to the lab and commands targets in
+// run.go. A new metric, verdict or renderer belongs in internal/compare.
+package experiment

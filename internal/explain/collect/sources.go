@@ -1,0 +1,152 @@
+package collect
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tare-dev/tare/internal/kube"
+	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/pprof"
+)
+
+// Options say where explain looks for evidence besides the node: they are tare explain's flags.
+type Options struct {
+	// Kubeconfig is --kubeconfig; "" uses the lab's when one runs, else $KUBECONFIG or ~/.kube/config.
+	Kubeconfig string
+	// LabDir is the lab to use when one runs and no other kubeconfig is given.
+	LabDir string
+	// Audit is a kube-apiserver audit log (JSON lines); "" uses the lab's if it writes one; "none" skips it.
+	Audit string
+	// Pprof names the components to profile: "auto" (every reachable one), "none", or names.
+	Pprof []string
+	// PprofURL are other Go programs to profile, each NAME=URL (checked with ParsePprofURL).
+	PprofURL []string
+	// FlameDir is where the flame graphs go (COMPONENT.svg); "" writes none.
+	FlameDir string
+	// Node is this host's name as its kubelet's node, whose kubelet is profiled through the API server.
+	Node string
+	// Recording is the path of a recording to explain instead of measuring; it has no profiles.
+	Recording string
+	// Duration is the window to measure and profile (live only).
+	Duration time.Duration
+	// Progress, when set, is called with what Collect waits for once the measurement is over.
+	Progress func(stage string)
+}
+
+// Sources are what Discover found to read: a cluster, a lab, an audit log, pprof endpoints. Any may be
+// missing; Notes say why.
+type Sources struct {
+	Cluster *kube.Cluster
+	Lab     *lab.State
+	Audit   string         // the audit log to read; "" for none
+	Targets []pprof.Target // the endpoints to profile over a live window
+	Notes   []string       // what is missing, and what to do about it
+	opts    Options
+}
+
+// Discover finds the cluster, lab, audit log and pprof endpoints that o points at, noting what is missing.
+// It reads local files only: nothing here contacts a server.
+func Discover(o Options) *Sources {
+	s := &Sources{Audit: o.Audit, opts: o}
+	if st, err := lab.LoadState(o.LabDir); err == nil && (o.Kubeconfig == "" || sameFile(o.Kubeconfig, st.Kubeconfig)) {
+		s.Lab = st
+	}
+	kc := o.Kubeconfig
+	if kc == "" && s.Lab != nil {
+		kc = s.Lab.Kubeconfig
+	}
+	switch c, err := kube.Connect(kc); {
+	case err == nil:
+		s.Cluster = c
+	case errors.Is(err, kube.ErrNoKubeconfig):
+		s.Notes = append(s.Notes, "no kubeconfig: the cluster rules, API metrics and profiles through the API server are skipped (give --kubeconfig)")
+	default:
+		s.Notes = append(s.Notes, err.Error())
+	}
+	if s.Audit == "" && s.Lab != nil && s.Lab.Audit != "" {
+		s.Audit = s.Lab.Audit
+	}
+	if s.Audit == "none" {
+		s.Audit = ""
+	}
+	if o.Recording == "" {
+		s.Targets = s.pprofTargets()
+	} else if s.profilesAsked() {
+		s.Notes = append(s.Notes, "profiles are taken live: none for a recording")
+	}
+	return s
+}
+
+// Kubeconfig is the kubeconfig of the cluster found, "" without one.
+func (s *Sources) Kubeconfig() string {
+	if s.Cluster == nil {
+		return ""
+	}
+	return s.Cluster.Source
+}
+
+// profilesAsked: the user named components or URLs to profile (not just the default "auto" or "none").
+func (s *Sources) profilesAsked() bool {
+	p := s.opts.Pprof
+	return len(p) > 0 && p[0] != "auto" && p[0] != "none" || len(s.opts.PprofURL) > 0
+}
+
+// pprofTargets picks the endpoints to profile: the lab's, or the API server's and this node's kubelet
+// through it, filtered by Options.Pprof; plus every Options.PprofURL.
+func (s *Sources) pprofTargets() []pprof.Target {
+	var all []pprof.Target
+	switch {
+	case s.Lab != nil:
+		ts, err := lab.PprofTargets(s.Lab.Dir)
+		if err != nil {
+			s.Notes = append(s.Notes, "lab pprof endpoints: "+err.Error())
+		}
+		all = ts
+	case s.Cluster != nil:
+		all = s.Cluster.PprofTargets(s.opts.Node)
+	}
+	want := map[string]bool{}
+	for _, c := range s.opts.Pprof {
+		want[strings.TrimSpace(c)] = true
+	}
+	var out []pprof.Target
+	if !want["none"] {
+		for _, t := range all {
+			if want["auto"] || want[t.Component] {
+				out = append(out, t)
+				delete(want, t.Component)
+			}
+		}
+		delete(want, "auto")
+		for c := range want {
+			s.Notes = append(s.Notes, fmt.Sprintf("pprof: no endpoint known for %q (give --pprof-url %s=URL)", c, c))
+		}
+	}
+	for _, u := range s.opts.PprofURL {
+		if t, err := ParsePprofURL(u); err == nil {
+			out = append(out, t)
+		} else {
+			s.Notes = append(s.Notes, err.Error())
+		}
+	}
+	return out
+}
+
+// ParsePprofURL reads NAME=URL, where URL/debug/pprof/profile answers (a trailing /debug/pprof is
+// allowed), into a target.
+func ParsePprofURL(u string) (pprof.Target, error) {
+	name, url, ok := strings.Cut(u, "=")
+	if !ok || name == "" || !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
+		return pprof.Target{}, fmt.Errorf("--pprof-url %q: want NAME=http(s)://HOST:PORT", u)
+	}
+	return pprof.Target{Component: name, Base: strings.TrimSuffix(strings.TrimSuffix(url, "/"), "/debug/pprof")}, nil
+}
+
+func sameFile(a, b string) bool {
+	x, err1 := os.Stat(a)
+	y, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(x, y)
+}

@@ -1,0 +1,128 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/procfs"
+)
+
+// The lab's cgroups: Up makes one root per hierarchy for the kubelet (createCgroupRoot); Down kills what
+// is left in it and removes it (removeCgroups).
+
+// cgroupMounts returns the mount points of every cgroup hierarchy (v1 controllers and the v2 tree).
+func cgroupMounts() ([]string, error) {
+	mounts, err := procfs.GetMounts()
+	if err != nil {
+		return nil, fmt.Errorf("reading mounts: %w", err)
+	}
+	var out []string
+	for _, m := range mounts {
+		if (m.FSType == "cgroup" || m.FSType == "cgroup2") && !slices.Contains(out, m.MountPoint) {
+			out = append(out, m.MountPoint)
+		}
+	}
+	return out, nil
+}
+
+// createCgroupRoot makes the lab's cgroup root (the kubelet's cgroupRoot) in every hierarchy, copying
+// cpuset.cpus and cpuset.mems from the parent (a v1 cpuset cgroup without them cannot hold tasks). It
+// returns the directories it created.
+func createCgroupRoot() ([]string, error) {
+	hier, err := cgroupMounts()
+	if err != nil {
+		return nil, err
+	}
+	var made []string
+	for _, h := range hier {
+		d := filepath.Join(h, cgroupRootName)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			if errors.Is(err, os.ErrExist) {
+				made = append(made, d)
+				continue
+			}
+			return made, fmt.Errorf("creating the lab cgroup %s: %w", d, err)
+		}
+		made = append(made, d)
+		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+			if b, err := os.ReadFile(filepath.Join(h, f)); err == nil {
+				_ = os.WriteFile(filepath.Join(d, f), b, 0o644)
+			}
+		}
+	}
+	return made, nil
+}
+
+// removeCgroups kills every task left in the lab's cgroups (pod processes whose shim died) and removes
+// the directories, deepest first.
+func removeCgroups(roots []string) error {
+	killCgroupTree(roots...)
+	dirs := cgroupDirs(roots)
+	sort.Slice(dirs, func(i, j int) bool { return strings.Count(dirs[i], "/") > strings.Count(dirs[j], "/") })
+	var errs []error
+	for _, d := range dirs {
+		var err error
+		for range 50 { // killed tasks take a moment to leave
+			if err = syscall.Rmdir(d); err == nil || errors.Is(err, syscall.ENOENT) {
+				err = nil
+				break
+			}
+			if !errors.Is(err, syscall.EBUSY) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("removing cgroup %s: %w", d, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func cgroupPIDs(dir string) []int {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// killCgroupTree sends SIGKILL to every task in the cgroups under roots.
+func killCgroupTree(roots ...string) {
+	for _, d := range cgroupDirs(roots) {
+		for _, pid := range cgroupPIDs(d) {
+			_ = killPID(pid)
+		}
+	}
+}
+
+// cgroupDirs lists every cgroup directory under roots, parents before children.
+func cgroupDirs(roots []string) []string {
+	var dirs []string
+	for _, r := range roots {
+		_ = filepath.WalkDir(r, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+	}
+	return dirs
+}
+
+// killPID kills a process left in a cgroup the lab removes.
+func killPID(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }

@@ -1,0 +1,102 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/tare-dev/tare/internal/component"
+)
+
+// containerdConfigFile is where the lab writes containerd's configuration (containerdConfig).
+func containerdConfigFile(p paths) string { return p.join("containerd", "config.toml") }
+
+// containerdArgs are containerd's flags: everything else (root, state, socket, CRI) is in its
+// configuration file.
+func containerdArgs(p paths) []string { return []string{"--config", containerdConfigFile(p)} }
+
+// containerd starts containerd on the lab's own socket and state and imports the lab images.
+func (l *lab) containerd(ctx context.Context) error {
+	for _, d := range []string{"containerd", "cni/net.d", "cni/ipam", "pod-logs", "kubelet"} {
+		if err := os.MkdirAll(l.p.join(d), 0o700); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(containerdConfigFile(l.p), []byte(containerdConfig(l.p)), 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(l.p.join("cni", "net.d", "10-tare-lab.conflist"), []byte(cniConfig(l.p)), 0o600); err != nil {
+		return err
+	}
+	archives, err := ensureImages(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := l.launch(component.Containerd, containerdArgs(l.p), nil); err != nil {
+		return err
+	}
+	sock := l.p.containerdSocket()
+	if err := l.waitFor(ctx, component.Containerd, 30*time.Second, func(ctx context.Context) error {
+		return exec.CommandContext(ctx, l.bin.ctr, "--address", sock, "version").Run()
+	}); err != nil {
+		return err
+	}
+	l.step("containerd ready")
+	if err := importImages(ctx, l.bin.ctr, sock, archives); err != nil {
+		return err
+	}
+	l.step("images imported")
+	return nil
+}
+
+// containerdConfig is containerd 1.6's configuration for the lab: its own root, state and socket, the
+// CRI plugin on cgroupfs with the lab's sandbox image and CNI, and restrict_oom_score_adj (a container
+// may not lower its OOM score below containerd's: without it, machines lacking CAP_SYS_RESOURCE fail
+// every sandbox with runc's "can't get final child's PID from pipe").
+func containerdConfig(p paths) string {
+	return fmt.Sprintf(`version = 2
+root = %q
+state = %q
+[grpc]
+  address = %q
+[ttrpc]
+  address = %q
+[debug]
+  address = %q
+[plugins."io.containerd.internal.v1.opt"]
+  path = %q
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %q
+  restrict_oom_score_adj = true
+  enable_selinux = false
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = %q
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = %q
+`, p.join("containerd", "root"), p.containerdState(), p.containerdSocket(), p.containerdSocket()+".ttrpc",
+		p.containerdDebugSocket(), p.join("containerd", "opt"), PauseImage.Name, p.join("containerd", "runc"), p.join("cni", "net.d"))
+}
+
+// cniConfig is the pod network: a bridge with the gateway on the host, host-local addresses kept in the
+// lab directory, masquerade for traffic leaving the node, and portmap for hostPorts.
+func cniConfig(p paths) string {
+	return fmt.Sprintf(`{
+  "cniVersion": "0.4.0",
+  "name": %q,
+  "plugins": [
+    {"type": "bridge", "bridge": %q, "isGateway": true, "ipMasq": true, "hairpinMode": true,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": %q}]], "routes": [{"dst": "0.0.0.0/0"}], "dataDir": %q}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+`, cniNetworkName, bridgeName, podCIDR, p.join("cni", "ipam"))
+}

@@ -1,0 +1,37 @@
+package lab
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/tare-dev/tare/internal/component"
+)
+
+// etcdURL is where the lab's etcd serves its clients: plain HTTP on loopback, on etcdClientPort rather than
+// 2379, which Debian's own etcd may hold.
+func etcdURL() string { return "http://127.0.0.1:" + strconv.Itoa(etcdClientPort) }
+
+// etcdArgs are etcd's flags: a single member named tare-lab with its data in DIR/etcd, peers and clients
+// on loopback, and pprof served on the client port.
+func etcdArgs(p paths) []string {
+	url := etcdURL()
+	peer := "http://127.0.0.1:" + strconv.Itoa(etcdPeerPort)
+	return []string{"--name", "tare-lab", "--data-dir", p.join("etcd"),
+		"--listen-client-urls", url, "--advertise-client-urls", url,
+		"--listen-peer-urls", peer,
+		"--initial-advertise-peer-urls", peer,
+		"--initial-cluster", "tare-lab=" + peer,
+		"--enable-pprof"}
+}
+
+// etcd starts etcd and waits until it reports healthy.
+func (l *lab) etcd(ctx context.Context, tunings []Tuning) error {
+	if _, err := l.launch(component.Etcd, etcdArgs(l.p), tunings); err != nil {
+		return err
+	}
+	err := l.waitFor(ctx, component.Etcd, 30*time.Second, httpOK(http.DefaultClient, etcdURL()+"/health"))
+	l.step("etcd healthy")
+	return err
+}

@@ -1,0 +1,95 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/tare-dev/tare/internal/component"
+)
+
+// kubeletConfigFile is where the lab writes the kubelet's configuration (kubeletConfig).
+func kubeletConfigFile(p paths) string { return p.join("kubelet.yaml") }
+
+// kubeletConfig is the kubelet's configuration file: cgroupfs under the lab's own cgroup root (so down
+// removes exactly what the lab made), swap allowed, webhook authentication and authorization against
+// the API server with client certificates from the lab CA, containerd's socket, and eviction thresholds
+// low enough that a nearly full disk on a laptop does not taint the node.
+func kubeletConfig(p paths) string {
+	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: cgroupfs
+cgroupRoot: /%s
+failSwapOn: false
+containerRuntimeEndpoint: unix://%s
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: %q}
+authorization: {mode: Webhook}
+tlsCertFile: %q
+tlsPrivateKeyFile: %q
+port: %d
+healthzPort: %d
+healthzBindAddress: 127.0.0.1
+readOnlyPort: 0
+podLogsDir: %q
+clusterDomain: cluster.local
+enableProfilingHandler: true
+evictionHard: {"memory.available": "50Mi", "nodefs.available": "1%%", "imagefs.available": "1%%", "nodefs.inodesFree": "1%%"}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+`, cgroupRootName, p.containerdSocket(), filepath.Join(p.pki(), "ca.crt"), filepath.Join(p.pki(), "kubelet.crt"),
+		filepath.Join(p.pki(), "kubelet.key"), kubeletPort, kubeletHealthz, p.join("pod-logs"))
+}
+
+// kubeletArgs are the kubelet's flags: most settings are in its configuration file; these are its
+// kubeconfig, its root and certificate directories inside the lab directory, and the node's name and
+// address.
+func kubeletArgs(p paths, node, nodeIP string) []string {
+	return []string{"--config", kubeletConfigFile(p),
+		"--kubeconfig", p.kubeconfig("kubelet"), "--root-dir", p.join("kubelet"), "--cert-dir", p.join("kubelet", "pki"),
+		"--hostname-override", node, "--node-ip", nodeIP}
+}
+
+// kubeProxyArgs are kube-proxy's flags: iptables mode for the lab's pod network, the machine's conntrack
+// settings left alone, health and metrics on loopback, and profiling.
+func kubeProxyArgs(p paths, node string) []string {
+	return []string{"--kubeconfig", p.kubeconfig("kube-proxy"),
+		"--hostname-override", node, "--proxy-mode", "iptables", "--cluster-cidr", clusterCIDR,
+		// 0 leaves the machine's conntrack settings alone (the VM cannot change them, and down could not restore them).
+		"--conntrack-max-per-core=0", "--conntrack-tcp-timeout-established=0", "--conntrack-tcp-timeout-close-wait=0",
+		"--healthz-bind-address", "127.0.0.1:" + strconv.Itoa(proxyHealthz), "--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(proxyMetrics),
+		"--profiling"}
+}
+
+// node starts the kubelet (in the lab's cgroup root) and kube-proxy and waits for the node to be Ready.
+func (l *lab) node(ctx context.Context, tunings []Tuning) error {
+	cg, err := createCgroupRoot()
+	l.st.Cgroups = cg
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(kubeletConfigFile(l.p), []byte(kubeletConfig(l.p)), 0o600); err != nil {
+		return err
+	}
+	if _, err := l.launch(component.Kubelet, kubeletArgs(l.p, l.st.Node, l.advertised()), tunings); err != nil {
+		return err
+	}
+	if _, err := l.launch(component.KubeProxy, kubeProxyArgs(l.p, l.st.Node), tunings); err != nil {
+		return err
+	}
+	c, err := l.client()
+	if err != nil {
+		return err
+	}
+	if err := l.waitFor(ctx, "node "+l.st.Node, 120*time.Second, func(ctx context.Context) error { return nodeReady(ctx, c, l.st.Node, l.start) }); err != nil {
+		return err
+	}
+	l.step("node Ready")
+	return l.waitFor(ctx, component.KubeProxy, 30*time.Second, httpOK(http.DefaultClient, "http://127.0.0.1:"+strconv.Itoa(proxyHealthz)+"/healthz"))
+}

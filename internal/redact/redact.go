@@ -77,6 +77,33 @@ func Text(s string) string {
 	if strings.Contains(s, "-p") {
 		s = strings.Join(clientPasswords(strings.Split(s, " ")), " ")
 	}
+	if !mayHoldPair(s) {
+		return flagPairs(s)
+	}
+	return flagPairs(pairs(s))
+}
+
+// mayHoldPair reports whether s may hold what the patterns below look for: each needs a ':', '=' or '@', or
+// the word bearer or basic. Most words of a command line have none, and skip the regular expressions.
+func mayHoldPair(s string) bool {
+	if strings.ContainsAny(s, ":=@") {
+		return true
+	}
+	for i := range len(s) {
+		if s[i] >= 0x80 { // the patterns fold case beyond ASCII (ſ is an s): leave such text to them
+			return true
+		}
+	}
+	for i := range len(s) {
+		if c := s[i] | 0x20; c == 'b' && i+5 <= len(s) && (strings.EqualFold(s[i:i+5], "basic") || i+6 <= len(s) && strings.EqualFold(s[i:i+6], "bearer")) {
+			return true
+		}
+	}
+	return false
+}
+
+// pairs masks credentials in URLs, query strings, bearer/basic headers and name=value or name: value pairs.
+func pairs(s string) string {
 	s = userinfo.ReplaceAllString(s, "$1:"+Mask+"@")
 	s = queryParam.ReplaceAllStringFunc(s, func(m string) string {
 		g := queryParam.FindStringSubmatch(m)
@@ -97,7 +124,7 @@ func Text(s string) string {
 		}
 		return g[1] + g[2] + g[3] + val
 	})
-	return flagPairs(s)
+	return s
 }
 
 // flagPairs masks "--password value" pairs inside a joined command line.

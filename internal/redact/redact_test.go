@@ -114,3 +114,22 @@ func FuzzClientPasswordNeverLeaks(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTextShortcut: the shortcut that skips the patterns for words that cannot hold a pair never changes
+// what Text returns.
+func FuzzTextShortcut(f *testing.F) {
+	for _, s := range []string{"/usr/bin/sleep", "3600", "Authorization: Bearer abc", "BASIC%20x", "baſic%20x",
+		"--token=abc", "https://u:p@h/x?token=1", "-pSECRET", "--password hunter2", "bearer\tzz"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := s
+		if strings.Contains(want, "-p") {
+			want = strings.Join(clientPasswords(strings.Split(want, " ")), " ")
+		}
+		want = flagPairs(pairs(want))
+		if got := Text(s); got != want {
+			t.Errorf("Text(%q) = %q; through every pattern: %q", s, got, want)
+		}
+	})
+}

@@ -102,6 +102,20 @@ func (a *activity) idle(pid int) bool {
 	return a != nil && a.it != nil && a.ok && a.seen[pid] && !a.moved[pid]
 }
 
+// expect is told how many processes the baseline sample lists: with enough of them, the reads the iterator
+// saves in the first five seconds alone pay for loading it, and it is loaded at once.
+func (a *activity) expect(procs int) {
+	if a != nil && a.it == nil && 5*procs >= loadAfterReads {
+		a.reads = loadAfterReads
+	}
+}
+
+// loaded reports that the iterator is loaded: idle and ran tell something.
+func (a *activity) loaded() bool { return a != nil && a.it != nil }
+
+// ran reports that the last pass saw pid's CPU time move (or failed, so that it may have).
+func (a *activity) ran(pid int) bool { return a.loaded() && (!a.ok || a.moved[pid]) }
+
 // read counts a read of a known process outside a detail sample, one the iterator would have saved.
 func (a *activity) read() {
 	if a != nil && a.it == nil {

@@ -56,6 +56,31 @@ func BenchmarkSample(b *testing.B) {
 	}
 }
 
+// BenchmarkBaseline measures a sampler's start: New and the baseline sample, which reads every process's
+// identity, CPU and memory once, with idle sleepers added up to 300 and 3,000 processes. cpu-ns/op is this
+// process's CPU per start, kernel time included.
+func BenchmarkBaseline(b *testing.B) {
+	for _, n := range []int{300, 3000} {
+		b.Run("procs="+strconv.Itoa(n), func(b *testing.B) {
+			if have := countProcs(); have < n {
+				startIdleB(b, n-have)
+			}
+			before := selfCPU()
+			for b.Loop() {
+				s, err := New(context.Background(), Options{Interval: time.Second, Detail: 5 * time.Second}, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.Sample(); err != nil {
+					b.Fatal(err)
+				}
+				s.Close()
+			}
+			b.ReportMetric(float64(selfCPU()-before)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
 func startIdleB(b *testing.B, n int) {
 	b.Helper()
 	var pids []*os.Process

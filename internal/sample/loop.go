@@ -23,11 +23,15 @@ func Loop(ctx context.Context, s *Sampler, duration, interval time.Duration, kee
 	for {
 		select {
 		case <-ctx.Done():
+		case <-tick.C:
+		}
+		// Checked after the select, which picks at random when a tick is also due (a slow sample): an
+		// interruption must not cost another sample.
+		if ctx.Err() != nil {
 			if x, err := s.SampleFinal(); err == nil && x.Time.Sub(last) > interval/10 {
 				keep(x)
 			}
 			return nil
-		case <-tick.C:
 		}
 		final := !time.Now().Add(interval / 2).Before(end)
 		take := s.Sample

@@ -111,17 +111,11 @@ type procDetail struct {
 	smapsErr, ioErr   error
 }
 
-// readDetail reads the thread count (from stat, unless the caller has just read it), io and memory.
-// smaps_rollup walks the page tables and is the costliest read tare makes, so it is skipped when statm says
-// the resident size has not changed since prev, unless refresh is set. Permission errors are returned per
-// source so the sampler can tell the user which processes it could not see into.
-//
-// smaps_rollup waits for the process's memory-map lock, so it is read with a deadline (blockingread.go).
-// When it does not answer, smapsErr matches ErrStuck, RSS comes from statm (which needs no lock), and PSS
-// and private memory are carried over from prev, or 0 without it; the next detail reading tries again.
+// readDetail reads the thread count (from stat, unless the caller has just read it), io and memory
+// (readMemory). Permission errors are returned per source so the sampler can tell the user which processes
+// it could not see into.
 func readDetail(procRoot string, pid int, stat *procStat, prev *procDetail, refresh bool) procDetail {
 	var d procDetail
-	dir := filepath.Join(procRoot, strconv.Itoa(pid))
 	if stat == nil {
 		if st, err := readProcStat(procRoot, pid); err == nil {
 			stat = &st
@@ -131,7 +125,25 @@ func readDetail(procRoot string, pid int, stat *procStat, prev *procDetail, refr
 	if stat != nil {
 		d.threads, comm = stat.NumThreads, stat.Comm
 	}
-	if b, err := readBounded(filepath.Join(dir, "statm")); err == nil {
+	readMemory(procRoot, pid, comm, prev, refresh, &d)
+	if b, err := readBounded(filepath.Join(procRoot, strconv.Itoa(pid), "io")); err != nil {
+		d.ioErr = err
+	} else if d.readB, d.writeB, err = parseIO(b); err != nil {
+		d.ioErr = err
+	}
+	return d
+}
+
+// readMemory fills d's RSS, PSS and private memory. smaps_rollup walks the page tables and is the costliest
+// read tare makes, so it is skipped when statm (which needs no lock) says the resident size has not changed
+// since prev, unless refresh is set.
+//
+// smaps_rollup waits for the process's memory-map lock, so it is read with a deadline (blockingread.go).
+// When it does not answer, smapsErr matches ErrStuck, RSS comes from statm, and PSS and private memory are
+// carried over from prev, or 0 without it; the next detail reading tries again.
+func readMemory(procRoot string, pid int, comm string, prev *procDetail, refresh bool, d *procDetail) {
+	d.smapsErr = nil
+	if b, err := readBounded(filepath.Join(procRoot, strconv.Itoa(pid), "statm")); err == nil {
 		d.statmRSS = parseStatmRSS(b)
 	}
 	if prev != nil && !refresh && prev.smapsErr == nil && d.statmRSS != 0 && d.statmRSS == prev.statmRSS {
@@ -149,12 +161,6 @@ func readDetail(procRoot string, pid int, stat *procStat, prev *procDetail, refr
 	} else {
 		d.rss, d.pss, d.private = m.rss, m.pss, m.private
 	}
-	if b, err := readBounded(filepath.Join(dir, "io")); err != nil {
-		d.ioErr = err
-	} else if d.readB, d.writeB, err = parseIO(b); err != nil {
-		d.ioErr = err
-	}
-	return d
 }
 
 // parseStatmRSS returns the resident pages, field 2 of /proc/PID/statm.

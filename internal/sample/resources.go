@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/procfs"
 	"github.com/prometheus/procfs/blockdevice"
@@ -69,7 +71,16 @@ type ResourceReader struct {
 	block   blockdevice.FS
 	root    string
 	sysRoot string
+	// What sysfs says of devices (whole disks and whether they rotate, link speeds) hardly changes and
+	// costs more to read than the counters: it is read again once a minute, or when a device appears.
+	devicesRead time.Time
+	whole       map[string]bool
+	speeds      map[string]int64
+	seen        map[string]bool // diskstats devices listed since then
 }
+
+// devicesEvery is how often the devices' sysfs facts are read again.
+const devicesEvery = time.Minute
 
 // NewResourceReader opens the roots; it fails only when /proc itself is unusable.
 func NewResourceReader(procRoot, sysRoot string) (*ResourceReader, error) {
@@ -100,8 +111,15 @@ func (r *ResourceReader) Read() (*Resources, error) {
 	} else {
 		missing = append(missing, "vmstat: "+err.Error())
 	}
+	if time.Since(r.devicesRead) > devicesEvery {
+		r.readDevices()
+	}
 	if ds, err := r.block.ProcDiskstats(); err == nil {
-		res.Disks = wholeDisks(ds, r.sysBlock())
+		if r.newDevice(ds) {
+			r.readDevices()
+			r.newDevice(ds)
+		}
+		res.Disks = wholeDisks(ds, r.whole)
 	} else {
 		missing = append(missing, "diskstats: "+err.Error())
 	}
@@ -124,6 +142,27 @@ func (r *ResourceReader) Read() (*Resources, error) {
 	return res, nil
 }
 
+// readDevices reads the devices' sysfs facts now.
+func (r *ResourceReader) readDevices() {
+	r.devicesRead = time.Now()
+	r.whole = r.sysBlock()
+	r.speeds = map[string]int64{}
+	r.seen = nil
+}
+
+// newDevice reports a diskstats device not seen since sysfs was last read (a disk plugged in meanwhile);
+// the devices it lists are remembered.
+func (r *ResourceReader) newDevice(ds []blockdevice.Diskstats) bool {
+	if r.seen == nil {
+		r.seen = make(map[string]bool, len(ds))
+		for _, d := range ds {
+			r.seen[d.DeviceName] = true
+		}
+		return false
+	}
+	return slices.ContainsFunc(ds, func(d blockdevice.Diskstats) bool { return !r.seen[d.DeviceName] })
+}
+
 // sysBlock lists whole block devices (sysfs /sys/block) with whether they rotate; nil when unreadable.
 func (r *ResourceReader) sysBlock() map[string]bool {
 	names, err := readDirNames(filepath.Join(r.sysRoot, "block"))
@@ -138,14 +177,20 @@ func (r *ResourceReader) sysBlock() map[string]bool {
 	return out
 }
 
+// speed returns an interface's link speed in Mb/s, -1 when the driver does not say; read once per
+// devicesEvery.
 func (r *ResourceReader) speed(iface string) int64 {
-	b, err := os.ReadFile(filepath.Join(r.sysRoot, "class", "net", iface, "speed"))
-	if err != nil {
-		return -1
+	if v, ok := r.speeds[iface]; ok {
+		return v
 	}
-	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil || v <= 0 {
-		return -1
+	v := int64(-1)
+	if b, err := os.ReadFile(filepath.Join(r.sysRoot, "class", "net", iface, "speed")); err == nil {
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n > 0 {
+			v = n
+		}
+	}
+	if r.speeds != nil {
+		r.speeds[iface] = v
 	}
 	return v
 }

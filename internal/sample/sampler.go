@@ -281,6 +281,9 @@ func (s *Sampler) sample(final bool) (Sample, error) {
 	} else {
 		pids = s.knownAndNewPIDs()
 	}
+	if s.seq == 0 {
+		s.act.expect(len(pids))
+	}
 	s.passActivity() // which processes ran since the previous sample (activity.go)
 	for _, pid := range pids {
 		st, ok := s.procs[pid]
@@ -288,10 +291,16 @@ func (s *Sampler) sample(final bool) (Sample, error) {
 			s.sampleNew(&smp, pid, boot, detail)
 			continue
 		}
-		// A process that did not run has nothing new to read. Detail samples read every process anyway,
-		// as a safety net and for memory that changes without the process running (reclaim, sharing).
-		if !detail && s.act.idle(pid) {
-			continue
+		// A process that did not run has nothing new to read. On a detail sample, one that did not run since
+		// the previous detail sample only has its memory re-read, on its turn (refresh.go).
+		if s.act.idle(pid) {
+			if !detail {
+				continue
+			}
+			if st.sinceDetail == 0 && (st.detail != nil || st.kernel) {
+				s.idleDetail(&smp, st)
+				continue
+			}
 		}
 		// Without the iterator, a process idle for its last two readings is read once a second instead of
 		// every sample: its counters are cumulative, so nothing is lost, its CPU just lands in the interval
@@ -398,27 +407,33 @@ func (s *Sampler) sampleKnown(smp *Sample, st *procState, boot uint64, detail bo
 		return
 	}
 	// A process that did not run since the last detail sample cannot have done I/O, started threads or
-	// touched its memory: its detail is carried over, and read again at least every sixth detail sample
-	// (reclaim and sharing change RSS and PSS without the process running).
+	// touched its memory: its detail is carried over, and its memory re-read on its turn (refresh.go).
 	var d *procDetail
 	if detail {
 		st.details++
-		ran := cpu > st.last || st.sinceDetail > 0
-		if ran || st.details%6 == 0 || st.detail == nil {
+		ran := cpu > st.last || st.sinceDetail > 0 || s.act.ran(pid)
+		// Without the task iterator a thread born since the last scan may have run unseen: the exact
+		// total is checked on the memory turn too.
+		first := st.detail == nil && !st.kernel
+		if ran || first || (st.turn(memoryEvery) && !s.act.loaded()) {
 			// Open threads born since the last scan first, so that the exact total below only adds
 			// what exited threads ran after their last reading.
 			if st.threads != nil {
-				if st.threads.rescan(false) != nil {
+				if st.threads.rescan(false) != nil || (s.ts != nil && len(st.threads.fds) > maxThreadFiles) {
 					st.close()
 				} else if c, gone := st.threads.total(pid); !gone {
 					cpu = c
 				}
 			}
 			cpu = s.resync(st, pid, cpu)
-			if !st.kernel {
-				dd := readDetail(s.opts.ProcRoot, pid, stat, st.detail, st.details%6 == 0)
-				st.detail = &dd
-			}
+		}
+		switch {
+		case st.kernel:
+		case ran || first:
+			dd := readDetail(s.opts.ProcRoot, pid, stat, st.detail, st.turn(smapsEvery))
+			st.detail = &dd
+		default:
+			s.refreshMemory(st)
 		}
 		st.sinceDetail = 0
 		d = st.detail
@@ -496,7 +511,9 @@ func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
 		return
 	}
 	st := &procState{kernel: id.kernel, lastCut: id.stat.childTimeNs(), lastOwn: id.stat.ownTimeNs()}
-	if !s.uncached {
+	// With the task iterator, only processes that ran are read: a taskstats query then costs less than
+	// opening every process's thread files at its first sight.
+	if !s.uncached && (s.ts == nil || (id.stat.NumThreads <= maxThreadFiles && !s.act.loaded())) {
 		th, err := openThreads(s.opts.ProcRoot, pid)
 		switch {
 		case errors.Is(err, errFDLimit):

@@ -1,0 +1,41 @@
+package sample
+
+// How often the detail of a process that did not run is read again. Detail samples (every 5 s by default)
+// read memory, I/O and the thread count of every process that ran since the previous one. A process that
+// did not run cannot have done I/O or started threads, but its memory can change without it: reclaim
+// shrinks its resident set, and its PSS moves when processes sharing its pages start or end. So its
+// memory is re-read every memoryEvery detail samples, from statm first (no lock, no page walk), with
+// smaps_rollup only when the resident size changed, and whatever statm says every smapsEvery detail
+// samples. Turns are spread over the samples by process ID, so that no sample re-reads every process.
+const (
+	memoryEvery = 6  // 30 s at the default detail interval
+	smapsEvery  = 36 // 3 min at the default detail interval
+)
+
+// turn reports whether this detail sample is st's turn for a reading due every n detail samples.
+func (st *procState) turn(n int) bool { return (st.details+int(st.info.ID%int64(n)))%n == 0 }
+
+// refreshMemory re-reads the memory of a process that did not run since its last detail reading, on its
+// turn; its I/O and thread count are carried over.
+func (s *Sampler) refreshMemory(st *procState) {
+	if st.kernel || st.detail == nil || !st.turn(memoryEvery) {
+		return
+	}
+	d := *st.detail
+	readMemory(s.opts.ProcRoot, st.info.Key.PID, st.info.Comm, st.detail, st.turn(smapsEvery), &d)
+	st.detail = &d
+}
+
+// idleDetail is the detail reading of a process the task iterator says did not run since the previous
+// detail sample: its CPU is not read (it did not move), its memory is refreshed on its turn, and its
+// carried-over detail goes into the sample like any other.
+func (s *Sampler) idleDetail(smp *Sample, st *procState) {
+	st.details++
+	s.refreshMemory(st)
+	if st.detail == nil { // a kernel thread: nothing to carry
+		return
+	}
+	ps := ProcSample{ID: st.info.ID}
+	s.addDetail(&ps, *st.detail)
+	smp.Procs = append(smp.Procs, ps)
+}

@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -62,8 +64,14 @@ type ExecInfo struct {
 // ExecWatcher keeps the redacted command line of every process that exec'd recently, read from /proc the
 // moment the proc connector announces the exec, so that processes living a few milliseconds keep their
 // command line after they exit.
+//
+// The socket is non-blocking and waited on through Go's network poller, so no thread sits in a blocking
+// system call between events: such a thread keeps the runtime's monitor thread (sysmon) polling every few
+// milliseconds instead of sleeping, which cost tare more CPU on an idle node than reading it.
 type ExecWatcher struct {
 	fd     int
+	file   *os.File // fd, registered with the network poller
+	closed bool     // guarded by sockMu: fd is closed
 	reader func(pid int) (cmdline, comm string, ppid int, err error)
 	sockMu sync.Mutex // held while reading the socket, so Sync and the loop never race
 	buf    []byte
@@ -72,12 +80,11 @@ type ExecWatcher struct {
 	born   map[int]bool // processes forked since the last NewPIDs
 	lost   int
 	done   chan struct{}
-	wake   int // eventfd that Close writes to, to end the loop at once
 }
 
 // WatchExecs subscribes to proc connector events (needs CAP_NET_ADMIN) and serves them until ctx ends.
 func WatchExecs(ctx context.Context, reader func(pid int) (string, string, int, error)) (*ExecWatcher, error) {
-	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_CONNECTOR)
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, unix.NETLINK_CONNECTOR)
 	if err != nil {
 		return nil, fmt.Errorf("opening the proc connector: %w", err)
 	}
@@ -104,26 +111,31 @@ func WatchExecs(ctx context.Context, reader func(pid int) (string, string, int, 
 		}
 		return nil, fmt.Errorf("subscribing to proc events: %w", err)
 	}
-	w := &ExecWatcher{fd: fd, reader: reader, byPID: map[int]ExecInfo{}, born: map[int]bool{}, done: make(chan struct{}), buf: make([]byte, 64*1024)}
-	if w.wake, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("creating an eventfd: %w", err)
+	w := &ExecWatcher{fd: fd, file: os.NewFile(uintptr(fd), "proc connector"), reader: reader, byPID: map[int]ExecInfo{},
+		born: map[int]bool{}, done: make(chan struct{}), buf: make([]byte, 64*1024)}
+	rc, err := w.file.SyscallConn()
+	if err != nil {
+		w.file.Close()
+		return nil, fmt.Errorf("waiting on the proc connector: %w", err)
 	}
-	go w.loop(ctx)
+	stop := context.AfterFunc(ctx, func() { _ = w.file.SetReadDeadline(time.Now()) })
+	go w.loop(rc, stop)
 	return w, nil
 }
 
-func (w *ExecWatcher) loop(ctx context.Context) {
+// loop handles events as they come, until Close or the context's end interrupts its wait.
+func (w *ExecWatcher) loop(rc syscall.RawConn, stop func() bool) {
 	defer close(w.done)
-	defer unix.Close(w.fd)
-	fds := []unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLIN}, {Fd: int32(w.wake), Events: unix.POLLIN}}
-	for ctx.Err() == nil {
-		if fds[1].Revents != 0 {
+	defer stop()
+	var peek [1]byte
+	for {
+		// Wait without holding the socket lock: the poller calls back when the socket is readable.
+		err := rc.Read(func(fd uintptr) bool {
+			_, _, err := unix.Recvfrom(int(fd), peek[:], unix.MSG_DONTWAIT|unix.MSG_PEEK)
+			return !errors.Is(err, unix.EAGAIN)
+		})
+		if err != nil { // closed, or the context ended
 			return
-		}
-		// Wait without holding the socket lock; the timeout lets the loop notice ctx.
-		if n, err := unix.Poll(fds, 1000); err != nil || n == 0 {
-			continue
 		}
 		w.Sync()
 	}
@@ -134,7 +146,7 @@ func (w *ExecWatcher) loop(ctx context.Context) {
 func (w *ExecWatcher) Sync() {
 	w.sockMu.Lock()
 	defer w.sockMu.Unlock()
-	for {
+	for !w.closed {
 		n, _, err := unix.Recvfrom(w.fd, w.buf, unix.MSG_DONTWAIT)
 		if err != nil {
 			if errors.Is(err, unix.ENOBUFS) {
@@ -242,9 +254,11 @@ func (w *ExecWatcher) Wait() { <-w.done }
 
 // Close stops the watcher and waits for its goroutine; the socket is closed with it.
 func (w *ExecWatcher) Close() {
-	var one [8]byte
-	one[0] = 1
-	_, _ = unix.Write(w.wake, one[:]) // the loop never closes wake, so this cannot hit a reused fd
+	w.sockMu.Lock()
+	if !w.closed {
+		w.closed = true
+		_ = w.file.Close() // ends the loop's wait
+	}
+	w.sockMu.Unlock()
 	w.Wait()
-	unix.Close(w.wake)
 }

@@ -6,7 +6,7 @@ LDFLAGS   := -X github.com/tare-dev/tare/internal/cli.Version=$(VERSION)
 GOLANGCI  ?= $(shell $(GO) env GOPATH)/bin/golangci-lint
 GOLANGCI_VERSION ?= v2.15.0
 
-.PHONY: build test test-short bench bench-overhead bench-lab bench-audit bench-experiment lint measure deps clean
+.PHONY: build test test-short bench bench-overhead bench-lab bench-audit bench-experiment bench-agent lint measure deps clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/tare
@@ -16,11 +16,15 @@ build:
 apt_install = ./scripts/asroot.sh "make $@ installs $(1) with apt-get" \
 	sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1) >/dev/null'
 
-# deps installs the peers the tests compare against (pidstat from sysstat) and the browser the HTML
-# report is tested in (Debian's chromium, driven headless).
+# deps installs the peers the tests compare against (pidstat from sysstat), the browser the HTML
+# report is tested in (Debian's chromium, driven headless), promtool (Debian's prometheus) that lints tare
+# agent's /metrics, and the exporters bench-agent runs it beside.
 deps:
 	@command -v pidstat >/dev/null || $(call apt_install,sysstat)
 	@command -v chromium >/dev/null || $(call apt_install,chromium)
+	@command -v promtool >/dev/null || $(call apt_install,prometheus)
+	@command -v prometheus-node-exporter >/dev/null || $(call apt_install,prometheus-node-exporter)
+	@command -v prometheus-process-exporter >/dev/null || $(call apt_install,prometheus-process-exporter)
 
 # measure is the README's main command: build tare, install the lab's components, start the lab, measure it
 # (DURATION, default 60s) and print the overhead report, then stop the lab. KEEP=1 leaves it running; a lab
@@ -61,7 +65,7 @@ fuzz:
 # bench: tare's own overhead next to pidstat, then the lab (time to Ready and first pod, cold and warm;
 # idle CPU upstream vs tuned), explain's audit-log reader against jq on 1 GiB, and how long an A/B
 # experiment needs to detect a 5% change in control-plane CPU. Root.
-bench: bench-overhead bench-lab bench-audit bench-experiment
+bench: bench-overhead bench-lab bench-audit bench-experiment bench-agent
 
 bench-overhead: build deps
 	$(GO) run ./bench/overhead -tare ./$(BIN)
@@ -75,6 +79,11 @@ bench-audit:
 
 bench-experiment: build
 	$(GO) run ./bench/experiment -tare ./$(BIN)
+
+# bench-agent: tare agent beside prometheus-node-exporter and prometheus-process-exporter, each scraped every
+# 15 s for 2 minutes: CPU and peak RSS of each, and the ratios. Root.
+bench-agent: build deps
+	$(GO) run ./bench/agent -tare ./$(BIN)
 
 # lint installs golangci-lint GOLANGCI_VERSION from the module proxy when GOLANGCI is missing or another
 # version.

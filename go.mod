@@ -10,6 +10,7 @@ require (
 	github.com/google/pprof v0.0.0-20261016150608-1facf8f91b50
 	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/mdlayher/genetlink v1.4.0
+	github.com/prometheus/client_golang v1.23.2
 	github.com/prometheus/common v0.67.5
 	github.com/prometheus/procfs v0.23.0
 	github.com/spf13/cobra v1.10.2
@@ -28,6 +29,8 @@ require (
 )
 
 require (
+	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect

@@ -4,7 +4,7 @@
 # tests, through `make fuzz`.
 #
 #   scripts/fuzz.sh                      # every target, FUZZTIME each
-#   FUZZTIME=1m scripts/fuzz.sh ./internal/sample
+#   FUZZTIME=1m scripts/fuzz.sh ./internal/kernel
 #
 # FUZZTIME is the time per target; by default the pass is kept to about FUZZBUDGET seconds (120) of
 # fuzzing, at most 5 s and at least 2 s a target. A finding fails the pass: go test writes the input to

@@ -1,7 +1,8 @@
 // Command lab is the lab benchmark (make bench): how long `tare lab up` takes to a Ready node and a
 // Running first pod, cold (empty directory) and warm (a directory kept by down --keep), next to the
 // published time-to-k8s totals of other local clusters; and the idle CPU of the lab's components with
-// the upstream and the tuned profile, measured with tare measure, compared with Welch's t-test.
+// the upstream and the tuned profile, measured with tare measure, compared with Welch's t-test; then the
+// cold start of a lab with -nodes real nodes (lab up --nodes) and its idle CPU per added node.
 package main
 
 import (
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -39,18 +41,19 @@ func main() {
 	runs := flag.Int("runs", 3, "cold and warm starts, and idle windows per profile")
 	window := flag.Duration("window", 45*time.Second, "idle measurement window")
 	settle := flag.Duration("settle", 15*time.Second, "wait after up before measuring idle CPU")
+	nodes := flag.Int("nodes", 3, "real nodes of the multi-node lab measured (1: skip it)")
 	flag.Parse()
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "bench lab: needs root (a full lab with kubelet and containerd)")
 		os.Exit(1)
 	}
-	if err := run(context.Background(), *tare, *runs, *window, *settle); err != nil {
+	if err := run(context.Background(), *tare, *runs, *nodes, *window, *settle); err != nil {
 		fmt.Fprintln(os.Stderr, "bench lab:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, tare string, runs int, window, settle time.Duration) error {
+func run(ctx context.Context, tare string, runs, nodes int, window, settle time.Duration) error {
 	if out, err := exec.CommandContext(ctx, tare, "lab", "install").CombinedOutput(); err != nil {
 		return fmt.Errorf("lab install: %w\n%s", err, out)
 	}
@@ -112,8 +115,56 @@ func run(ctx context.Context, tare string, runs int, window, settle time.Duratio
 		d := stats.Welch(u, t, 0.05)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%+.2f (%+.0f%%)\t%.3f\t%v\n", c, ci(u), ci(t), d.Delta, d.DeltaPct, d.P, d.Significant)
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if nodes <= 1 {
+		return nil
+	}
+	return multiNode(ctx, tare, runs, nodes, window, settle, [2][]float64{coldReady, coldPod}, idle[lab.ProfileUpstream]["all lab"])
+}
+
+// multiNode measures a lab of nodes real nodes (upstream profile): its cold start to every node Ready and
+// to the probe pod, next to the one-node lab's (cold1: to node Ready and to the probe pod, measured above the
+// same way), and its idle CPU
+// next to the one-node lab's (idle1, the upstream windows above): the difference divided by the nodes added
+// is the lab's idle cost per added node (kubelet, containerd and kube-proxy, and the control plane's work
+// for one more node).
+func multiNode(ctx context.Context, tare string, runs, nodes int, window, settle time.Duration, cold1 [2][]float64, idle1 []float64) error {
+	flags := []string{"--nodes", strconv.Itoa(nodes)}
+	readyStep := fmt.Sprintf("%d nodes Ready", nodes)
+	var ready, pod, idleN []float64
+	for i := range runs {
+		dir, err := os.MkdirTemp("", "tare-bench-lab-")
+		if err != nil {
+			return err
+		}
+		st, err := up(ctx, tare, dir, flags...)
+		if err != nil {
+			return err
+		}
+		ready, pod = append(ready, at(st, readyStep)), append(pod, at(st, "probe pod Running"))
+		if err := down(ctx, tare, dir, false); err != nil {
+			return err
+		}
+		m, err := idleCPU(ctx, tare, lab.ProfileUpstream, window, settle, flags...)
+		if err != nil {
+			return err
+		}
+		idleN = append(idleN, m["all lab"])
+		fmt.Fprintf(os.Stderr, "%d nodes %d/%d: cold %.1fs to every node Ready, idle %.1fm\n", nodes, i+1, runs, ready[i], m["all lab"])
+	}
+	fmt.Printf("\n%d real nodes vs 1 (upstream profile; mean ± 95%% CI, n=%d)\n", nodes, runs)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\t1 NODE\tNODES\tPER ADDED NODE")
+	fmt.Fprintf(tw, "cold start to every node Ready (s)\t%s\t%s\t%+.2f\n", ci(cold1[0]), ci(ready), (mean(ready)-mean(cold1[0]))/float64(nodes-1))
+	fmt.Fprintf(tw, "cold start to first pod Running (s)\t%s\t%s\t%+.2f\n", ci(cold1[1]), ci(pod), (mean(pod)-mean(cold1[1]))/float64(nodes-1))
+	d := stats.Welch(idle1, idleN, 0.05)
+	fmt.Fprintf(tw, "idle CPU, all lab (millicores)\t%s\t%s\t%+.2f (Welch p=%.3f)\n", ci(idle1), ci(idleN), d.Delta/float64(nodes-1), d.P)
 	return tw.Flush()
 }
+
+func mean(xs []float64) float64 { return stats.MeanCI(xs, 0.95).Mean }
 
 func ci(xs []float64) string {
 	iv := stats.MeanCI(xs, 0.95)
@@ -158,13 +209,13 @@ func at(st *lab.State, step string) float64 {
 }
 
 // idleCPU starts a lab with a profile, lets it settle, measures it and returns each component's mean CPU.
-func idleCPU(ctx context.Context, tare, profile string, window, settle time.Duration) (map[string]float64, error) {
+func idleCPU(ctx context.Context, tare, profile string, window, settle time.Duration, extra ...string) (map[string]float64, error) {
 	dir, err := os.MkdirTemp("", "tare-bench-lab-")
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = down(ctx, tare, dir, false) }()
-	if _, err := up(ctx, tare, dir, "--profile", profile); err != nil {
+	if _, err := up(ctx, tare, dir, append([]string{"--profile", profile}, extra...)...); err != nil {
 		return nil, err
 	}
 	time.Sleep(settle)

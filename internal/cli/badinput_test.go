@@ -72,7 +72,7 @@ func TestBadInput(t *testing.T) {
 		{"bad output", []string{"measure", "-o", "yaml"}, 2, "unknown output format"},
 		{"bad regexp", []string{"measure", "--match", "("}, 2, "--match"},
 		{"stray argument", []string{"measure", "now"}, 2, "unknown command"},
-		{"report without file", []string{"report"}, 2, "accepts 1 arg"},
+		{"report without file", []string{"report"}, 2, "give a recording FILE (tare measure --record) or --prometheus URL"},
 		{"report missing file", []string{"report", filepath.Join(dir, "nope.db")}, 1, "no such file"},
 		{"report garbage", []string{"report", garbage}, 1, "not a tare recording"},
 		{"record over a file", []string{"measure", "--duration", "1s", "--record", existing}, 1, "already exists"},

@@ -110,7 +110,11 @@ func printStatus(w io.Writer, st labStatus) error {
 		if !c.Running {
 			state = "NOT RUNNING (log: " + c.Log + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\n", c.Name, c.PID, state)
+		name := c.Name
+		if c.Node != "" {
+			name += " (" + c.Node + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", name, c.PID, state)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -18,6 +18,7 @@ type labUpOptions struct {
 	sets        []string
 	audit       bool
 	kwokNodes   int
+	nodes       int
 	controlOnly bool
 	binDir      string
 }
@@ -38,10 +39,16 @@ kube-scheduler, kubelet, kube-proxy or kwok (applied after the profile). --audit
 audit log at Metadata level as JSON.
 
 A directory kept by "down --keep" starts warm (same data and certificates). Without root, or with
---control-plane-only, there is no containerd, kubelet or kube-proxy and pods run on kwok nodes.`,
+--control-plane-only, there is no containerd, kubelet or kube-proxy and pods run on kwok nodes.
+
+--nodes N (root) runs N real nodes: node 1 is the machine itself; nodes 2..N (tare-node-2, ...) are each
+a network namespace with its own containerd, kubelet and kube-proxy, on a host bridge tare-nodes
+(10.250.0.0/24), with pod range 10.244.(N-1).0/24 routed through the machine, so pods on different nodes
+reach each other and a Service spans nodes. down removes the namespaces, links and routes.`,
 		Example: `  sudo tare lab up
   sudo tare lab up --profile tuned --audit
   sudo tare lab up --set kube-apiserver.max-requests-inflight=100 --set kubelet.v=2
+  sudo tare lab up --nodes 3             # three real nodes on this machine
   tare lab up --kwok-nodes 50            # without root: control plane and 50 fake nodes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -53,6 +60,7 @@ A directory kept by "down --keep" starts warm (same data and certificates). With
 	f.StringArrayVar(&o.sets, "set", nil, "COMPONENT.FLAG=VALUE to pass to a component (repeatable)")
 	f.BoolVar(&o.audit, "audit", false, "write the API server's audit log (Metadata level, JSON)")
 	f.IntVar(&o.kwokNodes, "kwok-nodes", 0, "fake nodes served by kwok")
+	f.IntVar(&o.nodes, "nodes", 1, "real nodes (root): the machine, then one network namespace per further node")
 	f.BoolVar(&o.controlOnly, "control-plane-only", false, "no containerd, kubelet or kube-proxy (the default without root)")
 	f.StringVar(&o.binDir, "bin-dir", "", "use the Kubernetes binaries in this directory")
 	return cmd
@@ -60,12 +68,18 @@ A directory kept by "down --keep" starts warm (same data and certificates). With
 
 func runLabUp(ctx context.Context, s streams, g *globalOptions, dir string, o labUpOptions) error {
 	opts := lab.UpOptions{Dir: dir, Profile: o.profile, Audit: o.audit, KwokNodes: o.kwokNodes,
-		ControlPlaneOnly: o.controlOnly, BinDir: o.binDir}
+		ControlPlaneOnly: o.controlOnly, BinDir: o.binDir, Nodes: o.nodes}
 	if _, err := lab.ProfileTunings(o.profile); err != nil {
 		return usageError("%w", err)
 	}
 	if o.kwokNodes < 0 {
 		return usageError("--kwok-nodes %d: want 0 or more", o.kwokNodes)
+	}
+	if o.nodes < 1 || o.nodes > lab.MaxNodes {
+		return usageError("--nodes %d: want 1 to %d", o.nodes, lab.MaxNodes)
+	}
+	if o.nodes > 1 && (o.controlOnly || os.Geteuid() != 0) {
+		return usageError("--nodes %d needs root and a lab with nodes (not --control-plane-only)", o.nodes)
 	}
 	for _, set := range o.sets {
 		t, err := lab.ParseSet(set)
@@ -103,6 +117,9 @@ func printUp(w io.Writer, st *lab.State) error {
 	fmt.Fprintf(w, "\nlab up in %s (profile %s", took.Round(time.Millisecond), st.Profile)
 	if st.ControlOnly {
 		fmt.Fprint(w, ", control plane only")
+	}
+	if len(st.ExtraNodes) > 0 {
+		fmt.Fprintf(w, ", %d nodes", len(st.ExtraNodes)+1)
 	}
 	if st.KwokNodes > 0 {
 		fmt.Fprintf(w, ", %d kwok nodes", st.KwokNodes)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/summary"
 )
@@ -66,7 +67,7 @@ func BuildUSE(samples []sample.Sample, sum summary.Summary) USE {
 		return u
 	}
 	u.Rows = append(u.Rows, memRow(first, last, sum, secs))
-	prev := map[string]sample.DiskStat{}
+	prev := map[string]kernel.DiskStat{}
 	for _, d := range first.Disks {
 		prev[d.Name] = d
 	}
@@ -88,7 +89,7 @@ func BuildUSE(samples []sample.Sample, sum summary.Summary) USE {
 		row.Verdict = verdict(du.UtilPct, du.QueueDepth > 1 || psiSome(sum, "io") > saturatedPSI, false)
 		u.Rows = append(u.Rows, row)
 	}
-	prevN := map[string]sample.NetStat{}
+	prevN := map[string]kernel.NetStat{}
 	for _, n := range first.Net {
 		prevN[n.Name] = n
 	}
@@ -136,7 +137,7 @@ func cpuRow(samples []sample.Sample, sum summary.Summary) USERow {
 		Errors:      "n/a", Verdict: verdict(util, sat, false)}
 }
 
-func memRow(first, last *sample.Resources, sum summary.Summary, secs float64) USERow {
+func memRow(first, last *kernel.Resources, sum summary.Summary, secs float64) USERow {
 	util := -1.0
 	if last.MemTotal > 0 {
 		util = round(100*(1-float64(last.MemAvailable)/float64(last.MemTotal)), 1)

@@ -47,11 +47,18 @@ type Client struct {
 // first file to set a value wins; else ~/.kube/config. It fails with ErrNoKubeconfig when there is none
 // of these, and with an error naming the file(s) and what to do when they cannot be read or are not a
 // usable kubeconfig (not one at all, no cluster, no current context, a context or cluster that is
-// missing). Unlike kubectl it never falls back to the in-cluster service account, and it never rewrites a
-// file (no migration of the old ~/.kube/.kubeconfig).
+// missing). As kubectl, with no file at all inside a pod it uses the pod's service account (in-cluster
+// config: tare agent). Unlike kubectl it never rewrites a file (no migration of the old
+// ~/.kube/.kubeconfig).
 func NewClient(kubeconfig string, o Options) (*Client, error) {
 	rules := loadingRules(kubeconfig)
 	files, err := kubeconfigFiles(rules)
+	if errors.Is(err, ErrNoKubeconfig) && kubeconfig == "" {
+		// In a pod (tare agent), as kubectl: the service account's token and the cluster's CA.
+		if cfg, icErr := rest.InClusterConfig(); icErr == nil {
+			return configured(&Client{Source: "in-cluster service account", Config: cfg}, o), nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -75,6 +82,12 @@ func NewClient(kubeconfig string, o Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s cannot be used: %w", source, err)
 	}
+	return configured(&Client{Source: source, Config: cfg}, o), nil
+}
+
+// configured applies the caller's options to c's REST config.
+func configured(c *Client, o Options) *Client {
+	cfg := c.Config
 	cfg.UserAgent = o.UserAgent
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "tare"
@@ -86,7 +99,7 @@ func NewClient(kubeconfig string, o Options) (*Client, error) {
 	if o.Burst > 0 {
 		cfg.Burst = o.Burst
 	}
-	return &Client{Source: source, Config: cfg}, nil
+	return c
 }
 
 // Clientset returns a typed clientset over Config, made anew on each call. Callers that make a few REST

@@ -46,6 +46,10 @@ func apiserverArgs(pki *PKI, host string) []string {
 		"--feature-gates", "WatchList=false", "--profiling"}
 }
 
+// extraNodesAPIServerArgs are kube-apiserver's flags for a lab with extra nodes: reach a kubelet (logs,
+// exec, the node proxy) by the node's address first, as no resolver knows the names tare-node-N.
+var extraNodesAPIServerArgs = []string{"--kubelet-preferred-address-types", "InternalIP,Hostname,InternalDNS,ExternalDNS,ExternalIP"}
+
 // auditPolicy logs every request at Metadata level (who, what, when; no bodies, so no secrets).
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -63,6 +67,9 @@ func auditArgs(policy, log string) []string {
 // apiserver starts kube-apiserver (with the audit log if asked) and waits until /readyz is ok.
 func (l *lab) apiserver(ctx context.Context, tunings []Tuning) error {
 	args := apiserverArgs(l.pki, l.advertised())
+	if len(l.st.ExtraNodes) > 0 {
+		args = append(args, extraNodesAPIServerArgs...)
+	}
 	if l.opts.Audit {
 		if err := os.MkdirAll(l.p.join("audit"), 0o700); err != nil {
 			return err

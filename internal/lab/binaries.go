@@ -17,6 +17,8 @@ type binaries struct {
 	// ctr is containerd's client (the lab imports images and checks containerd with it); kwokStages is the
 	// file of kwok's stage configurations.
 	ctr, kwokStages string
+	// nsenter runs an extra node's programs in its network namespace (UpOptions.checkNodes finds it).
+	nsenter string
 }
 
 // path returns the program of a lab component, or "" when it was not looked for or is not on PATH.

@@ -18,36 +18,49 @@ func containerdConfigFile(p paths) string { return p.join("containerd", "config.
 func containerdArgs(p paths) []string { return []string{"--config", containerdConfigFile(p)} }
 
 // containerd starts containerd on the lab's own socket and state and imports the lab images.
-func (l *lab) containerd(ctx context.Context) error {
+func (l *lab) containerd(ctx context.Context) error { return l.startContainerd(ctx, nil) }
+
+// startContainerd starts the containerd of node 1 (n nil: on the lab's own socket and state, in the
+// machine's network namespace) or of an extra node (in the node's directory and network namespace, with
+// the node's pod range), and imports the lab images into it.
+func (l *lab) startContainerd(ctx context.Context, n *ExtraNode) error {
+	p, cni, suffix := l.p, cniConfig(l.p), ""
+	switch {
+	case n != nil:
+		p = l.p.node(n.Name)
+		cni, suffix = cniConfigFor(p, n.PodCIDR, false), " ("+n.Name+")"
+	case len(l.st.ExtraNodes) > 0:
+		cni = cniConfigFor(p, podCIDR, false) // podMasquerade instead
+	}
 	for _, d := range []string{"containerd", "cni/net.d", "cni/ipam", "pod-logs", "kubelet"} {
-		if err := os.MkdirAll(l.p.join(d), 0o700); err != nil {
+		if err := os.MkdirAll(p.join(d), 0o700); err != nil {
 			return err
 		}
 	}
-	if err := os.WriteFile(containerdConfigFile(l.p), []byte(containerdConfig(l.p)), 0o600); err != nil {
+	if err := os.WriteFile(containerdConfigFile(p), []byte(containerdConfig(p)), 0o600); err != nil {
 		return err
 	}
-	if err := os.WriteFile(l.p.join("cni", "net.d", "10-tare-lab.conflist"), []byte(cniConfig(l.p)), 0o600); err != nil {
+	if err := os.WriteFile(p.join("cni", "net.d", "10-tare-lab.conflist"), []byte(cni), 0o600); err != nil {
 		return err
 	}
 	archives, err := ensureImages(ctx)
 	if err != nil {
 		return err
 	}
-	if _, err := l.launch(component.Containerd, containerdArgs(l.p), nil); err != nil {
+	if _, err := l.launchOn(n, component.Containerd, containerdArgs(p), nil); err != nil {
 		return err
 	}
-	sock := l.p.containerdSocket()
-	if err := l.waitFor(ctx, component.Containerd, 30*time.Second, func(ctx context.Context) error {
+	sock := p.containerdSocket()
+	if err := l.waitFor(ctx, component.Containerd+suffix, 30*time.Second, func(ctx context.Context) error {
 		return exec.CommandContext(ctx, l.bin.ctr, "--address", sock, "version").Run()
 	}); err != nil {
 		return err
 	}
-	l.step("containerd ready")
+	l.step("containerd ready" + suffix)
 	if err := importImages(ctx, l.bin.ctr, sock, archives); err != nil {
 		return err
 	}
-	l.step("images imported")
+	l.step("images imported" + suffix)
 	return nil
 }
 
@@ -88,15 +101,21 @@ state = %q
 
 // cniConfig is the pod network: a bridge with the gateway on the host, host-local addresses kept in the
 // lab directory, masquerade for traffic leaving the node, and portmap for hostPorts.
-func cniConfig(p paths) string {
+func cniConfig(p paths) string { return cniConfigFor(p, podCIDR, true) }
+
+// cniConfigFor is cniConfig with the node's pod range (an extra node's bridge has the same name, inside
+// the node's network namespace: the bridge plugin runs in containerd's) and, in a lab with several nodes,
+// without the bridge plugin's masquerade, which would hide a pod's address from pods on other nodes; the
+// lab's own rule (podMasquerade) masquerades only what leaves the pod network.
+func cniConfigFor(p paths, subnet string, masq bool) string {
 	return fmt.Sprintf(`{
   "cniVersion": "0.4.0",
   "name": %q,
   "plugins": [
-    {"type": "bridge", "bridge": %q, "isGateway": true, "ipMasq": true, "hairpinMode": true,
+    {"type": "bridge", "bridge": %q, "isGateway": true, "ipMasq": %t, "hairpinMode": true,
      "ipam": {"type": "host-local", "ranges": [[{"subnet": %q}]], "routes": [{"dst": "0.0.0.0/0"}], "dataDir": %q}},
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
 }
-`, cniNetworkName, bridgeName, podCIDR, p.join("cni", "ipam"))
+`, cniNetworkName, bridgeName, masq, subnet, p.join("cni", "ipam"))
 }

@@ -18,14 +18,16 @@
 //     apiserverArgs, …, and configuration files) and the start itself: etcd.go, apiserver.go (also the
 //     audit policy, the API server's certificates and address), controllers.go (kube-controller-manager
 //     and kube-scheduler), containerd.go (also the CNI configuration), node.go (kubelet and kube-proxy),
-//     kwok.go (kwok and its fake nodes), probe.go (the pod that proves the lab works). kube.go holds the
-//     lab's client and the node Ready check; ports.go the ports, addresses and names; paths.go the lab
-//     directory's layout; pki.go the certificates.
+//     kwok.go (kwok and its fake nodes), nodes.go (the extra real nodes of UpOptions.Nodes: their
+//     containerd, kubelet and kube-proxy in a network namespace each), probe.go (the pod that proves the
+//     lab works). kube.go holds the lab's client and the node Ready check; ports.go the ports, addresses
+//     and names; paths.go the lab directory's layout; pki.go the certificates.
 //   - Tuning: profile.go (profiles and --set), checksets.go (--set checked against a component's --help).
 //   - Changes to the machine, one file per subsystem, each undo next to its do: cgroups.go (the kubelet's
-//     cgroup root), mounts.go (volume and rootfs mounts, pod network namespaces), iptables.go (the KUBE- and
-//     CNI- chains the components add), sysctl.go, residue.go (machine directories, container log links,
-//     shim sockets, CNI results, the pod bridge). Down calls the undos in order (restoreMachine).
+//     cgroup root), mounts.go (volume and rootfs mounts, pod network namespaces), nodenet.go (the extra
+//     nodes' namespaces, veths, bridge and routes), iptables.go (the KUBE- and CNI- chains the components
+//     add), sysctl.go, residue.go (machine directories, container log links, shim sockets, CNI results,
+//     the pod bridge). Down calls the undos in order (restoreMachine).
 //   - A running lab: status.go, pprof.go (the components' pprof endpoints).
 //
 // Which components an up runs comes from the component registry (internal/component), filtered by the

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -9,11 +10,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"time"
+
+	"github.com/tare-dev/tare/internal/deploy"
 )
 
 //go:embed images/pause/main.go images/web/main.go
@@ -22,15 +26,17 @@ var imageSources embed.FS
 // Image is a tiny image the lab builds from Go code, so pods run with no registry.
 type Image struct {
 	Name   string // reference kubelet and containerd use
-	Source string // program under images/
+	Source string // program under images/, or "tare" for tare itself
 	Binary string // path inside the image
 }
 
-// Images the lab provides: the sandbox (pause) image containerd is configured with, and a small HTTP app.
+// Images the lab provides: the sandbox (pause) image containerd is configured with, a small HTTP app, and
+// tare itself, which `tare agent manifest` runs by default.
 var (
 	PauseImage = Image{Name: "registry.k8s.io/pause:3.10", Source: "pause", Binary: "/pause"}
 	WebImage   = Image{Name: "tare.lab/web:v1", Source: "web", Binary: "/web"}
-	labImages  = []Image{PauseImage, WebImage}
+	TareImage  = Image{Name: deploy.DefaultImage, Source: "tare", Binary: "/tare"}
+	labImages  = []Image{PauseImage, WebImage, TareImage}
 )
 
 // imageArchive is where an image's OCI archive is cached: named for its source, so a change rebuilds it.
@@ -49,6 +55,12 @@ func imageArchive(img Image) (path string, src []byte, err error) {
 // imagesCached says whether every lab image is already built.
 func imagesCached() bool {
 	for _, img := range labImages {
+		if img == TareImage {
+			if !tareImageCached() {
+				return false
+			}
+			continue
+		}
 		p, _, err := imageArchive(img)
 		if err != nil {
 			return false
@@ -65,6 +77,14 @@ func imagesCached() bool {
 func ensureImages(ctx context.Context) ([]string, error) {
 	var out []string
 	for _, img := range labImages {
+		if img == TareImage {
+			archive, err := TareImageArchive(ctx)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, archive)
+			continue
+		}
 		archive, src, err := imageArchive(img)
 		if err != nil {
 			return nil, err
@@ -77,17 +97,7 @@ func ensureImages(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		var buf bytes.Buffer
-		if err := writeOCIArchive(&buf, img, bin, time.Unix(0, 0).UTC()); err != nil {
-			return nil, err
-		}
-		if err := os.MkdirAll(filepath.Dir(archive), 0o755); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(archive+".tmp", buf.Bytes(), 0o644); err != nil {
-			return nil, fmt.Errorf("writing the %s image: %w", img.Source, err)
-		}
-		if err := os.Rename(archive+".tmp", archive); err != nil {
+		if err := writeArchiveFile(archive, img, bytesProgram(bin)); err != nil {
 			return nil, err
 		}
 		out = append(out, archive)
@@ -121,21 +131,63 @@ func buildStatic(ctx context.Context, name string, src []byte) ([]byte, error) {
 	return os.ReadFile(filepath.Join(dir, name))
 }
 
+// program is an image's one binary: its size and a way to read it, once per pass over it.
+type program struct {
+	size int64
+	open func() (io.ReadCloser, error)
+}
+
+func bytesProgram(b []byte) program {
+	return program{size: int64(len(b)), open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }}
+}
+
+// fileProgram is the binary at path, read as it is when the archive is written.
+func fileProgram(path string) (program, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return program{}, err
+	}
+	return program{size: fi.Size(), open: func() (io.ReadCloser, error) { return os.Open(path) }}, nil
+}
+
+// writeArchiveFile writes img's OCI archive to path, through a temporary file so that a crash leaves no
+// partial archive behind for the cache to trust.
+func writeArchiveFile(path string, img Image, bin program) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("writing the %s image: %w", img.Source, err)
+	}
+	defer func() { _ = os.Remove(f.Name()) }()
+	w := bufio.NewWriterSize(f, 1<<20)
+	err = writeOCIArchive(w, img, bin, time.Unix(0, 0).UTC())
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing the %s image: %w", img.Source, err)
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
 // writeOCIArchive writes an OCI image layout (as a tar, what `ctr images import` reads) holding one image
-// of one layer: the static binary at img.Binary, run as the entrypoint.
-func writeOCIArchive(w *bytes.Buffer, img Image, binary []byte, mtime time.Time) error {
-	var layer bytes.Buffer
-	lt := tar.NewWriter(&layer)
-	if err := lt.WriteHeader(&tar.Header{Name: img.Binary[1:], Mode: 0o755, Size: int64(len(binary)), ModTime: mtime, Typeflag: tar.TypeReg}); err != nil {
+// of one layer: the static binary at img.Binary, run as the entrypoint. The binary is streamed twice (once
+// to digest the layer, once to write it), never held in memory: tare's own binary is tens of megabytes.
+func writeOCIArchive(w io.Writer, img Image, bin program, mtime time.Time) error {
+	digest := sha256.New()
+	var size countingWriter
+	if err := writeLayer(io.MultiWriter(digest, &size), img, bin, mtime); err != nil {
 		return err
 	}
-	if _, err := lt.Write(binary); err != nil {
-		return err
-	}
-	if err := lt.Close(); err != nil {
-		return err
-	}
-	layerDesc := descriptor("application/vnd.oci.image.layer.v1.tar", layer.Bytes())
+	layerDesc := ociDescriptor{MediaType: "application/vnd.oci.image.layer.v1.tar", Digest: "sha256:" + hex.EncodeToString(digest.Sum(nil)), Size: int(size)}
 	config, err := json.Marshal(map[string]any{
 		"architecture": runtime.GOARCH, "os": "linux", "created": mtime.Format(time.RFC3339),
 		"config": map[string]any{"Entrypoint": []string{img.Binary}},
@@ -160,17 +212,16 @@ func writeOCIArchive(w *bytes.Buffer, img Image, binary []byte, mtime time.Time)
 		return err
 	}
 	t := tar.NewWriter(w)
-	files := []struct {
+	small := []struct {
 		name string
 		data []byte
 	}{
 		{"oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)},
 		{"index.json", index},
-		{blobPath(layerDesc), layer.Bytes()},
 		{blobPath(configDesc), config},
 		{blobPath(manifestDesc), manifest},
 	}
-	for _, f := range files {
+	for _, f := range small {
 		if err := t.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data)), ModTime: mtime, Typeflag: tar.TypeReg}); err != nil {
 			return err
 		}
@@ -178,7 +229,39 @@ func writeOCIArchive(w *bytes.Buffer, img Image, binary []byte, mtime time.Time)
 			return err
 		}
 	}
+	// The layer again, byte for byte: the tar writer refuses it if its length differs from the first pass.
+	if err := t.WriteHeader(&tar.Header{Name: blobPath(layerDesc), Mode: 0o644, Size: int64(size), ModTime: mtime, Typeflag: tar.TypeReg}); err != nil {
+		return err
+	}
+	if err := writeLayer(t, img, bin, mtime); err != nil {
+		return err
+	}
 	return t.Close()
+}
+
+// writeLayer writes the image's one layer: a tar holding the binary at img.Binary, executable.
+func writeLayer(w io.Writer, img Image, bin program, mtime time.Time) error {
+	r, err := bin.open()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	lt := tar.NewWriter(w)
+	if err := lt.WriteHeader(&tar.Header{Name: img.Binary[1:], Mode: 0o755, Size: bin.size, ModTime: mtime, Typeflag: tar.TypeReg}); err != nil {
+		return err
+	}
+	if _, err := io.Copy(lt, r); err != nil {
+		return fmt.Errorf("reading %s for the %s image: %w", img.Binary[1:], img.Source, err)
+	}
+	return lt.Close()
+}
+
+// countingWriter counts the bytes written to it.
+type countingWriter int64
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	*c += countingWriter(len(p))
+	return len(p), nil
 }
 
 type ociPlatform struct {

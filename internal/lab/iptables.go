@@ -10,8 +10,9 @@ import (
 	"strings"
 )
 
-// The lab writes no iptables rules itself: kubelet, kube-proxy and the CNI bridge plugin add them while a
-// lab with a node runs. Down removes them here, and Leftovers lists any still present.
+// Kubelet, kube-proxy and the CNI bridge plugin add iptables rules while a lab with a node runs; a lab with
+// several nodes adds one chain of its own on the machine, CNI-TARE-NODES (nodenet.go). Down removes them
+// here, and Leftovers lists any still present.
 
 // ruleChain says whether an iptables chain is one the lab's components add: kubelet and kube-proxy
 // (KUBE-…) and the CNI bridge plugin's masquerade chains (CNI-…).

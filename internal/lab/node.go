@@ -19,7 +19,10 @@ func kubeletConfigFile(p paths) string { return p.join("kubelet.yaml") }
 // removes exactly what the lab made), swap allowed, webhook authentication and authorization against
 // the API server with client certificates from the lab CA, containerd's socket, and eviction thresholds
 // low enough that a nearly full disk on a laptop does not taint the node.
-func kubeletConfig(p paths) string {
+func kubeletConfig(p paths) string { return kubeletConfigFor(p, cgroupRootName) }
+
+// kubeletConfigFor is kubeletConfig with the kubelet's cgroup root (an extra node's is inside the lab's).
+func kubeletConfigFor(p paths, cgroupRoot string) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: cgroupfs
@@ -43,7 +46,7 @@ enableProfilingHandler: true
 evictionHard: {"memory.available": "50Mi", "nodefs.available": "1%%", "imagefs.available": "1%%", "nodefs.inodesFree": "1%%"}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-`, cgroupRootName, p.containerdSocket(), filepath.Join(p.pki(), "ca.crt"), filepath.Join(p.pki(), "kubelet.crt"),
+`, cgroupRoot, p.containerdSocket(), filepath.Join(p.pki(), "ca.crt"), filepath.Join(p.pki(), "kubelet.crt"),
 		filepath.Join(p.pki(), "kubelet.key"), kubeletPort, kubeletHealthz, p.join("pod-logs"))
 }
 

@@ -29,10 +29,10 @@ type daemon struct {
 }
 
 // startDaemon starts a component in its own session (so it outlives `tare lab up` and a Ctrl-C at the
-// terminal), with stdout and stderr appended to DIR/logs/NAME.log. With withCaller the component is sent
-// SIGTERM when the process that started it dies (a test that panics or times out leaves no daemons).
-func startDaemon(dir, name, bin string, args, env []string, withCaller bool) (*daemon, error) {
-	logPath := filepath.Join(dir, "logs", name+".log")
+// terminal), with stdout and stderr appended to logPath (DIR/logs/NAME.log for node 1 and the control
+// plane). With withCaller the component is sent SIGTERM when the process that started it dies (a test that
+// panics or times out leaves no daemons).
+func startDaemon(dir, logPath, name, bin string, args, env []string, withCaller bool) (*daemon, error) {
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return nil, err
 	}

@@ -31,6 +31,7 @@ type State struct {
 	Cgroups       []string          `json:"cgroups,omitempty"`      // cgroup directories the lab created
 	NetnsBefore   []string          `json:"netns_before,omitempty"` // /run/netns entries that existed before up
 	Sysctls       map[string]string `json:"sysctls,omitempty"`      // values before up, restored by down
+	ExtraNodes    []ExtraNode       `json:"extra_nodes,omitempty"`  // real nodes beyond the first, recorded before their network is made
 	MadeDirs      []string          `json:"made_dirs,omitempty"`    // machine directories absent before up
 	Steps         []Step            `json:"steps,omitempty"`
 	Tunings       []Tuning          `json:"tunings,omitempty"`
@@ -48,6 +49,7 @@ type Process struct {
 	StartTicks uint64   `json:"start_ticks"`
 	Args       []string `json:"args"`
 	Log        string   `json:"log"`
+	Node       string   `json:"node,omitempty"` // the extra node it serves (empty: node 1 or the control plane)
 }
 
 // Step is one stage of `up` and how long it took from the start of `up`.

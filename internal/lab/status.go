@@ -35,6 +35,7 @@ type ComponentStatus struct {
 	PID     int    `json:"pid"`
 	Running bool   `json:"running"`
 	Log     string `json:"log"`
+	Node    string `json:"node,omitempty"` // the extra node it serves (empty: node 1 or the control plane)
 }
 
 // NodeStatus is one node of the lab.
@@ -76,7 +77,7 @@ func Status(ctx context.Context, dir string) (*StatusReport, error) {
 	for _, p := range st.Processes {
 		running := alive(p)
 		r.Healthy = r.Healthy && running
-		r.Components = append(r.Components, ComponentStatus{Name: p.Name, PID: p.PID, Running: running, Log: p.Log})
+		r.Components = append(r.Components, ComponentStatus{Name: p.Name, PID: p.PID, Running: running, Log: p.Log, Node: p.Node})
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

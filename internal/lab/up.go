@@ -25,6 +25,7 @@ type UpOptions struct {
 	Sets             []Tuning // --set COMPONENT.FLAG=VALUE, applied after the profile
 	Audit            bool     // audit log at Metadata level, JSON, in DIR/audit/audit.log
 	KwokNodes        int      // fake nodes served by kwok
+	Nodes            int      // real nodes (0 means 1): the machine, then one network namespace each (ExtraNode); root
 	ControlPlaneOnly bool     // no containerd, kubelet or kube-proxy (forced without root)
 	// APIServerOnly starts etcd and kube-apiserver and nothing else: no controller manager, scheduler,
 	// nodes, kwok or probe pod (it implies ControlPlaneOnly, and KwokNodes is ignored). Up returns once
@@ -114,6 +115,9 @@ func Up(ctx context.Context, opts UpOptions) (_ *State, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if bin.nsenter, err = opts.checkNodes(); err != nil {
+		return nil, err
+	}
 	l := &lab{opts: opts, p: paths{dir}, bin: bin, start: time.Now()}
 	l.last = l.start
 	l.st = &State{Version: stateVersion, Dir: dir, Profile: opts.Profile, ControlOnly: opts.ControlPlaneOnly,
@@ -156,8 +160,11 @@ func (l *lab) run(ctx context.Context, tunings []Tuning) error {
 	l.step("pki")
 	var cri chan error
 	if !l.opts.ControlPlaneOnly {
+		if err := l.nodeNetworks(); err != nil {
+			return err
+		}
 		cri = make(chan error, 1)
-		go func() { cri <- l.containerd(ctx) }()
+		go func() { cri <- l.runtimes(ctx) }()
 	}
 	if err := l.etcd(ctx, tunings); err != nil {
 		return err
@@ -176,6 +183,9 @@ func (l *lab) run(ctx context.Context, tunings []Tuning) error {
 			return err
 		}
 		if err := l.node(ctx, tunings); err != nil {
+			return err
+		}
+		if err := l.startExtraNodes(ctx, tunings); err != nil {
 			return err
 		}
 	}
@@ -203,9 +213,24 @@ func (l *lab) step(name string) {
 
 // launch starts a component's program with the tunings for it applied, and records it in the state at once.
 func (l *lab) launch(name string, args []string, tunings []Tuning) (*daemon, error) {
-	d, err := startDaemon(l.p.dir, name, l.bin.path(name), applyTunings(name, args, tunings), nil, l.opts.StopWithCaller)
+	return l.launchOn(nil, name, args, tunings)
+}
+
+// launchOn is launch on an extra node (n not nil): the program runs in the node's network namespace,
+// entered with nsenter (not `ip netns exec`, which mounts its own /sys and so hides the cgroup
+// hierarchies from the kubelet), and logs to logs/NAME-NODE.log.
+func (l *lab) launchOn(n *ExtraNode, name string, args []string, tunings []Tuning) (*daemon, error) {
+	bin, args, log := l.bin.path(name), applyTunings(name, args, tunings), filepath.Join(l.p.dir, "logs", name+".log")
+	if n != nil {
+		args = append([]string{"--net=" + n.netnsPath(), bin}, args...)
+		bin, log = l.bin.nsenter, filepath.Join(l.p.dir, "logs", name+"-"+n.Name+".log")
+	}
+	d, err := startDaemon(l.p.dir, log, name, bin, args, nil, l.opts.StopWithCaller)
 	if err != nil {
 		return nil, err
+	}
+	if n != nil {
+		d.Node = n.Name
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

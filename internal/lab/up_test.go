@@ -102,7 +102,7 @@ func TestComponentArgsExist(t *testing.T) {
 		args []string
 	}{
 		{component.Etcd, etcdArgs(p)},
-		{component.APIServer, append(apiserverArgs(pki, "192.0.2.10"), auditArgs("/lab/audit/policy.yaml", "/lab/audit/audit.log")...)},
+		{component.APIServer, slices.Concat(apiserverArgs(pki, "192.0.2.10"), auditArgs("/lab/audit/policy.yaml", "/lab/audit/audit.log"), extraNodesAPIServerArgs)},
 		{component.ControllerManager, controllerManagerArgs(p, pki)},
 		{component.Scheduler, schedulerArgs(p)},
 		{component.Containerd, containerdArgs(p)},

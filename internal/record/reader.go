@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/sample"
 )
 
@@ -177,7 +178,7 @@ func readResources(ctx context.Context, db *sql.DB, ss []sample.Sample, idx map[
 		if !ok {
 			continue
 		}
-		r := &sample.Resources{}
+		r := &kernel.Resources{}
 		if err := json.Unmarshal([]byte(js), r); err != nil {
 			return fmt.Errorf("sample %d resources: %w", seq, err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
 
+	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/sample"
 )
 
@@ -26,7 +27,7 @@ type Writer struct {
 	insE  *sql.Stmt
 	insR  *sql.Stmt
 	// lastRes is the last resource reading stored; samples that carry it over do not store it again.
-	lastRes *sample.Resources
+	lastRes *kernel.Resources
 }
 
 // Create makes a new recording at path. It refuses to overwrite an existing file.

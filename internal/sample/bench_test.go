@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/testenv"
 )
 
@@ -102,7 +103,7 @@ func startIdleB(b *testing.B, n int) {
 }
 
 func countProcs() int {
-	names, _ := readDirNames("/proc")
+	names, _ := kernel.ReadDirNames("/proc")
 	n := 0
 	for _, name := range names {
 		if _, err := strconv.Atoi(name); err == nil {

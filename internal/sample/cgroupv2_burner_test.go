@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/testenv"
 	"github.com/tare-dev/tare/internal/testload"
 )
@@ -160,7 +161,7 @@ func TestCgroupV2ReferenceAgainstBurners(t *testing.T) {
 func refV2Hierarchy(t *testing.T) string {
 	t.Helper()
 	for _, d := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
-		if isCgroupV2Root(d) == nil {
+		if kernel.IsCgroupV2Root(d) == nil {
 			return d
 		}
 	}
@@ -225,24 +226,24 @@ func refV1Usage() func() float64 {
 func BenchmarkCgroupV2Read(b *testing.B) {
 	var dir string
 	for _, d := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
-		if isCgroupV2Root(d) == nil {
+		if kernel.IsCgroupV2Root(d) == nil {
 			dir = d
 		}
 	}
 	if dir == "" {
 		testenv.Unavailable(b, "no cgroup v2 hierarchy at /sys/fs/cgroup or /sys/fs/cgroup/unified")
 	}
-	c, err := openCgroupV2Tasks(dir, "/proc")
+	c, err := kernel.OpenCgroupV2Tasks(dir, "/proc")
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.close()
-	if _, err := c.read(); err != nil {
+	defer c.Close()
+	if _, err := c.Read(); err != nil {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for range b.N {
-		if _, err := c.read(); err != nil {
+		if _, err := c.Read(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -260,7 +261,7 @@ func TestCgroupV2RootUserProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	inRoot := strings.Contains("\n"+string(b), "\n0::/\n")
-	n := rootUserProcesses(dir, "/proc")
+	n := kernel.RootUserProcesses(dir, "/proc")
 	r, err := NewNodeReader("/proc", "/sys")
 	if err != nil {
 		t.Fatal(err)

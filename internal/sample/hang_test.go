@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/testenv"
 	"github.com/tare-dev/tare/internal/testload"
 )
@@ -36,7 +37,7 @@ func TestSamplerLockedProcess(t *testing.T) {
 
 	samples := sampleFor(t, s, 2*time.Second, interval, locked.release)
 	lockedSamples := samples
-	checkTook(t, "locked", samples, 2*firstTook+interval+blockingReadTimeout, interval+blockingReadTimeout)
+	checkTook(t, "locked", samples, 2*firstTook+interval+kernel.BlockingReadTimeout, interval+kernel.BlockingReadTimeout)
 	info, ok := findNew(samples, locked.pid)
 	if !ok {
 		t.Fatalf("the locked process %d is missing from the samples", locked.pid)
@@ -57,25 +58,25 @@ func TestSamplerLockedProcess(t *testing.T) {
 	if details == 0 {
 		t.Error("the locked process has no detail sample")
 	}
-	prefix := fmt.Sprintf("reading /proc/%d/cmdline (%s): no answer within %v", locked.pid, locked.comm, blockingReadTimeout)
+	prefix := fmt.Sprintf("reading /proc/%d/cmdline (%s): no answer within %v", locked.pid, locked.comm, kernel.BlockingReadTimeout)
 	smaps := fmt.Sprintf("reading /proc/%d/smaps_rollup (%s): skipped", locked.pid, locked.comm)
 	for _, want := range []string{prefix, smaps} {
 		if !hasLimitation(s.Meta(), want, "no answer yet") {
 			t.Errorf("limitations %q\nsay nothing starting with %q", s.Meta().Limitations, want)
 		}
 	}
-	if n := timedOut(blockingReads("/proc"), locked.pid); n != 1 {
+	if n := kernel.BlockingReads("/proc").TimedOut(locked.pid); n != 1 {
 		t.Errorf("reads of the locked process waited out the deadline %d times, want once (then skipped)", n)
 	}
 	start := time.Now()
-	if _, _, _, err := cmdlineReader("/proc")(locked.pid); !errors.Is(err, ErrStuck) || time.Since(start) > blockingReadTimeout/2 {
-		t.Errorf("exec watcher's read of the locked process: %v after %v, want ErrStuck at once", err, time.Since(start))
+	if _, _, _, err := kernel.CmdlineReader("/proc")(locked.pid); !errors.Is(err, kernel.ErrStuck) || time.Since(start) > kernel.BlockingReadTimeout/2 {
+		t.Errorf("exec watcher's read of the locked process: %v after %v, want kernel.ErrStuck at once", err, time.Since(start))
 	}
 
 	locked.release()
-	waitAnswered(t, blockingReads("/proc"), 0, 5*time.Second)
+	waitAnswered(t, kernel.BlockingReads("/proc"), 0, 5*time.Second)
 	samples = sampleFor(t, s, 7*interval, interval, func() {}) // spans a sixth detail sample, which re-reads memory
-	checkTook(t, "released", samples, interval+blockingReadTimeout, interval+blockingReadTimeout)
+	checkTook(t, "released", samples, interval+kernel.BlockingReadTimeout, interval+kernel.BlockingReadTimeout)
 	var pss uint64
 	for _, ps := range procSamples(samples, info.ID) {
 		pss = max(pss, ps.PSS)
@@ -83,14 +84,14 @@ func TestSamplerLockedProcess(t *testing.T) {
 	if pss == 0 {
 		t.Error("no PSS for the released process: smaps_rollup was not read again")
 	}
-	id, err := readIdentity("/proc", locked.pid)
-	if err != nil || !strings.HasSuffix(id.cmdline, " "+lockedHelperArg) {
-		t.Errorf("command line of the released process: %q, %v", id.cmdline, err)
+	id, err := kernel.ReadIdentity("/proc", locked.pid)
+	if err != nil || !strings.HasSuffix(id.Cmdline, " "+lockedHelperArg) {
+		t.Errorf("command line of the released process: %q, %v", id.Cmdline, err)
 	}
 	if !testing.Short() { // the race detector slows the burner's regulation too
 		checkRate(t, lockedSamples, samples, burner, rate)
 	}
-	if n := timedOut(blockingReads("/proc"), locked.pid); n != 1 {
+	if n := kernel.BlockingReads("/proc").TimedOut(locked.pid); n != 1 {
 		t.Errorf("after the release, reads of the process had waited out the deadline %d times, want once", n)
 	}
 	if !hasLimitation(s.Meta(), prefix, "it answered after") {
@@ -98,17 +99,16 @@ func TestSamplerLockedProcess(t *testing.T) {
 	}
 }
 
-// timedOut returns how many reads of pid waited out the reader's deadline.
-func timedOut(r *blockingReader, pid int) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, e := range r.log {
-		if e.pid == pid {
-			n += e.times
+// waitAnswered waits until at most n reads of the shared reader are still waiting.
+func waitAnswered(t *testing.T, r *kernel.BlockingReader, n int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for r.Waiting() > n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d reads still waiting after %v, want at most %d", r.Waiting(), within, n)
 		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	return n
 }
 
 // sampleFor runs the sampling loop for d and returns its samples. A loop that has not ended 30 s later is

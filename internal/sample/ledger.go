@@ -150,7 +150,7 @@ func (s *Sampler) settleLedgers(smp *Sample) {
 		if stat == nil {
 			continue
 		}
-		s.settle(smp, st, stat.childTimeNs())
+		s.settle(smp, st, stat.ChildTimeNs())
 	}
 }
 
@@ -169,12 +169,12 @@ func (s *Sampler) baselineExits() {
 			continue
 		}
 		if stat := s.readStat(r.PID); stat != nil && stat.State == 'Z' {
-			s.childEnded(r.PPID, 0, stat.ownTimeNs(), stat.childTimeNs())
+			s.childEnded(r.PPID, 0, stat.OwnTimeNs(), stat.ChildTimeNs())
 			continue
 		}
 		if parent, ok := s.procs[r.PPID]; ok {
 			if stat := s.readStat(r.PPID); stat != nil {
-				parent.lastCut = stat.childTimeNs()
+				parent.lastCut = stat.ChildTimeNs()
 			}
 		}
 	}

@@ -1,6 +1,10 @@
 package sample
 
-import "time"
+import (
+	"time"
+
+	"github.com/tare-dev/tare/internal/kernel"
+)
 
 // ProcKey identifies a process across PID reuse: the PID and its start time in clock ticks since boot.
 type ProcKey struct {
@@ -38,7 +42,8 @@ type ProcInfo struct {
 	StartTime time.Time `json:"start_time,omitzero"`
 }
 
-// NodeCPU holds the cumulative /proc/stat counters, in seconds summed over all CPUs.
+// NodeCPU holds the cumulative /proc/stat counters, in seconds summed over all CPUs: kernel.CPUTimes with
+// the one definition of busy.
 type NodeCPU struct {
 	User, Nice, System, Idle, Iowait, IRQ, SoftIRQ, Steal, Guest, GuestNice float64
 }
@@ -55,24 +60,18 @@ func (c NodeCPU) Sub(o NodeCPU) NodeCPU {
 		c.IRQ - o.IRQ, c.SoftIRQ - o.SoftIRQ, c.Steal - o.Steal, c.Guest - o.Guest, c.GuestNice - o.GuestNice}
 }
 
-// Pressure is one /proc/pressure/RESOURCE "some" (and, where present, "full") total stall time in microseconds.
-type Pressure struct {
-	SomeTotalUs uint64 `json:"some_total_us"`
-	FullTotalUs uint64 `json:"full_total_us"`
-}
-
 // Node is the node-wide part of a sample.
 type Node struct {
-	CPU      NodeCPU             `json:"cpu"`
-	Load1    float64             `json:"load1"`
-	Load5    float64             `json:"load5"`
-	Load15   float64             `json:"load15"`
-	Pressure map[string]Pressure `json:"pressure,omitempty"` // cpu, io, memory; absent when the kernel lacks PSI
+	CPU      NodeCPU                    `json:"cpu"`
+	Load1    float64                    `json:"load1"`
+	Load5    float64                    `json:"load5"`
+	Load15   float64                    `json:"load15"`
+	Pressure map[string]kernel.Pressure `json:"pressure,omitempty"` // cpu, io, memory; absent when the kernel lacks PSI
 	// TasksCPUNs is the cumulative task time of the node's reference (Meta.NodeReference), 0 if unreadable.
 	TasksCPUNs uint64 `json:"tasks_cpu_ns"`
 	Running    int    `json:"procs_running"`
 	// Resources are memory, disk and network counters, read on full samples and carried over between them.
-	Resources *Resources `json:"resources,omitempty"`
+	Resources *kernel.Resources `json:"resources,omitempty"`
 }
 
 // ProcSample is one process in one sample. CPUNs is the CPU it used since the previous sample (for the

@@ -15,7 +15,7 @@ const (
 	// RefCgroupV1 is the cgroup v1 root's cpuacct.usage: the scheduler's exact runtime of every task.
 	RefCgroupV1 Reference = "cgroup-v1-cpuacct"
 	// RefCgroupV2 is tare's cgroup v2 reference: the top-level cgroups' usage_usec (exact) plus the
-	// schedstat runtime of the threads in the root cgroup (exact while they live; see cgroupv2.go).
+	// schedstat runtime of the threads in the root cgroup (exact while they live; see kernel.CgroupV2Tasks).
 	RefCgroupV2 Reference = "cgroup-v2-tasks"
 	// RefCgroupV2RootStat is the cgroup v2 root's cpu.stat, which recordings of earlier tares hold. The kernel
 	// synthesises it from the tick counters /proc/stat prints, so it is read as /proc/stat busy.

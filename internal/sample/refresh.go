@@ -1,5 +1,7 @@
 package sample
 
+import "github.com/tare-dev/tare/internal/kernel"
+
 // How often the detail of a process that did not run is read again. Detail samples (every 5 s by default)
 // read memory, I/O and the thread count of every process that ran since the previous one. A process that
 // did not run cannot have done I/O or started threads, but its memory can change without it: reclaim
@@ -22,7 +24,7 @@ func (s *Sampler) refreshMemory(st *procState) {
 		return
 	}
 	d := *st.detail
-	readMemory(s.opts.ProcRoot, st.info.Key.PID, st.info.Comm, st.detail, st.turn(smapsEvery), &d)
+	kernel.ReadMemory(s.opts.ProcRoot, st.info.Key.PID, st.info.Comm, st.detail, st.turn(smapsEvery), &d)
 	st.detail = &d
 }
 

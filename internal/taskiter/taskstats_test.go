@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tare-dev/tare/internal/sample"
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
 // TestTotalsAgainstTaskstats compares the iterator's thread-group totals with taskstats' for every process
@@ -15,8 +15,8 @@ import (
 // uses the iterator to tell which processes ran and still reads their CPU from its usual sources.
 func TestTotalsAgainstTaskstats(t *testing.T) {
 	it := openIter(t)
-	ts, err := sample.OpenTaskstats()
-	if errors.Is(err, sample.ErrNotSupported) {
+	ts, err := kernel.OpenTaskstats()
+	if errors.Is(err, kernel.ErrNotSupported) {
 		t.Skip(err)
 	}
 	if err != nil {

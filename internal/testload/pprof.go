@@ -2,8 +2,8 @@ package testload
 
 import (
 	"net/http"
-	netpprof "net/http/pprof"
 	"net/http/httptest"
+	netpprof "net/http/pprof"
 	"testing"
 )
 

@@ -1,0 +1,315 @@
+// Command agent is tare agent's cost benchmark (make bench-agent): tare agent, prometheus-node-exporter and
+// prometheus-process-exporter (every process grouped by comm) run side by side on the same node, each
+// scraped over loopback every --scrape by the bench for --duration. It prints each one's CPU (utime+stime
+// from /proc/PID/stat over the scraped span, after a warm-up scrape), peak RSS (VmHWM) and series count,
+// the ratios agent/node-exporter and agent/process-exporter, and whether the targets are met: the agent
+// costs less CPU than process-exporter and at most twice node-exporter.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// config is the bench's flags.
+type config struct {
+	tare     string
+	duration time.Duration
+	scrape   time.Duration
+	interval time.Duration
+	basePort int
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.tare, "tare", "bin/tare", "tare binary to run as the agent")
+	flag.DurationVar(&c.duration, "duration", 2*time.Minute, "how long the three are scraped")
+	flag.DurationVar(&c.scrape, "scrape", 15*time.Second, "scrape interval (Prometheus's default)")
+	flag.DurationVar(&c.interval, "interval", time.Second, "tare agent's --interval")
+	flag.IntVar(&c.basePort, "port", 19847, "first of three loopback ports the exporters listen on")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, c)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench agent:", err)
+		os.Exit(1)
+	}
+}
+
+// exporter is one of the three, running.
+type exporter struct {
+	name string
+	url  string
+	cmd  *exec.Cmd
+	// measured over the scraped span
+	cpu0, cpu1 time.Duration
+	series     int
+	bytes      int
+	scrapes    int
+}
+
+// processExporterConfig groups every process by its comm, the closest process-exporter comes to tare's
+// per-process view.
+const processExporterConfig = `process_names:
+  - name: "{{.Comm}}"
+    cmdline:
+    - '.+'
+`
+
+func run(ctx context.Context, c config) error {
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "bench agent: not root: tare runs unprivileged (schedstat, cutime), not as on a node")
+	}
+	for _, bin := range []string{c.tare, "prometheus-node-exporter", "prometheus-process-exporter"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return fmt.Errorf("%s: %w (make deps installs the exporters; make build builds tare)", bin, err)
+		}
+	}
+	dir, err := os.MkdirTemp("", "tare-bench-agent")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	pecfg := filepath.Join(dir, "process-exporter.yml")
+	if err := os.WriteFile(pecfg, []byte(processExporterConfig), 0o644); err != nil {
+		return err
+	}
+	addr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", c.basePort+i) }
+	exps := []*exporter{
+		{name: "tare agent", url: "http://" + addr(0) + "/metrics",
+			cmd: exec.Command(c.tare, "agent", "--listen", addr(0), "--interval", c.interval.String())},
+		{name: "node-exporter", url: "http://" + addr(1) + "/metrics",
+			cmd: exec.Command("prometheus-node-exporter", "--web.listen-address="+addr(1))},
+		{name: "process-exporter", url: "http://" + addr(2) + "/metrics",
+			cmd: exec.Command("prometheus-process-exporter", "-web.listen-address", addr(2), "-config.path", pecfg)},
+	}
+	for _, e := range exps {
+		log, err := os.Create(filepath.Join(dir, strings.ReplaceAll(e.name, " ", "-")+".log"))
+		if err != nil {
+			return err
+		}
+		defer log.Close()
+		e.cmd.Stdout, e.cmd.Stderr = log, log
+		if err := e.cmd.Start(); err != nil {
+			return fmt.Errorf("starting %s: %w", e.name, err)
+		}
+		defer stopProcess(e.cmd)
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+	for _, e := range exps { // warm-up: each answers one scrape before the span starts
+		if err := waitReady(ctx, client, e); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("tare agent bench, %s: %d processes on the node; each exporter scraped every %s over loopback for %s; tare agent --interval %s\n",
+		time.Now().Format("2006-01-02 15:04"), countProcs(), c.scrape, c.duration, c.interval)
+	for _, e := range exps {
+		if e.cpu0, err = processCPU(e.cmd.Process.Pid); err != nil {
+			return fmt.Errorf("%s: %w", e.name, err)
+		}
+	}
+	forks0 := forks()
+	start := time.Now()
+	tick := time.NewTicker(c.scrape)
+	defer tick.Stop()
+	for time.Since(start) < c.duration {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+		for _, e := range exps {
+			if err := scrape(ctx, client, e); err != nil {
+				return err
+			}
+		}
+	}
+	span := time.Since(start)
+	for _, e := range exps {
+		if e.cpu1, err = processCPU(e.cmd.Process.Pid); err != nil {
+			return fmt.Errorf("%s: %w", e.name, err)
+		}
+	}
+	fmt.Printf("%.1f processes started per second on the node during the span (tare agent follows each start: the proc connector and taskstats)\n",
+		float64(forks()-forks0)/span.Seconds())
+	return report(os.Stdout, exps, span)
+}
+
+// forks is the number of processes started since boot (the processes line of /proc/stat).
+func forks() uint64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "processes "); ok {
+			n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func report(w io.Writer, exps []*exporter, span time.Duration) error {
+	mc := make([]float64, len(exps))
+	fmt.Fprintf(w, "%-17s %10s %12s %13s %8s %12s\n", "EXPORTER", "CPU", "CPU-SECONDS", "PEAK-RSS", "SERIES", "SCRAPE-BYTES")
+	for i, e := range exps {
+		cpu := e.cpu1 - e.cpu0
+		mc[i] = cpu.Seconds() / span.Seconds() * 1000
+		hwm, err := peakRSS(e.cmd.Process.Pid)
+		if err != nil {
+			return fmt.Errorf("%s: %w", e.name, err)
+		}
+		fmt.Fprintf(w, "%-17s %9.2fm %11.2fs %10.1f MiB %8d %12d\n", e.name, mc[i], cpu.Seconds(), float64(hwm)/(1<<20), e.series, e.bytes/max(e.scrapes, 1))
+	}
+	vsNode, vsProc := ratio(mc[0], mc[1]), ratio(mc[0], mc[2])
+	fmt.Fprintf(w, "agent/node-exporter CPU %.2fx (target ≤ 2x: %s); agent/process-exporter CPU %.2fx (target < 1x: %s)\n",
+		vsNode, met(vsNode <= 2), vsProc, met(vsProc < 1))
+	fmt.Fprintln(w, "node-exporter and process-exporter work only when scraped; tare agent samples every --interval whether scraped or not.")
+	return nil
+}
+
+func ratio(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a / b
+}
+
+func met(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "not met"
+}
+
+// waitReady scrapes e until it answers (30 s at most).
+func waitReady(ctx context.Context, client *http.Client, e *exporter) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := scrape(ctx, client, e)
+		if err == nil {
+			e.scrapes, e.bytes = 0, 0
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not answer within 30s: %w", e.name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// scrape fetches e's metrics and counts its series (lines that are not comments).
+func scrape(ctx context.Context, client *http.Client, e *exporter) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("scraping %s: %w", e.name, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("scraping %s: %s", e.name, resp.Status)
+	}
+	series, n := 0, 0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		n += len(sc.Bytes()) + 1
+		if line := sc.Text(); line != "" && line[0] != '#' {
+			series++
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("scraping %s: %w", e.name, err)
+	}
+	e.series, e.bytes, e.scrapes = series, e.bytes+n, e.scrapes+1
+	return nil
+}
+
+// processCPU is a process's utime+stime from /proc/PID/stat.
+func processCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(string(b))
+}
+
+// parseStatCPU reads fields 14 and 15 (utime, stime, in USER_HZ ticks of 10 ms) after the command name.
+func parseStatCPU(stat string) (time.Duration, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, errors.New("malformed stat: no command name")
+	}
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 13 {
+		return 0, errors.New("malformed stat: too few fields")
+	}
+	u, err1 := strconv.ParseUint(f[11], 10, 64)
+	s, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("malformed stat times %q %q", f[11], f[12])
+	}
+	return time.Duration(u+s) * 10 * time.Millisecond, nil
+}
+
+// peakRSS is a process's VmHWM (bytes).
+func peakRSS(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmHWM in status")
+}
+
+func countProcs() int {
+	entries, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// stopProcess asks a process to stop (SIGTERM), and kills it after 10 s.
+func stopProcess(cmd *exec.Cmd) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}

@@ -1,0 +1,20 @@
+// Package agent is tare's long-running mode (tare agent, issue 17): it samples the node continuously with
+// the same measuring session as tare measure (internal/session driving internal/sample's Sampler) and
+// serves what it sees over HTTP: /metrics in the Prometheus and OpenMetrics text formats (names, types and
+// labels are a contract that the shipped Prometheus rules and tare report --prometheus rely on: see the
+// README's "tare agent" section), /summary as the JSON of tare measure -o json over a trailing window (built
+// by internal/summary), and /healthz.
+//
+// It owns the agent's state and its bounds:
+//   - state.go: a fixed-size ring of the last --window / --interval samples, the processes those samples
+//     name or that still live (their identity redacted once, with internal/redact), and the counters, which
+//     are cumulative since the agent started and updated on every sample;
+//   - window.go: a trailing window of the ring rebuilt as a series summary.Build accepts;
+//   - collector.go: the Prometheus collector, with bounded cardinality (groups and pods always, only the
+//     top N processes, series of groups gone for longer than the window deleted);
+//   - server.go: the HTTP server and the loop that ties the session to it; options.go: its options and
+//     the stated memory bound.
+//
+// It imports internal/session, internal/sample, internal/summary, internal/redact and
+// prometheus/client_golang; internal/cli's agent verb is its only caller.
+package agent

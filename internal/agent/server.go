@@ -1,0 +1,144 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tare-dev/tare/internal/sample"
+	"github.com/tare-dev/tare/internal/session"
+)
+
+// shutdownGrace is how long requests in flight may finish once the agent is told to stop.
+const shutdownGrace = 5 * time.Second
+
+// Run samples the node and serves /metrics, /summary and /healthz until ctx is cancelled (Ctrl-C,
+// SIGTERM), then shuts the server down gracefully and returns nil. It fails before sampling when the
+// address cannot be bound or the proc root cannot be read; a source the sampler cannot open is a
+// limitation in /summary's meta and a tare_warnings_total{kind="limitation"} increment, not an error.
+func Run(ctx context.Context, o Options) error {
+	err := o.validate()
+	if err == nil {
+		err = checkProcRoot(o.Sampler.ProcRoot)
+	}
+	if err != nil {
+		if o.Listener != nil {
+			_ = o.Listener.Close()
+		}
+		return err
+	}
+	ln := o.Listener
+	if ln == nil {
+		var lc net.ListenConfig
+		l, err := lc.Listen(ctx, "tcp", o.Listen)
+		if err != nil {
+			return fmt.Errorf("listening on %s: %w: pass a free host:port with --listen", o.Listen, err)
+		}
+		ln = l
+	}
+	st := newState(o.ringLen(), o.Window)
+	so := o.Sampler
+	so.Interval, so.Detail = o.Interval, o.Detail
+	ses, err := session.Open(ctx, session.Options{Sampler: so, Duration: o.Window, Version: o.Version, Limitations: o.Limitations,
+		OnWarning: func(w session.Warning) {
+			st.warn(string(w.Kind))
+			if o.Log != nil {
+				fmt.Fprintf(o.Log, "warning: %s\n", w.Message)
+			}
+		}})
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("opening the sampler: %w", err)
+	}
+	defer ses.Close()
+	handler, err := newHandler(st, o)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	limitations := 0
+	streamErr := ses.Stream(ctx, func(x sample.Sample, meta sample.Meta) {
+		st.add(x, meta)
+		if n := len(meta.Limitations); n > limitations {
+			st.mu.Lock()
+			st.warnings["limitation"] += uint64(n - limitations)
+			st.mu.Unlock()
+			limitations = n
+		}
+		if o.OnSample != nil {
+			o.OnSample(x)
+		}
+	})
+	shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	shutErr := srv.Shutdown(shut)
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		shutErr = errors.Join(shutErr, fmt.Errorf("serving: %w", err))
+	}
+	return errors.Join(streamErr, shutErr)
+}
+
+// checkProcRoot fails early, naming the path, when the proc root holds no readable procfs.
+func checkProcRoot(root string) error {
+	if root == "" {
+		root = "/proc"
+	}
+	f, err := os.Open(filepath.Join(root, "stat"))
+	if err != nil {
+		return fmt.Errorf("reading the proc root %s: %w: pass --proc-root where the host's procfs is mounted", root, err)
+	}
+	return f.Close()
+}
+
+// newHandler serves the three endpoints.
+func newHandler(st *state, o Options) (http.Handler, error) {
+	reg := prometheus.NewRegistry()
+	for _, c := range []prometheus.Collector{
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewGoCollector(),
+		collector{s: st, node: o.Node, version: o.Version, top: o.TopProcesses},
+	} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering the metrics: %w", err)
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		st.mu.RLock()
+		n := st.samples
+		st.mu.RUnlock()
+		if n == 0 {
+			http.Error(w, errNoSample.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /summary", func(w http.ResponseWriter, r *http.Request) {
+		d, err := st.parseWindow(r.URL.Query().Get("window"), o.Interval)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		sum, err := st.summarize(d, o.TopProcesses)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = sum.JSON(w)
+	})
+	return mux, nil
+}

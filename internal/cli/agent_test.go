@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAgentServes runs tare agent in-process: it serves /healthz and /metrics under the node name from
+// $NODE_NAME, and Ctrl-C (the context cancelled) ends it with no error.
+func TestAgentServes(t *testing.T) {
+	t.Setenv("NODE_NAME", "node-from-env")
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		stderr string
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, stderr, err := run(ctx, "agent", "--listen", addr, "--interval", "100ms", "--window", "2s")
+		done <- result{stderr, err}
+	}()
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	get := func(path string) (int, string) {
+		resp, err := client.Get("http://" + addr + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for code, _ := get("/healthz"); code != http.StatusOK; code, _ = get("/healthz") {
+		select {
+		case r := <-done:
+			t.Fatalf("tare agent ended before serving: %v\n%s", r.err, r.stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("tare agent was not healthy within 15s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, body := get("/metrics"); code != http.StatusOK || !strings.Contains(body, `node="node-from-env"`) {
+		t.Errorf("GET /metrics: %d, want 200 with tare_agent_info{node=\"node-from-env\"}:\n%.3000s", code, body)
+	}
+	cancel()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Errorf("tare agent after Ctrl-C: %v, want no error\n%s", r.err, r.stderr)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("tare agent did not stop within 15s of Ctrl-C")
+	}
+}
+
+// TestAgentBadInput: bad flags are usage errors (exit 2); an address in use is a plain error (exit 1) that
+// names it.
+func TestAgentBadInput(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--interval", "1ms"}, 2, "10ms floor"},
+		{[]string{"--interval", "1s", "--window", "1s"}, 2, "at least two"},
+		{[]string{"--top-processes", "-1"}, 2, "--top-processes"},
+		{[]string{"--listen", busy.Addr().String()}, 1, "listening on " + busy.Addr().String()},
+		{[]string{"--listen", freeAddr(t), "--proc-root", "/nonexistent-proc"}, 1, "/nonexistent-proc"},
+	} {
+		_, stderr, err := run(context.Background(), append([]string{"agent"}, tc.args...)...)
+		code := 0
+		if err != nil {
+			code = 1
+			var ec ExitCoder
+			if errors.As(err, &ec) {
+				code = ec.ExitCode()
+			}
+		}
+		if code != tc.code || !strings.Contains(stderr, tc.want) {
+			t.Errorf("tare agent %v: exit %d, stderr %q; want exit %d saying %q", tc.args, code, stderr, tc.code, tc.want)
+		}
+	}
+}
+
+// TestAgentNodeName: --node wins over $NODE_NAME, which wins over the host name.
+func TestAgentNodeName(t *testing.T) {
+	t.Setenv("NODE_NAME", "env")
+	if got := (&agentOptions{node: "flag"}).nodeName("/proc"); got != "flag" {
+		t.Errorf("with --node: %q", got)
+	}
+	if got := (&agentOptions{}).nodeName("/proc"); got != "env" {
+		t.Errorf("with $NODE_NAME: %q", got)
+	}
+	t.Setenv("NODE_NAME", "")
+	if got := (&agentOptions{}).nodeName("/proc"); got == "" || got == "env" {
+		t.Errorf("with neither: %q, want the host name", got)
+	}
+}
+
+// freeAddr is a loopback address nothing listens on (it was free a moment ago).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}

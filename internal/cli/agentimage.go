@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tare-dev/tare/internal/lab"
+)
+
+// newAgentImage is `tare agent image --out FILE.tar`: the image `tare agent manifest` runs, as an OCI
+// archive, for clusters other than the lab.
+func newAgentImage(s streams, _ *globalOptions) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "image --out FILE.tar",
+		Short: "Write the tare agent's container image as an OCI archive",
+		Long: `Write the image tare agent manifest runs by default (` + lab.TareImage.Name + `) as an OCI archive:
+one layer holding this tare binary at /tare, its entrypoint. Nothing else is in the image: tare is one
+static binary. tare lab up imports the same image into the lab's containerd.
+
+The binary is the running tare when it is statically linked (make build; CGO_ENABLED=0), else tare is
+built from the source of the module the current directory is in.
+
+The image is for this machine's architecture (tare's own). On each node with containerd, import it where
+the kubelet looks:
+  ctr -n k8s.io images import FILE.tar
+(on kind: kind load image-archive FILE.tar), or push it to your registry, e.g.
+  skopeo copy oci-archive:FILE.tar docker://REGISTRY/tare:TAG
+and pass --image REGISTRY/tare:TAG to tare agent manifest.`,
+		Example: `  tare agent image --out tare-image.tar
+  ctr -n k8s.io images import tare-image.tar`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return usageError("--out FILE.tar is required: where to write the image")
+			}
+			return writeAgentImage(cmd, s, out)
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", `file to write the OCI archive to ("-" for stdout)`)
+	return cmd
+}
+
+// writeAgentImage copies the cached image archive to out.
+func writeAgentImage(cmd *cobra.Command, s streams, out string) error {
+	archive, err := lab.TareImageArchive(cmd.Context())
+	if err != nil {
+		return err
+	}
+	src, err := os.Open(archive)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	if out == "-" {
+		_, err := io.Copy(s.out, src)
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(out), filepath.Base(out)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("writing the image to %s: %w", out, err)
+	}
+	defer func() { _ = os.Remove(tmp.Name()) }()
+	_, err = io.Copy(tmp, src)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), out)
+	}
+	if err != nil {
+		return fmt.Errorf("writing the image to %s: %w", out, err)
+	}
+	fmt.Fprintf(s.err, "wrote %s (%s): import it with ctr -n k8s.io images import %s\n", out, lab.TareImage.Name, out)
+	return nil
+}

@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"io"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/tare-dev/tare/internal/deploy"
+)
+
+// newAgentManifest is `tare agent manifest`: the DaemonSet, ServiceAccount and RBAC that run tare agent on
+// every node (issue 17).
+func newAgentManifest(s streams, g *globalOptions) *cobra.Command {
+	o := &deploy.Options{}
+	cmd := &cobra.Command{
+		Use:   "manifest",
+		Short: "Print the DaemonSet that runs tare agent on every node",
+		Long: `Print the Kubernetes objects that run tare agent on every node, control-plane nodes included:
+the Namespace, a ServiceAccount, a ClusterRole allowing only get, list and watch on pods (to name the
+pods of the agent's node) and its ClusterRoleBinding, and the DaemonSet.
+
+The agent's pods share the host's PID and network namespaces (the proc connector, which names
+short-lived processes, exists only in the host's), mount the host's /proc, /sys and /boot read-only, get
+the node name from the downward API, and run with the capabilities NET_ADMIN, SYS_PTRACE,
+DAC_READ_SEARCH, BPF and PERFMON, not privileged. They serve /metrics, /summary and /healthz on the
+node's port --port (container port "metrics", label app.kubernetes.io/name=tare-agent, annotations
+prometheus.io/scrape and prometheus.io/port). Requests (cpu 20m, memory 64Mi) and the memory limit
+(256Mi) come from tare's own measured cost; there is no CPU limit.
+
+-o table (the default) prints multi-document YAML; -o json prints one v1 List. Both are read by
+kubectl apply -f -. The default image is the one tare lab up imports into the lab's containerd; for
+another cluster, write it with tare agent image --out FILE.tar, load or push it, and pass --image.`,
+		Example: `  # On the lab
+  tare agent manifest | kubectl apply -f -
+
+  # Elsewhere, with the image pushed to your registry
+  tare agent manifest --image registry.example.com/tare:v1 --namespace monitoring | kubectl apply -f -`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			objs, err := deploy.Objects(*o)
+			if err != nil {
+				return usageError("%w", err)
+			}
+			return render(s, g, manifestView(objs))
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Namespace, "namespace", deploy.DefaultNamespace, "namespace of the agent's objects (created by the manifest)")
+	f.StringVar(&o.Image, "image", deploy.DefaultImage, "the agent's image: the default is the one tare lab up imports")
+	f.DurationVar(&o.Interval, "interval", deploy.DefaultInterval, "the agent's sampling interval")
+	f.IntVar(&o.Port, "port", deploy.DefaultPort, "the node port the agent serves /metrics, /summary and /healthz on")
+	return cmd
+}
+
+// manifestView prints objects as YAML (-o table) or as one JSON List (-o json).
+type manifestView []runtime.Object
+
+func (m manifestView) Table(w io.Writer) error { return deploy.WriteYAML(w, m) }
+func (m manifestView) JSON(w io.Writer) error  { return deploy.WriteJSON(w, m) }

@@ -1,0 +1,10 @@
+// Package deploy builds the Kubernetes objects that run `tare agent` on every node of a cluster: its
+// Namespace, ServiceAccount, the least RBAC it needs (reading pods, to name the pods of its node) and the
+// DaemonSet itself, with the host's /proc and /sys mounted read-only, host PID and network namespaces, and
+// requests set from tare's own measured cost.
+//
+// `tare agent manifest` prints what Objects returns; the lab (internal/lab) imports DefaultImage, the image
+// the manifest runs by default, into its containerd, so the manifest applies to the lab as it is. The
+// objects are typed k8s.io/api structs, serialised with sigs.k8s.io/yaml: what the API server decodes is
+// what the tests check.
+package deploy

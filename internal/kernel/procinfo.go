@@ -1,0 +1,238 @@
+package kernel
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/prometheus/procfs"
+	"golang.org/x/sys/unix"
+
+	"github.com/tare-dev/tare/internal/redact"
+)
+
+const pfKthread = 0x00200000 // PF_KTHREAD in /proc/PID/stat flags
+
+// Identity is what tare reads once when it first sees a process.
+type Identity struct {
+	Stat    ProcStat
+	Cmdline string // redacted; [comm] when it cannot be read
+	Exe     string // the executable's path, "" when unreadable
+	Cgroup  string // the cgroup that names the process's pod (see pickCgroup)
+	UID     int
+	Kernel  bool // a kernel thread
+}
+
+// ReadIdentity reads stat, cmdline, exe, cgroup and owner of one process. A process whose command line
+// cannot be read (a kernel thread, or a process whose memory map is locked: see blockingread.go) is named
+// [comm].
+func ReadIdentity(procRoot string, pid int) (Identity, error) {
+	st, err := ReadProcStat(procRoot, pid)
+	if err != nil {
+		return Identity{}, err
+	}
+	dir := filepath.Join(procRoot, strconv.Itoa(pid))
+	id := Identity{Stat: st, Kernel: st.Flags&pfKthread != 0}
+	// A kernel thread has no memory map, hence no command line: not worth a goroutine.
+	if !id.Kernel {
+		if b, err := BlockingReads(procRoot).read(pid, st.Comm, "cmdline"); err == nil {
+			id.Cmdline = redact.Join(splitCmdline(b))
+		}
+	}
+	if id.Cmdline == "" {
+		id.Cmdline = "[" + st.Comm + "]"
+	}
+	if exe, err := os.Readlink(filepath.Join(dir, "exe")); err == nil {
+		id.Exe = exe
+	}
+	if b, err := ReadBounded(filepath.Join(dir, "cgroup")); err == nil {
+		if cgs, err := parseCgroupFile(b); err == nil {
+			id.Cgroup = pickCgroup(cgs)
+		}
+	}
+	var sys unix.Stat_t
+	if unix.Stat(dir, &sys) == nil {
+		id.UID = int(sys.Uid)
+	}
+	return id, nil
+}
+
+// splitCmdline splits /proc/PID/cmdline at its NUL separators.
+func splitCmdline(b []byte) []string {
+	b = bytes.TrimRight(b, "\x00")
+	if len(b) == 0 {
+		return nil
+	}
+	return strings.Split(string(b), "\x00")
+}
+
+// gone maps "no such file" and ESRCH to ErrGone so callers can tell an exited process from a real error.
+func gone(pid int, err error) error {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("process %d: %w", pid, ErrGone)
+	}
+	return fmt.Errorf("process %d: %w", pid, err)
+}
+
+// CmdlineReader returns the reader the exec watcher uses: redacted command line, comm and parent. It waits
+// at most BlockingReadTimeout for a command line, and fails with ErrStuck when the process does not answer.
+func CmdlineReader(procRoot string) func(pid int) (string, string, int, error) {
+	files := BlockingReads(procRoot)
+	return func(pid int) (string, string, int, error) {
+		st, err := ReadProcStat(procRoot, pid)
+		if err != nil {
+			return "", "", 0, err
+		}
+		b, err := files.read(pid, st.Comm, "cmdline")
+		if err != nil {
+			return "", "", 0, err
+		}
+		cmd := redact.Join(splitCmdline(b))
+		if cmd == "" {
+			cmd = "[" + st.Comm + "]"
+		}
+		return cmd, st.Comm, st.PPID, nil
+	}
+}
+
+// Detail is the slow-cadence reading of a process: memory, I/O and threads.
+type Detail struct {
+	RSS, PSS, Private     uint64 // bytes, from smaps_rollup (Private is Private_Clean+Private_Dirty)
+	ReadBytes, WriteBytes uint64 // cumulative bytes that reached the storage layer, from io
+	Threads               int
+	StatmRSS              uint64 // resident pages from statm, to tell whether smaps_rollup needs reading again
+	// SmapsErr and IOErr say why smaps_rollup or io could not be read (nil when they were).
+	SmapsErr, IOErr error
+}
+
+// ReadDetail reads the thread count (from stat, unless the caller has just read it), io and memory
+// (ReadMemory). Permission errors are returned per source so the sampler can tell the user which processes
+// it could not see into.
+func ReadDetail(procRoot string, pid int, stat *ProcStat, prev *Detail, refresh bool) Detail {
+	var d Detail
+	if stat == nil {
+		if st, err := ReadProcStat(procRoot, pid); err == nil {
+			stat = &st
+		}
+	}
+	comm := ""
+	if stat != nil {
+		d.Threads, comm = stat.NumThreads, stat.Comm
+	}
+	ReadMemory(procRoot, pid, comm, prev, refresh, &d)
+	if b, err := ReadBounded(filepath.Join(procRoot, strconv.Itoa(pid), "io")); err != nil {
+		d.IOErr = err
+	} else if d.ReadBytes, d.WriteBytes, err = parseIO(b); err != nil {
+		d.IOErr = err
+	}
+	return d
+}
+
+// ReadMemory fills d's RSS, PSS and private memory. smaps_rollup walks the page tables and is the costliest
+// read tare makes, so it is skipped when statm (which needs no lock) says the resident size has not changed
+// since prev, unless refresh is set.
+//
+// smaps_rollup waits for the process's memory-map lock, so it is read with a deadline (blockingread.go).
+// When it does not answer, smapsErr matches ErrStuck, RSS comes from statm, and PSS and private memory are
+// carried over from prev, or 0 without it; the next detail reading tries again.
+func ReadMemory(procRoot string, pid int, comm string, prev *Detail, refresh bool, d *Detail) {
+	d.SmapsErr = nil
+	if b, err := ReadBounded(filepath.Join(procRoot, strconv.Itoa(pid), "statm")); err == nil {
+		d.StatmRSS = parseStatmRSS(b)
+	}
+	if prev != nil && !refresh && prev.SmapsErr == nil && d.StatmRSS != 0 && d.StatmRSS == prev.StatmRSS {
+		d.RSS, d.PSS, d.Private = prev.RSS, prev.PSS, prev.Private
+	} else if b, err := BlockingReads(procRoot).read(pid, comm, "smaps_rollup"); err != nil {
+		d.SmapsErr = err
+		if errors.Is(err, ErrStuck) {
+			d.RSS = d.StatmRSS * uint64(os.Getpagesize())
+			if prev != nil {
+				d.PSS, d.Private = prev.PSS, prev.Private
+			}
+		}
+	} else if m, err := parseSmapsRollup(b); err != nil {
+		d.SmapsErr = err
+	} else {
+		d.RSS, d.PSS, d.Private = m.rss, m.pss, m.private
+	}
+}
+
+// parseStatmRSS returns the resident pages, field 2 of /proc/PID/statm.
+func parseStatmRSS(b []byte) uint64 {
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	v, _ := strconv.ParseUint(f[1], 10, 64)
+	return v
+}
+
+type smapsRollup struct{ rss, pss, private uint64 }
+
+// maxSmapsKB bounds a smaps_rollup figure: 2^54 kB is the whole 64-bit address space.
+const maxSmapsKB = 1<<54 - 1
+
+// parseSmapsRollup sums Rss, Pss and Private_Clean+Private_Dirty (kB) from /proc/PID/smaps_rollup, in bytes.
+func parseSmapsRollup(b []byte) (smapsRollup, error) {
+	var m smapsRollup
+	seen := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		var dst *uint64
+		switch k {
+		case "Rss":
+			dst = &m.rss
+		case "Pss":
+			dst = &m.pss
+		case "Private_Clean", "Private_Dirty":
+			dst = &m.private
+		default:
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			return m, fmt.Errorf("smaps_rollup: empty %s", k)
+		}
+		kb, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			return m, fmt.Errorf("smaps_rollup %s: %w", k, err)
+		}
+		if kb > maxSmapsKB || *dst > math.MaxUint64-kb<<10 {
+			return m, fmt.Errorf("smaps_rollup %s: %d kB is more memory than a 64-bit address space holds", k, kb)
+		}
+		*dst += kb << 10
+		seen++
+	}
+	if seen < 2 {
+		return m, fmt.Errorf("smaps_rollup: no Rss/Pss lines")
+	}
+	return m, nil
+}
+
+// SchedstatCPU sums the scheduler runtime (ns) of every thread of pid: the fallback when taskstats is not
+// available. CPU of threads that exited since the previous sample is not included.
+func SchedstatCPU(pfs procfs.FS, pid int) (uint64, error) {
+	threads, err := pfs.AllThreads(pid)
+	if err != nil {
+		return 0, gone(pid, err)
+	}
+	var total uint64
+	for _, t := range threads {
+		s, err := t.Schedstat()
+		if err != nil {
+			continue // thread exited between listing and reading
+		}
+		total += s.RunningNanoseconds
+	}
+	return total, nil
+}

@@ -1,0 +1,74 @@
+package promconf
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"sigs.k8s.io/yaml"
+)
+
+// Target is one agent scraped by address.
+type Target struct {
+	Address string            // host:port of the agent's metrics listener
+	Labels  map[string]string // labels the shipped relabelling would give it: node, namespace, pod
+}
+
+// StaticOptions say how Static rewrites the shipped configuration.
+type StaticOptions struct {
+	Targets  []Target
+	Interval time.Duration // scrape and rule evaluation interval; 0 keeps the shipped one
+}
+
+// Static returns the shipped configuration with the tare-agent job's Kubernetes service discovery and
+// relabelling replaced by static targets. Everything else (honor_labels, rule files, other jobs) is kept, so
+// a Prometheus outside Kubernetes, or a test, scrapes agents the way the shipped configuration does.
+func Static(o StaticOptions) ([]byte, error) {
+	if len(o.Targets) == 0 {
+		return nil, errors.New("a static configuration needs at least one target")
+	}
+	b, err := Read(ConfigFile)
+	if err != nil {
+		return nil, err
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		return nil, fmt.Errorf("parsing the shipped %s: %w", ConfigFile, err)
+	}
+	job, err := findJob(cfg, JobName)
+	if err != nil {
+		return nil, err
+	}
+	delete(job, "kubernetes_sd_configs")
+	delete(job, "relabel_configs")
+	static := make([]any, 0, len(o.Targets))
+	for _, t := range o.Targets {
+		static = append(static, map[string]any{"targets": []string{t.Address}, "labels": t.Labels})
+	}
+	job["static_configs"] = static
+	if o.Interval > 0 {
+		global, _ := cfg["global"].(map[string]any)
+		if global == nil {
+			global = map[string]any{}
+			cfg["global"] = global
+		}
+		iv := model.Duration(o.Interval).String()
+		global["scrape_interval"], global["evaluation_interval"] = iv, iv
+	}
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("writing the static configuration: %w", err)
+	}
+	return out, nil
+}
+
+func findJob(cfg map[string]any, name string) (map[string]any, error) {
+	jobs, _ := cfg["scrape_configs"].([]any)
+	for _, j := range jobs {
+		if job, ok := j.(map[string]any); ok && job["job_name"] == name {
+			return job, nil
+		}
+	}
+	return nil, fmt.Errorf("the shipped %s has no %s job", ConfigFile, name)
+}

@@ -1,0 +1,6 @@
+// Package promread reads tare agents' figures back from Prometheus through its HTTP API: node busy and CPUs,
+// each group's CPU and memory, tare's own cost, the control plane and per-pod CPU. `tare report --prometheus`
+// calls it. The PromQL it sends is built in one place (queries.go), and the shipped recording rules
+// (deploy/prometheus/rules.yml) are the same expressions over a one-minute window, which a test checks. Reading
+// (read.go) is split from mapping the API's vectors to a Report (mapping.go), which is pure.
+package promread

@@ -1,5 +1,3 @@
-// Package audit streams kube-apiserver audit logs (JSON lines) and counts requests per client, verb,
-// resource and namespace, without ever holding the log in memory.
 package audit
 
 import (

@@ -23,9 +23,7 @@ func forbidden(pkg string) bool {
 // pendingEdges are imports known to bring a forbidden package into the HTML report until another part of
 // issue 19 removes them ("plain data types live with their consumer"), each with why. The test does not
 // follow them, and fails once one is gone so that this list cannot go stale.
-var pendingEdges = map[[2]string]string{
-	{module + "internal/explain", module + "internal/kube"}: "explain imports kube only for the Facts type, and kube imports client-go",
-}
+var pendingEdges = map[[2]string]string{}
 
 // TestImportsNoRunner: the comparison and the HTML report do not depend on the experiment runner, the lab
 // or client-go (go list -deps, the standard library left out). A failure names the chain of imports that

@@ -9,7 +9,6 @@ import (
 
 	"github.com/tare-dev/tare/internal/explain"
 	"github.com/tare-dev/tare/internal/htmlreport"
-	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/summary"
 )
 
@@ -18,7 +17,7 @@ import (
 func TestClusterReadNowIsLabelled(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 11, 24, 9, 30, 0, 0, time.UTC)
-	facts := &kube.Facts{Nodes: 1, Leases: []kube.LeaseFact{{Name: "kube-scheduler", Holder: "lab", DurationSeconds: 15, RenewedAgo: 1}}}
+	facts := &explain.ClusterFacts{Nodes: 1, Leases: []explain.LeaseFact{{Name: "kube-scheduler", Holder: "lab", DurationSeconds: 15, RenewedAgo: 1}}}
 	for _, tt := range []struct {
 		recording bool
 		when      string

@@ -7,7 +7,6 @@ import (
 
 	"github.com/tare-dev/tare/internal/audit"
 	"github.com/tare-dev/tare/internal/component"
-	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/summary"
 )
 
@@ -30,7 +29,7 @@ type Inputs struct {
 	Activity Activity
 	Audit    *audit.Report
 	Metrics  *audit.MetricsReport
-	Facts    *kube.Facts
+	Facts    *ClusterFacts
 }
 
 // minFindingMc: a poller below this is listed with the pollers but not made a finding (bash's `sleep 5`

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare/internal/audit"
-	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/pprof"
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/summary"
@@ -26,7 +25,7 @@ type Report struct {
 	API          API               `json:"api"`
 	Profiles     []pprof.Summary   `json:"profiles"`
 	USE          USE               `json:"use"`
-	Facts        *kube.Facts       `json:"cluster,omitempty"`
+	Facts        *ClusterFacts     `json:"cluster,omitempty"`
 	// ClusterRead says when Facts were read; nil without them.
 	ClusterRead *ClusterRead     `json:"cluster_read,omitempty"`
 	Notes       []string         `json:"notes,omitempty"`
@@ -68,7 +67,7 @@ func NewClusterRead(t time.Time, recording bool) *ClusterRead {
 }
 
 // New analyses a measurement and assembles the report. api, facts and profiles may be empty.
-func New(samples []sample.Sample, sum summary.Summary, api API, facts *kube.Facts, profiles []pprof.Summary) Report {
+func New(samples []sample.Sample, sum summary.Summary, api API, facts *ClusterFacts, profiles []pprof.Summary) Report {
 	act := Analyze(samples, sum)
 	r := Report{Window: sum.Window, NodeBusy: round(sum.Reconcile.NodeBusy, 1), Busy: sum.Reconcile.Reference, BusyWarnings: sum.Reconcile.Warnings, Activity: act,
 		API: api, Profiles: profiles, USE: BuildUSE(samples, sum), Facts: facts, Summary: &sum, Groups: sum.Groups}

@@ -1,5 +1,3 @@
-// Package explain finds where a node's overhead comes from: spikes and their period, pollers, idle gaps
-// between bursts, API clients, profiles, the USE view, and ranked findings with a change for each.
 package explain
 
 import (

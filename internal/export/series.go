@@ -1,5 +1,3 @@
-// Package export writes a recording's time series as CSV, JSON or OpenMetrics, so it loads into pandas,
-// Grafana or Prometheus (promtool tsdb create-blocks-from openmetrics).
 package export
 
 import (

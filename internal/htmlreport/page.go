@@ -1,6 +1,3 @@
-// Package htmlreport writes tare's results as one self-contained HTML file: tables rendered here, charts
-// drawn in the browser by Apache ECharts, which is embedded in the binary and inlined into the page, so
-// the file opens offline and fetches nothing.
 package htmlreport
 
 import (

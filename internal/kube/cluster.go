@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/tare-dev/tare/internal/component"
+	"github.com/tare-dev/tare/internal/explain"
 	"github.com/tare-dev/tare/internal/pprof"
 )
 
@@ -82,38 +83,9 @@ type cancelOnClose struct {
 
 func (c cancelOnClose) Close() error { defer c.cancel(); return c.ReadCloser.Close() }
 
-// Facts is what explain's rules read from the live cluster.
-type Facts struct {
-	Source string `json:"kubeconfig"`
-	Nodes  int    `json:"nodes"`
-	// Leases are the lease locks in kube-system (leader election).
-	Leases []LeaseFact `json:"leases"`
-	// ControlPlanePods counts kube-system pods per component label (static pods of kubeadm clusters).
-	ControlPlanePods map[string]int `json:"control_plane_pods"`
-	CoreDNS          *Deployment    `json:"coredns,omitempty"`
-	// Unreadable lists what could not be read and why (RBAC, say); the rules that need it are skipped.
-	Unreadable []string `json:"unreadable,omitempty"`
-}
-
-// LeaseFact is one lease lock.
-type LeaseFact struct {
-	Name            string  `json:"name"`
-	Holder          string  `json:"holder"`
-	DurationSeconds int32   `json:"lease_duration_seconds"`
-	RenewedAgo      float64 `json:"renewed_seconds_ago"`
-	Transitions     int32   `json:"transitions"`
-}
-
-// Deployment is a Deployment's name and desired replicas.
-type Deployment struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	Replicas  int32  `json:"replicas"`
-}
-
 // Facts reads nodes, kube-system leases, control-plane pods and the cluster DNS Deployment.
-func (c *Cluster) Facts(ctx context.Context) Facts {
-	f := Facts{Source: c.Source, ControlPlanePods: map[string]int{}, Leases: []LeaseFact{}}
+func (c *Cluster) Facts(ctx context.Context) explain.ClusterFacts {
+	f := explain.ClusterFacts{Source: c.Source, ControlPlanePods: map[string]int{}, Leases: []explain.LeaseFact{}}
 	miss := func(what string, err error) { f.Unreadable = append(f.Unreadable, what+": "+err.Error()) }
 	if nodes, err := c.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"}); err == nil {
 		f.Nodes = len(nodes.Items)
@@ -123,7 +95,7 @@ func (c *Cluster) Facts(ctx context.Context) Facts {
 	now := time.Now()
 	if ls, err := c.cs.CoordinationV1().Leases("kube-system").List(ctx, metav1.ListOptions{}); err == nil {
 		for _, l := range ls.Items {
-			lf := LeaseFact{Name: l.Name}
+			lf := explain.LeaseFact{Name: l.Name}
 			if l.Spec.HolderIdentity != nil {
 				lf.Holder = *l.Spec.HolderIdentity
 			}
@@ -156,7 +128,7 @@ func (c *Cluster) Facts(ctx context.Context) Facts {
 			if d.Spec.Replicas != nil {
 				r = *d.Spec.Replicas
 			}
-			f.CoreDNS = &Deployment{Namespace: d.Namespace, Name: d.Name, Replicas: r}
+			f.CoreDNS = &explain.Deployment{Namespace: d.Namespace, Name: d.Name, Replicas: r}
 		}
 	} else {
 		miss("deployments in kube-system", err)

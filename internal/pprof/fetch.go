@@ -1,5 +1,3 @@
-// Package pprof fetches CPU profiles from Go components (kube-apiserver, etcd, kubelet, …) and turns them
-// into a top-functions table and a flame graph. Profiles are parsed with google/pprof's profile package.
 package pprof
 
 import (

@@ -1,6 +1,3 @@
-// Package progress draws the status line long verbs show on a terminal: elapsed and remaining time,
-// node busy and the busiest groups over the last few seconds, redrawn in place. A nil *Line does
-// nothing, so callers hold one only when stdout and stderr are terminals and the output is not JSON.
 package progress
 
 import (

@@ -10,7 +10,6 @@ import (
 
 	"github.com/tare-dev/tare/internal/audit"
 	"github.com/tare-dev/tare/internal/explain"
-	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/pprof"
 	"github.com/tare-dev/tare/internal/record"
 	"github.com/tare-dev/tare/internal/sample"
@@ -26,7 +25,7 @@ type Result struct {
 	Meta     sample.Meta
 	API      explain.API
 	Profiles []pprof.Summary // sorted by CPU, most first
-	Facts    *kube.Facts
+	Facts    *explain.ClusterFacts
 	// ClusterRead says when Facts were read (nil without them): at the end of a live window, or now for
 	// a recording.
 	ClusterRead *explain.ClusterRead

@@ -106,7 +106,7 @@ func TestCollectFlames(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Profiles) != 1 || res.Profiles[0].Component != "self" || res.Profiles[0].Seconds < 1 {
+		if len(res.Profiles) != 1 || res.Profiles[0].Component != "self" || res.Profiles[0].Seconds < 0.9 { // the profile reports its own duration, a hair under the 1 s asked
 			t.Fatalf("FlameDir %q: profiles %+v, notes %q", flameDir, res.Profiles, res.Notes)
 		}
 		got := res.Profiles[0].Flame

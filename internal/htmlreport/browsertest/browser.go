@@ -1,7 +1,3 @@
-// Package browsertest opens an HTML report in a real headless Chromium (Debian's chromium package,
-// driven over the DevTools protocol by chromedp) and reports what a reader would see: the charts drawn,
-// their text, console errors and exceptions, any request that left the file, and a screenshot. Tests
-// only.
 package browsertest
 
 import (

@@ -142,7 +142,7 @@ func BadTargets(t testing.TB) (closed, notPrometheus, empty string) {
 		t.Fatal(err)
 	}
 	closed = "http://" + l.Addr().String()
-	l.Close()
+	_ = l.Close()
 	notProm := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(notProm.Close)
 	return closed, notProm.URL, Start(t, []byte("global:\n  scrape_interval: 1s\n"), nil).URL

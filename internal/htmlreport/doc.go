@@ -1,0 +1,10 @@
+// Package htmlreport writes tare's results as one self-contained HTML file: tables rendered here, charts
+// drawn in the browser by Apache ECharts, which is embedded in the binary and inlined into the page, so
+// the file opens offline and fetches nothing.
+//
+// It owns the page template, the JSON the charts are drawn from (built in Go, one blob per page) and the
+// embedded assets (assets/: ECharts with its licence, report.js, CSS). It imports summary, explain,
+// compare, audit and pprof for the data it draws, never lab, session or client-go's clientset. A new
+// section of the node page goes in node.go with its chart in assets/report.js; experiment and diff
+// pages are in experiment.go. browsertest/ opens pages in headless Chromium for the tests.
+package htmlreport

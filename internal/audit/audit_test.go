@@ -123,9 +123,12 @@ func TestStreamLongLineAndCancel(t *testing.T) {
 	// Ctrl-C after the first chunk: what was read is counted, the rest is not read.
 	ctx, cancel := context.WithCancel(context.Background())
 	many := strings.Repeat(`{"kind":"Event","stage":"ResponseComplete","verb":"get","userAgent":"x/1.0","requestReceivedTimestamp":"2026-11-21T10:00:00Z"}`+"\n", 100000)
-	r, err = Stream(ctx, &cancelAfterRead{r: strings.NewReader(many), cancel: cancel}, Options{})
-	if !errors.Is(err, context.Canceled) || r == nil || r.Requests == 0 || r.Requests == 100000 {
-		t.Errorf("cancelled stream: %v, report %v; want what was counted and the context's error", err, r)
+	reader := &cancelAfterRead{r: strings.NewReader(many), cancel: cancel}
+	r, err = Stream(ctx, reader, Options{})
+	// What was read is every whole line in the bytes the reader handed over, counted here from those bytes.
+	read := strings.Count(many[:reader.n], "\n")
+	if !errors.Is(err, context.Canceled) || r == nil || r.Requests != read || read == 0 || read == 100000 {
+		t.Errorf("cancelled stream: %v, report %v; want the %d whole lines of the %d bytes read and the context's error", err, r, read, reader.n)
 	}
 }
 
@@ -162,9 +165,12 @@ func TestMain(m *testing.M) { os.Exit(m.Run()) }
 type cancelAfterRead struct {
 	r      io.Reader
 	cancel context.CancelFunc
+	n      int // bytes handed over
 }
 
 func (c *cancelAfterRead) Read(p []byte) (int, error) {
 	defer c.cancel()
-	return c.r.Read(p)
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
 }

@@ -86,8 +86,14 @@ func TestProgressOnTerminal(t *testing.T) {
 		t.Errorf("%d status lines; want several with time left, node busy and the burner's group:\n%q", lines, shown[:min(len(shown), 2000)])
 	}
 	report := shown[strings.LastIndex(shown, "\r\x1b[2K")+len("\r\x1b[2K"):]
-	if !strings.HasPrefix(report, "NODE") && !strings.Contains(report[:min(200, len(report))], "node") {
-		t.Errorf("the report does not start on a clean line: %q", report[:min(200, len(report))])
+	// The report's first line names this machine as uname(2) does: it starts right after the cleared line.
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err != nil {
+		t.Fatal(err)
+	}
+	head := fmt.Sprintf("NODE %s  kernel %s  ", unix.ByteSliceToString(uts.Nodename[:]), unix.ByteSliceToString(uts.Release[:]))
+	if !strings.HasPrefix(report, head) {
+		t.Errorf("the report does not start on a clean line with %q: %q", head, report[:min(200, len(report))])
 	}
 
 	shown, err = runOnTerminal(t, "measure", "--duration", "1s", "--interval", "250ms", "-o", "json")

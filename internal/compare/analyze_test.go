@@ -37,25 +37,54 @@ func TestAnalyzeRecommendsAndGuards(t *testing.T) {
 	if !v["le-off"].Recommended || !strings.HasPrefix(v["le-off"].Summary, "recommended") {
 		t.Errorf("le-off: %+v", v["le-off"])
 	}
-	if v["slow"].Recommended || v["slow"].GuardOK || !strings.Contains(strings.Join(v["slow"].Guard, " "), "ready-seconds") {
+	// By hand: slow's guard is 15 s against le-on's 8 s, +87.5%. Five tied values on each side leave only the
+	// normal approximation: tie factor 1 - 2·(5³-5)/(10³-10) = 0.7576, σ = √(25·11/12·0.7576) = 4.167,
+	// z = (12.5 - 0.5)/4.167 = 2.880, p = 2·Φ(-2.880) = 0.004.
+	if v["slow"].Recommended || v["slow"].GuardOK ||
+		!strings.Contains(strings.Join(v["slow"].Guard, " "), "ready-seconds 15s vs 8s at baseline (+88%, beyond the 20% tolerance; significant, p=0.004)") {
 		t.Errorf("slow (cuts CPU, worsens the guard 88%%): %+v", v["slow"])
 	}
-	if v["same"].Recommended || !strings.Contains(v["same"].Summary, "no significant change") {
+	// By hand, same against le-on: counting the pairs where same's value exceeds le-on's (a tie, 46 in both,
+	// a half) gives U = 4 + 3.5 + 2 + 2 + 1 = 12.5 = 5·5/2, the null's centre, so p = 1. What this run could
+	// detect (Noether: (z.975 + z.8)·σ·√(1/5 + 1/5) / √(3/π)) uses the pooled SD √((5 + 6.148)/8) = 1.1805
+	// from the two sets of raw values: 2.8016·1.1805·0.6325/0.9772 = 2.140, 4.6% of le-on's median 46.5.
+	if v["same"].Recommended || !strings.Contains(v["same"].Summary, "no significant change in control-plane-cpu (p=1.00; this run could detect ±4.6%)") {
 		t.Errorf("same: %+v", v["same"])
 	}
+	// By hand, le-off against le-on: every le-off value is below every le-on value, which 2 of the C(10, 5) =
+	// 252 splits are as extreme as, so p = 2/252. Hodges–Lehmann: the median of the 25 differences
+	// le-off - le-on is 36 - 46.5 = -10.5, -22.6% of 46.5; the exact 5 vs 5 interval is the 3rd smallest to
+	// the 3rd largest difference ([-12, -9]: P(U <= 2) = 4/252, and 2·7/252 > 5%), at 1 - 8/252 = 96.8%.
 	row := r.Rows[0]
-	if row.Metric != "control-plane-cpu" || row.Cells[1].Shift == nil || !row.Cells[1].Shift.Significant || math.Abs(float64(row.Cells[1].DeltaPct)-(-22)) > 3 {
-		t.Errorf("control-plane-cpu row = %+v", row.Cells[1])
+	c := row.Cells[1]
+	if row.Metric != "control-plane-cpu" || c.Shift == nil || !c.Shift.Significant || math.Abs(c.Shift.P-2.0/252) > 1e-12 ||
+		c.Shift.Estimate != -10.5 || c.Shift.Lo != -12 || c.Shift.Hi != -9 || math.Abs(c.Shift.Level-(1-8.0/252)) > 1e-12 ||
+		math.Abs(float64(c.DeltaPct)-(-10.5/46.5*100)) > 1e-9 {
+		t.Errorf("control-plane-cpu le-off cell = %+v, shift %+v; want p 2/252, shift -10.5 [-12, -9] at 96.8%%, -22.58%%", c, c.Shift)
 	}
-	if math.IsInf(float64(row.Cells[1].MDE), 0) || row.Cells[1].MDE <= 0 {
-		t.Errorf("5 vs 5 has a finite detectable effect, got %v", row.Cells[1].MDE)
+	// Noether again, with the pooled SD of le-on and le-off √((5 + 2.5)/8) = 0.9682: 2.8016·0.9682·0.6325/0.9772 = 1.7556.
+	if math.Abs(float64(c.MDE)-1.7556) > 1e-3 {
+		t.Errorf("5 vs 5 detectable effect %v, want 1.7556", c.MDE)
 	}
 	var table strings.Builder
 	if err := r.Table(&table); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(table.String(), "~ (p=") || !strings.Contains(table.String(), "guard: ready-seconds") {
-		t.Errorf("table lacks ~ or the guard row:\n%s", table.String())
+	// The control-plane-cpu line, by the hand computations above (le-on's n = 5 interval is its min and max):
+	// the baseline, le-off's significant change, and same's "~" with its p.
+	var cpuLine string
+	for _, line := range strings.Split(table.String(), "\n") {
+		if strings.HasPrefix(line, "control-plane-cpu (m)") {
+			cpuLine = line
+		}
+	}
+	for _, want := range []string{"46.5 [45, 48] n=5", "-22.6% [-25.8%, -19.4%] p=0.008", "~ (p=1.00)"} {
+		if !strings.Contains(cpuLine, want) {
+			t.Errorf("the control-plane-cpu line lacks %q:\n%s", want, table.String())
+		}
+	}
+	if !strings.Contains(table.String(), "guard: ready-seconds") {
+		t.Errorf("table lacks the guard row:\n%s", table.String())
 	}
 }
 

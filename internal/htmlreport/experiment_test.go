@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -113,9 +114,22 @@ func TestExperimentHTMLAfterJSON(t *testing.T) {
 	if diff := cmp.Diff(want, sweep.Points); diff != "" {
 		t.Errorf("sweep points differ from the JSON's medians (-json +page):\n%s", diff)
 	}
+	// Each point's median from the trials' raw values, sorted here, not from the analysis.
 	for _, p := range sweep.Points {
-		if p.Median == 0 || p.Hi == 0 {
-			t.Errorf("sweep point %s drawn at zero: %+v", p.Value, p)
+		var vals []float64
+		for _, tr := range fromJSON.Trials {
+			if tr.Variant == p.Value && tr.Status == "ok" {
+				vals = append(vals, tr.Metrics[fromJSON.Primary])
+			}
+		}
+		slices.Sort(vals)
+		if len(vals) == 0 {
+			t.Errorf("sweep point %s has no trials", p.Value)
+			continue
+		}
+		median := (vals[(len(vals)-1)/2] + vals[len(vals)/2]) / 2
+		if math.Abs(p.Median-median) > 1e-9*math.Abs(median) || p.Lo > median || p.Hi < median || median == 0 {
+			t.Errorf("sweep point %s: %+v, want the median %g of its %d trials %v inside [lo, hi]", p.Value, p, median, len(vals), vals)
 		}
 	}
 
@@ -134,8 +148,9 @@ func TestExperimentHTMLAfterJSON(t *testing.T) {
 		if diff := cmp.Diff(wantValues, v.Values); diff != "" {
 			t.Errorf("%s's dots differ from the JSON's trials (-json +page):\n%s", v.Name, diff)
 		}
-		if len(v.Values) > 0 && v.Box[4] == 0 {
-			t.Errorf("%s's box drawn at zero: %v", v.Name, v.Box)
+		// The box's whiskers are the trials' smallest and largest values.
+		if len(wantValues) > 0 && (v.Box[0] != slices.Min(wantValues) || v.Box[4] != slices.Max(wantValues) || v.Box[4] == 0) {
+			t.Errorf("%s's box %v, want it from %g to %g", v.Name, v.Box, slices.Min(wantValues), slices.Max(wantValues))
 		}
 	}
 }

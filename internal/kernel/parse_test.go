@@ -43,11 +43,17 @@ func TestNodeReaderFixture(t *testing.T) {
 	if diff := cmp.Diff(want, n.CPU); diff != "" {
 		t.Errorf("node CPU (-want +got):\n%s", diff)
 	}
-	if len(n.Pressure) != 3 {
-		t.Errorf("pressure for %d resources, want cpu, memory, io", len(n.Pressure))
+	// The captured pressure/{cpu,io,memory} totals, loadavg (0.28 0.35 0.21) and stat's procs_running 1.
+	wantPressure := map[string]Pressure{
+		"cpu":    {SomeTotalUs: 31633603, FullTotalUs: 0},
+		"io":     {SomeTotalUs: 6452180, FullTotalUs: 5968400},
+		"memory": {SomeTotalUs: 0, FullTotalUs: 0},
 	}
-	if n.Load1 == 0 && n.Load5 == 0 && n.Load15 == 0 {
-		t.Error("no load average on a full reading")
+	if diff := cmp.Diff(wantPressure, n.Pressure); diff != "" {
+		t.Errorf("pressure (-want +got):\n%s", diff)
+	}
+	if n.Load1 != 0.28 || n.Load5 != 0.35 || n.Load15 != 0.21 || n.Running != 1 {
+		t.Errorf("load %v %v %v, running %d; want 0.28 0.35 0.21 and 1", n.Load1, n.Load5, n.Load15, n.Running)
 	}
 	quick, err := r.Read(false)
 	if err != nil {
@@ -101,15 +107,19 @@ func TestReadIdentityGone(t *testing.T) {
 func TestReadDetailFixture(t *testing.T) {
 	t.Parallel()
 	d := ReadDetail(fixtureProc, 10101, nil, nil, true)
-	if d.SmapsErr != nil || d.IOErr != nil || d.RSS == 0 || d.PSS == 0 || d.Threads != 1 {
-		t.Errorf("sleep detail %+v", d)
+	// The fixture's smaps_rollup: Rss 1772 kB, Pss 643 kB, Private_Clean 116 kB + Private_Dirty 108 kB; its
+	// io: read_bytes 0, write_bytes 0; its stat and status: 1 thread.
+	if d.SmapsErr != nil || d.IOErr != nil || d.RSS != 1772<<10 || d.PSS != 643<<10 || d.Private != (116+108)<<10 ||
+		d.ReadBytes != 0 || d.WriteBytes != 0 || d.Threads != 1 {
+		t.Errorf("sleep detail %+v, want rss 1772 kB, pss 643 kB, private 224 kB, no I/O, 1 thread", d)
 	}
 	d = ReadDetail(fixtureProc, 1, nil, nil, true)
 	if d.SmapsErr == nil || d.IOErr == nil {
 		t.Errorf("unreadable smaps_rollup and io not reported: %+v", d)
 	}
-	if d.Threads < 2 {
-		t.Errorf("threads %d, want the captured multi-threaded count", d.Threads)
+	// The fixture's /proc/1: 13 in stat's num_threads, status's Threads and task/.
+	if d.Threads != 13 {
+		t.Errorf("threads %d, want the captured 13", d.Threads)
 	}
 }
 
@@ -143,8 +153,11 @@ func TestParseTaskstatsFixtures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reply.TGIDStats == nil || reply.TGID == 0 || reply.TGIDStats.CPUNs == 0 {
-		t.Fatalf("TGID reply %+v", reply)
+	// Decoded by hand from the bytes with linux/taskstats.h's layout (16-byte nlmsghdr, 4-byte genlmsghdr,
+	// attribute 5 AGGR_TGID nesting 2 TGID = 10012 and 3 STATS, whose cpu_run_virtual_total at offset 72 is
+	// 3795797 ns).
+	if reply.TGIDStats == nil || reply.TGID != 10012 || reply.TGIDStats.CPUNs != 3795797 {
+		t.Fatalf("TGID reply %+v, want tgid 10012 with 3795797 ns", reply)
 	}
 	var exits []ExitRecord
 	b, _ = os.ReadFile("testdata/taskstats_exit_notification.bin")
@@ -155,8 +168,11 @@ func TestParseTaskstatsFixtures(t *testing.T) {
 		}
 		return err
 	})
-	if err != nil || len(exits) != 1 || exits[0].PID == 0 || exits[0].PPID == 0 || exits[0].Comm == "" {
-		t.Fatalf("exit notification: %v %+v", err, exits)
+	// By hand, as above: attribute 4 AGGR_PID nesting 1 PID = 10017 and STATS with ac_comm (offset 80)
+	// "sample.test", ac_pid 10017 and ac_ppid 10012 (offsets 128, 132), cpu_run_virtual_total 0.
+	want := []ExitRecord{{PID: 10017, PPID: 10012, Comm: "sample.test", CPUNs: 0}}
+	if diff := cmp.Diff(want, exits); err != nil || diff != "" {
+		t.Fatalf("exit notification: %v (-want +got):\n%s", err, diff)
 	}
 }
 

@@ -25,8 +25,9 @@ func TestResourcesFromFixture(t *testing.T) {
 	if len(res.Net) != 3 || res.Net[0].Name != "eth0" || res.Net[0].RxBytes != 423354641 || res.Net[0].TxPackets != 24088 || res.Net[0].SpeedMbps != -1 {
 		t.Errorf("net = %+v, want eth0, ifb0, ifb1 (no lo), eth0 speed unknown", res.Net)
 	}
-	if res.MemTotal == 0 || res.MemAvailable == 0 || res.MemAvailable > res.MemTotal {
-		t.Errorf("memory total %d available %d", res.MemTotal, res.MemAvailable)
+	// The fixture's meminfo: MemTotal 24684096 kB, MemAvailable 24167332 kB.
+	if res.MemTotal != 24684096<<10 || res.MemAvailable != 24167332<<10 {
+		t.Errorf("memory total %d available %d, want 24684096 kB and 24167332 kB", res.MemTotal, res.MemAvailable)
 	}
 	if res.VM.PgMajFault != 64710 {
 		t.Errorf("vmstat = %+v", res.VM)

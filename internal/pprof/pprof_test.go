@@ -11,6 +11,7 @@ import (
 	nhpprof "net/http/pprof"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -45,11 +46,19 @@ func TestFetchTopAndFlame(t *testing.T) {
 	stop := make(chan struct{})
 	go burnTareTestCPU(stop)
 	defer close(stop)
+	before := processCPU(t)
 	p, err := Fetch(context.Background(), Target{Component: "test", Base: srv.URL}, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
+	cpuMs := float64(processCPU(t)-before) / float64(time.Millisecond)
 	s := Summarize("test", p, 10)
+	// The kernel's count of this process's CPU (getrusage) over the fetch, a peer of the profile's samples:
+	// within 10% (100 Hz sampling over about 2 s, plus the little run outside the profile's window).
+	t.Logf("profile %.1f ms of CPU, getrusage %.1f ms", s.TotalMs, cpuMs)
+	if math.Abs(s.TotalMs-cpuMs) > 0.10*cpuMs {
+		t.Errorf("profile holds %.1f ms of CPU, the kernel counted %.1f ms for the process", s.TotalMs, cpuMs)
+	}
 	if len(s.Top) == 0 || !strings.HasSuffix(s.Top[0].Name, "burnTareTestCPU") {
 		t.Fatalf("top = %+v, want burnTareTestCPU first", s.Top)
 	}
@@ -117,4 +126,14 @@ func TestFetchErrorsNameComponentAndReason(t *testing.T) {
 	if _, err := Fetch(context.Background(), Target{Component: "x", Base: notProfile.URL}, time.Second); err == nil || !strings.Contains(err.Error(), "not a profile") {
 		t.Errorf("not a profile: %v", err)
 	}
+}
+
+// processCPU is this process's user and system CPU time so far, as the kernel counts it.
+func processCPU(t *testing.T) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 )
 
 // TestDescribeHostFixtures: the host name and release come from the measured root's /proc/sys/kernel (a
@@ -55,8 +56,13 @@ func TestDescribeHostLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Host != strings.TrimSpace(string(want)) || m.Kernel == "" {
-		t.Errorf("host %q kernel %q", m.Host, m.Kernel)
+	// The release as uname(2) tells it, a peer of the /proc file tare reads.
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err != nil {
+		t.Fatal(err)
+	}
+	if release := unix.ByteSliceToString(uts.Release[:]); m.Host != strings.TrimSpace(string(want)) || m.Kernel != release {
+		t.Errorf("host %q kernel %q, want %q and uname's %q", m.Host, m.Kernel, strings.TrimSpace(string(want)), release)
 	}
 	if m.KernelConfig == KernelConfigAssumed {
 		t.Logf("no kernel configuration on this machine: %q", m.Limitations)

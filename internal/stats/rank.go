@@ -87,7 +87,10 @@ func MannWhitney(a, b []float64, alpha float64) Shift {
 			z = (math.Abs(s.U-mu) - 0.5) / sigma
 		}
 		s.P = math.Min(1, 2*distuv.UnitNormal.CDF(-math.Max(z, 0)))
-		s.MinP = 2 * distuv.UnitNormal.CDF(-(mu-0.5)/math.Max(sigma, 1e-12))
+		s.MinP = 1 // every value tied: every split of the runs gives the same U, so no p below 1 is reachable
+		if sigma > 0 {
+			s.MinP = math.Min(1, 2*distuv.UnitNormal.CDF(-(mu-0.5)/sigma))
+		}
 		zc := distuv.UnitNormal.Quantile(1 - alpha/2)
 		k = max(1, int(math.Floor(mu-zc*math.Sqrt(mn*float64(m+n+1)/12))))
 		s.Level = 1 - alpha

@@ -3,6 +3,7 @@ package stats
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -27,6 +28,7 @@ func TestMannWhitneyExactAgainstEnumeration(t *testing.T) {
 	mid := float64(len(a)*len(b)) / 2
 	obs := math.Abs(u(a, b) - mid)
 	var extreme, total int
+	count := make([]int, len(a)*len(b)+1) // how many splits have each U: the null distribution, counted
 	for mask := 0; mask < 1<<len(pool); mask++ {
 		var x, y []float64
 		for i, v := range pool {
@@ -40,6 +42,7 @@ func TestMannWhitneyExactAgainstEnumeration(t *testing.T) {
 			continue
 		}
 		total++
+		count[int(u(x, y))]++
 		if math.Abs(u(x, y)-mid) >= obs-1e-9 {
 			extreme++
 		}
@@ -48,9 +51,31 @@ func TestMannWhitneyExactAgainstEnumeration(t *testing.T) {
 	if !s.Exact || s.U != u(a, b) || math.Abs(s.P-want) > 1e-9 {
 		t.Errorf("U %v p %.6f exact %v; enumeration says U %v p %.6f", s.U, s.P, s.Exact, u(a, b), want)
 	}
-	// The interval contains the estimate and has at least the asked coverage when the sizes allow it.
-	if s.Lo > s.Estimate || s.Hi < s.Estimate || s.Level < 0.95 {
-		t.Errorf("shift %.3f [%.3f, %.3f] at %.3f", s.Estimate, s.Lo, s.Hi, s.Level)
+	// The Hodges–Lehmann shift and its interval from their definitions (those of R's wilcox.test(b, a, conf.int =
+	// TRUE)): the median of the 42 differences b - a is -0.575; the interval is the k-th smallest
+	// to the k-th largest difference for the largest k whose two tails, P(U <= k-1) each by the counted null
+	// distribution, hold at most 5% together: k = 7 (30 of the 1716 splits have U <= 6), so [-1.232, 0.790]
+	// at 1 - 60/1716 = 96.5%.
+	var diffs []float64
+	for _, p := range a {
+		for _, q := range b {
+			diffs = append(diffs, q-p)
+		}
+	}
+	slices.Sort(diffs)
+	wantEst := (diffs[len(diffs)/2-1] + diffs[len(diffs)/2]) / 2
+	k, below := 0, 0 // below: splits with U <= k-1
+	for k+1 <= len(diffs)/2 && 2*float64(below+count[k]) <= 0.05*float64(total) {
+		below += count[k]
+		k++
+	}
+	wantLo, wantHi, wantLevel := diffs[k-1], diffs[len(diffs)-k], 1-2*float64(below)/float64(total)
+	if math.Abs(s.Estimate-wantEst) > 1e-12 || s.Lo != wantLo || s.Hi != wantHi || math.Abs(s.Level-wantLevel) > 1e-12 {
+		t.Errorf("shift %.3f [%.3f, %.3f] at %.4f; by definition %.3f [%.3f, %.3f] at %.4f (k = %d)",
+			s.Estimate, s.Lo, s.Hi, s.Level, wantEst, wantLo, wantHi, wantLevel, k)
+	}
+	if math.Abs(wantEst-(-0.575)) > 1e-9 || k != 7 || math.Abs(wantLo-(-1.232)) > 1e-9 || math.Abs(wantHi-0.79) > 1e-9 {
+		t.Errorf("the enumeration disagrees with the hand computation: %.3f [%.3f, %.3f], k = %d", wantEst, wantLo, wantHi, k)
 	}
 }
 
@@ -128,8 +153,19 @@ func TestMedianCI(t *testing.T) {
 		xs[i] = float64(i + 1)
 	}
 	m = MedianCI(xs, 0.95)
-	// n = 20: [x(6), x(15)] covers 95.86%.
-	if m.Lo != 6 || m.Hi != 15 || m.Level < 0.95 {
+	// n = 20: [x(6), x(15)] covers 1 - 2·P(Bin(20, ½) <= 5) = 1 - 2·(1+20+190+1140+4845+15504)/2^20 = 95.86%.
+	if m.Median != 10.5 || m.Lo != 6 || m.Hi != 15 || math.Abs(m.Level-(1-2*21700.0/(1<<20))) > 1e-12 {
 		t.Errorf("n=20: %+v", m)
+	}
+}
+
+// TestMannWhitneyAllTied: when every value of both samples is the same, every split of the runs gives the
+// same U, so the smallest p the test can reach is 1 (not 0, which a zero variance in the normal
+// approximation gave), and the observed p is 1.
+func TestMannWhitneyAllTied(t *testing.T) {
+	t.Parallel()
+	s := MannWhitney([]float64{8, 8, 8, 8, 8}, []float64{8, 8, 8, 8, 8}, 0.05)
+	if s.MinP != 1 || s.P != 1 || s.Estimate != 0 {
+		t.Errorf("all tied: min p %v, p %v, shift %v; want 1, 1, 0", s.MinP, s.P, s.Estimate)
 	}
 }

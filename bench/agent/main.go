@@ -22,6 +22,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
 // config is the bench's flags.
@@ -291,14 +293,8 @@ func peakRSS(pid int) (uint64, error) {
 }
 
 func countProcs() int {
-	entries, _ := os.ReadDir("/proc")
-	n := 0
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err == nil {
-			n++
-		}
-	}
-	return n
+	pids, _ := kernel.ListPIDs("/proc")
+	return len(pids)
 }
 
 // stopProcess asks a process to stop (SIGTERM), and kills it after 10 s.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
 // job is one command the bench measures. A "%d" in an argument is replaced by the repetition number.
@@ -111,12 +113,6 @@ func (s *sleepers) stop() {
 }
 
 func countProcs() int {
-	ents, _ := os.ReadDir("/proc")
-	n := 0
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err == nil {
-			n++
-		}
-	}
-	return n
+	pids, _ := kernel.ListPIDs("/proc")
+	return len(pids)
 }

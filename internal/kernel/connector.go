@@ -96,15 +96,7 @@ func WatchExecs(ctx context.Context, reader func(pid int) (string, string, int, 
 		}
 		return nil, fmt.Errorf("binding the proc connector: %w", err)
 	}
-	msg := make([]byte, nlmsgHdrLen+cnMsgLen+4)
-	le := binary.LittleEndian
-	le.PutUint32(msg[0:], uint32(len(msg)))
-	le.PutUint16(msg[4:], nlmsgDone)
-	le.PutUint32(msg[16:], cnIdxProc)
-	le.PutUint32(msg[20:], cnValProc)
-	le.PutUint16(msg[32:], 4)
-	le.PutUint32(msg[36:], procCnListen)
-	if err := unix.Sendto(fd, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+	if err := unix.Sendto(fd, listenMessage(), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		unix.Close(fd)
 		if errors.Is(err, unix.EPERM) {
 			return nil, fmt.Errorf("proc connector needs CAP_NET_ADMIN: %w", ErrPermission)
@@ -121,6 +113,19 @@ func WatchExecs(ctx context.Context, reader func(pid int) (string, string, int, 
 	stop := context.AfterFunc(ctx, func() { _ = w.file.SetReadDeadline(time.Now()) })
 	go w.loop(rc, stop)
 	return w, nil
+}
+
+// listenMessage is the subscription to process events: PROC_CN_MCAST_LISTEN sent to the proc connector.
+func listenMessage() []byte {
+	msg := make([]byte, nlmsgHdrLen+cnMsgLen+4)
+	le := binary.LittleEndian
+	le.PutUint32(msg[0:], uint32(len(msg)))
+	le.PutUint16(msg[4:], nlmsgDone)
+	le.PutUint32(msg[16:], cnIdxProc)
+	le.PutUint32(msg[20:], cnValProc)
+	le.PutUint16(msg[32:], 4)
+	le.PutUint32(msg[36:], procCnListen)
+	return msg
 }
 
 // loop handles events as they come, until Close or the context's end interrupts its wait.

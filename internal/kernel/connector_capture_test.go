@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"encoding/binary"
 	"os/exec"
 	"testing"
 	"time"
@@ -23,16 +22,8 @@ func TestCaptureProcConnector(t *testing.T) {
 	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: cnIdxProc}); err != nil {
 		t.Fatal(err)
 	}
-	// The same subscription WatchExecs sends: PROC_CN_MCAST_LISTEN to the proc connector.
-	msg := make([]byte, nlmsgHdrLen+cnMsgLen+4)
-	le := binary.LittleEndian
-	le.PutUint32(msg[0:], uint32(len(msg)))
-	le.PutUint16(msg[4:], nlmsgDone)
-	le.PutUint32(msg[16:], cnIdxProc)
-	le.PutUint32(msg[20:], cnValProc)
-	le.PutUint16(msg[32:], 4)
-	le.PutUint32(msg[36:], procCnListen)
-	if err := unix.Sendto(fd, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+	// The same subscription WatchExecs sends.
+	if err := unix.Sendto(fd, listenMessage(), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		t.Fatal(err)
 	}
 	if err := exec.Command("sh", "-c", "true").Run(); err != nil {

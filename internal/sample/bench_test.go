@@ -103,12 +103,6 @@ func startIdleB(b *testing.B, n int) {
 }
 
 func countProcs() int {
-	names, _ := kernel.ReadDirNames("/proc")
-	n := 0
-	for _, name := range names {
-		if _, err := strconv.Atoi(name); err == nil {
-			n++
-		}
-	}
-	return n
+	pids, _ := kernel.ListPIDs("/proc")
+	return len(pids)
 }

@@ -1,12 +1,12 @@
 package taskiter_test
 
 import (
-	"os"
 	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/taskiter"
 )
 
@@ -87,14 +87,8 @@ func fillTo(b *testing.B, n int) {
 }
 
 func countProcs() int {
-	ents, _ := os.ReadDir("/proc")
-	n := 0
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err == nil {
-			n++
-		}
-	}
-	return n
+	pids, _ := kernel.ListPIDs("/proc")
+	return len(pids)
 }
 
 // BenchmarkOpen measures what the iterator adds to tare's start-up: reading the kernel's BTF for CO-RE,

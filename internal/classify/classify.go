@@ -14,7 +14,14 @@ const (
 	KindKernel    = "kernel"
 	KindSelf      = "self"
 	KindOther     = "other"
+	// KindForeign is a pod another kubelet runs on the same kernel: another node of a cluster whose nodes
+	// share one machine (tare's multi-node lab; kind and minikube nodes are containers with a PID
+	// namespace each and never show another node's processes). See ForeignGroup.
+	KindForeign = "foreign"
 )
+
+// ForeignGroup is the one group of every KindForeign process.
+const ForeignGroup = "pods of other nodes"
 
 // Component returns the Kubernetes component a process is, from its executable path, comm and redacted
 // command line, or "" if it is none of them. The components and how each is recognised are the registry's
@@ -26,6 +33,10 @@ type Pod struct {
 	UID       string // pod UID with dashes
 	Container string // container ID (64 hex) or "" for the pod-level cgroup
 	QoS       string // guaranteed, burstable or besteffort
+	// Root is the cgroup path above the kubelet's kubepods cgroup, ending in "/": "/" on a node, the
+	// node's own cgroup on a node that is a container or a lab node. Pods with different roots belong
+	// to different kubelets.
+	Root string
 }
 
 var (
@@ -42,7 +53,7 @@ func PodFromCgroup(p string) (Pod, bool) {
 		if !strings.HasPrefix(s, "kubepods") {
 			continue
 		}
-		var pod Pod
+		pod := Pod{Root: strings.Join(segs[:i], "/") + "/"}
 		for _, t := range segs[i:] {
 			switch {
 			case strings.Contains(t, "burstable") && pod.UID == "":

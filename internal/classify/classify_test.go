@@ -37,13 +37,14 @@ func TestPodFromCgroup(t *testing.T) {
 		want       Pod
 		ok         bool
 	}{
-		{"cgroupfs burstable", "/kubepods/burstable/pod" + uid + "/" + id, Pod{uid, id, "burstable"}, true},
-		{"cgroupfs guaranteed", "/kubepods/pod" + uid + "/" + id, Pod{uid, id, "guaranteed"}, true},
-		{"pod level", "/kubepods/besteffort/pod" + uid, Pod{uid, "", "besteffort"}, true},
+		{"cgroupfs burstable", "/kubepods/burstable/pod" + uid + "/" + id, Pod{uid, id, "burstable", "/"}, true},
+		{"cgroupfs guaranteed", "/kubepods/pod" + uid + "/" + id, Pod{uid, id, "guaranteed", "/"}, true},
+		{"pod level", "/kubepods/besteffort/pod" + uid, Pod{uid, "", "besteffort", "/"}, true},
 		{"systemd driver", "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod8f6e5d4c_3b2a_1f0e_9d8c_7b6a5f4e3d2c.slice/cri-containerd-" + id + ".scope",
-			Pod{uid, id, "burstable"}, true},
-		{"nested in kind", "/docker/aaaa/kubepods/besteffort/pod" + uid + "/" + id, Pod{uid, id, "besteffort"}, true},
-		{"crio systemd guaranteed", "/kubepods.slice/kubepods-pod8f6e5d4c_3b2a_1f0e_9d8c_7b6a5f4e3d2c.slice/crio-" + id + ".scope", Pod{uid, id, "guaranteed"}, true},
+			Pod{uid, id, "burstable", "/"}, true},
+		{"nested in kind", "/docker/aaaa/kubepods/besteffort/pod" + uid + "/" + id, Pod{uid, id, "besteffort", "/docker/aaaa/"}, true},
+		{"lab node", "/tare-lab/tare-node-2/kubepods/besteffort/pod" + uid + "/" + id, Pod{uid, id, "besteffort", "/tare-lab/tare-node-2/"}, true},
+		{"crio systemd guaranteed", "/kubepods.slice/kubepods-pod8f6e5d4c_3b2a_1f0e_9d8c_7b6a5f4e3d2c.slice/crio-" + id + ".scope", Pod{uid, id, "guaranteed", "/"}, true},
 		{"not a pod", "/system.slice/containerd.service", Pod{}, false},
 		{"kubepods root only", "/kubepods/burstable", Pod{}, false},
 		{"root", "/", Pod{}, false},

@@ -99,7 +99,9 @@ func runAgent(ctx context.Context, s streams, g *globalOptions, o *agentOptions)
 	names, nameNote := podNamer(ctx, g.kubeconfig, node)
 	ao := agent.Options{Listen: o.listen, Interval: o.interval, Detail: o.detail, Window: o.window, TopProcesses: o.top,
 		Node: node, Version: Version, Log: s.err,
-		Sampler: g.sampleOptions(sample.Options{PodNames: names})}
+		// In a pod, the agent's own cgroup names its kubelet's: pods of another kubelet on the same kernel
+		// (the nodes of a one-machine cluster) are grouped apart, not counted as this node's.
+		Sampler: g.sampleOptions(sample.Options{PodNames: names, PodRoot: sample.OwnPodRoot(g.procRoot, os.Getpid())})}
 	if nameNote != "" {
 		ao.Limitations = append(ao.Limitations, nameNote)
 	}

@@ -8,20 +8,16 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tare-dev/tare/internal/deploy"
-	"github.com/tare-dev/tare/internal/kube"
 )
 
 // TestAgentManifestGolden: tare agent manifest prints exactly the golden YAML and, with -o json, the golden
@@ -113,86 +109,6 @@ func TestAgentImage(t *testing.T) {
 	cmd.SetArgs(nil)
 	if err := cmd.ExecuteContext(context.Background()); err == nil || !strings.Contains(err.Error(), "--out FILE.tar is required") {
 		t.Errorf("without --out: %v", err)
-	}
-}
-
-// TestAgentOnLab deploys the manifest on a real lab as a user would (tare agent manifest | kubectl apply
-// -f -, after a server-side dry run), waits for the agent's pod on the lab's node to be Ready, reads its
-// /healthz and /metrics through the API server's pod proxy, and removes it all.
-func TestAgentOnLab(t *testing.T) {
-	requireLab(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	dir := labDir(t)
-	if _, errOut, err := run(ctx, "lab", "up", "--dir", dir); err != nil {
-		t.Fatalf("lab up: %v\n%s", err, errOut)
-	}
-	kc := filepath.Join(dir, "kubeconfig")
-	manifest, errOut, err := run(ctx, "agent", "manifest")
-	if err != nil {
-		t.Fatalf("agent manifest: %v\n%s", err, errOut)
-	}
-	// A server-side dry run cannot create the namespace the other objects go into: create it first.
-	namespace, _, _ := strings.Cut(manifest, "\n---\n")
-	if !strings.Contains(namespace, "kind: Namespace\n") {
-		t.Fatalf("the manifest does not start with its Namespace:\n%s", namespace)
-	}
-	kubectlIn(t, kc, namespace, "apply", "-f", "-")
-	kubectlIn(t, kc, manifest, "apply", "--dry-run=server", "-f", "-")
-	list, errOut, err := run(ctx, "agent", "manifest", "-o", "json")
-	if err != nil {
-		t.Fatalf("agent manifest -o json: %v\n%s", err, errOut)
-	}
-	kubectlIn(t, kc, list, "apply", "--dry-run=server", "-f", "-")
-	kubectlIn(t, kc, manifest, "apply", "-f", "-")
-	t.Cleanup(func() {
-		cmd := exec.Command("kubectl", "--kubeconfig", kc, "delete", "--wait", "--timeout=60s", "-f", "-")
-		cmd.Stdin = strings.NewReader(manifest)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("kubectl delete: %v\n%s", err, b)
-		}
-	})
-
-	c, err := kube.NewClient(kc, kube.Options{Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := c.Clientset()
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil || len(nodes.Items) != 1 {
-		t.Fatalf("nodes: %v, %v", nodes, err)
-	}
-	node := nodes.Items[0].Name
-	checkAgentRBAC(ctx, t, cs)
-	pod := waitAgentReady(ctx, t, cs, node)
-
-	get := func(path string) []byte {
-		t.Helper()
-		b, err := cs.CoreV1().Pods(deploy.DefaultNamespace).ProxyGet("http", pod.Name, strconv.Itoa(deploy.DefaultPort), path, nil).DoRaw(ctx)
-		if err != nil {
-			t.Fatalf("GET %s through the pod proxy: %v\n%s", path, err, b)
-		}
-		return b
-	}
-	get("/healthz")
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(get("/metrics")))
-	if err != nil {
-		t.Fatalf("parsing /metrics: %v", err)
-	}
-	info := families["tare_agent_info"]
-	if info == nil || len(info.GetMetric()) != 1 {
-		t.Fatalf("tare_agent_info: %v", info)
-	}
-	labels := map[string]string{}
-	for _, l := range info.GetMetric()[0].GetLabel() {
-		labels[l.GetName()] = l.GetValue()
-	}
-	if labels["node"] != node {
-		t.Errorf("tare_agent_info's node label = %q, want %q (%v)", labels["node"], node, labels)
 	}
 }
 

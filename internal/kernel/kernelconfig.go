@@ -121,6 +121,26 @@ func HostIdentity(procRoot string) (host, release string) {
 	return read("hostname"), read("osrelease")
 }
 
+// BootID is the kernel's random boot ID (<procRoot>/sys/kernel/random/boot_id), new at every boot and the
+// same in every container on the kernel; "" when unreadable.
+func BootID(procRoot string) string {
+	b, err := ReadBounded(filepath.Join(procRoot, "sys", "kernel", "random", "boot_id"))
+	if err != nil {
+		return ""
+	}
+	return parseKernelString(b)
+}
+
+// Namespace is the namespace of kind (pid, net, ...) process pid is in, as its /proc link reads
+// ("pid:[4026531836]"); "" when unreadable. Processes that show the same one share it.
+func Namespace(procRoot string, pid int, kind string) string {
+	l, err := os.Readlink(filepath.Join(procRoot, strconv.Itoa(pid), "ns", kind))
+	if err != nil {
+		return ""
+	}
+	return l
+}
+
 // parseKernelString reads a one-line /proc/sys/kernel value: the first line, trimmed.
 func parseKernelString(b []byte) string {
 	line, _, _ := bytes.Cut(b, []byte("\n"))

@@ -100,7 +100,7 @@ func NewResourceReader(procRoot, sysRoot string) (*ResourceReader, error) {
 func (r *ResourceReader) Read() (*Resources, error) {
 	res := &Resources{}
 	var missing []string
-	if m, err := r.proc.Meminfo(); err == nil {
+	if m, err := guarded(r.proc.Meminfo); err == nil {
 		res.MemTotal, res.MemAvailable = deref(m.MemTotalBytes), deref(m.MemAvailableBytes)
 		res.SwapTotal, res.SwapFree = deref(m.SwapTotalBytes), deref(m.SwapFreeBytes)
 	} else {
@@ -114,7 +114,7 @@ func (r *ResourceReader) Read() (*Resources, error) {
 	if time.Since(r.devicesRead) > devicesEvery {
 		r.readDevices()
 	}
-	if ds, err := r.block.ProcDiskstats(); err == nil {
+	if ds, err := guarded(r.block.ProcDiskstats); err == nil {
 		if r.newDevice(ds) {
 			r.readDevices()
 			r.newDevice(ds)
@@ -123,7 +123,7 @@ func (r *ResourceReader) Read() (*Resources, error) {
 	} else {
 		missing = append(missing, "diskstats: "+err.Error())
 	}
-	if nd, err := r.proc.NetDev(); err == nil {
+	if nd, err := guarded(r.proc.NetDev); err == nil {
 		for name, l := range nd {
 			if name == "lo" {
 				continue
@@ -140,6 +140,19 @@ func (r *ResourceReader) Read() (*Resources, error) {
 		return res, fmt.Errorf("node resources: %s", strings.Join(missing, "; "))
 	}
 	return res, nil
+}
+
+// guarded calls one of prometheus/procfs's readers and turns a panic of its parser into an error: procfs
+// v0.23 indexes the fields of a /proc/net/dev line without counting them, so a truncated line ("eth0:")
+// panics. A malformed file is reported as unreadable; it must not take the sampler down.
+func guarded[T any](read func() (T, error)) (v T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			var zero T
+			v, err = zero, fmt.Errorf("malformed file: %v", p)
+		}
+	}()
+	return read()
 }
 
 // readDevices reads the devices' sysfs facts now.

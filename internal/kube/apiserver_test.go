@@ -109,13 +109,29 @@ func TestPodNamerAgainstAPIServer(t *testing.T) {
 	c := requireAPIServer(t)
 	cid := strings.Repeat("ab", 32)
 	pod := probePod(t, c, "tare-namer-probe", cid)
-	n, err := kube.NewPodNamer(context.Background(), apiLab.Kubeconfig, "")
+	n, err := kube.NewPodNamer(t.Context(), apiLab.Kubeconfig, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ref, ok := n.Name(string(pod.UID), cid)
 	if !ok || ref != (kube.PodRef{Namespace: "default", Name: "tare-namer-probe", Container: "app"}) {
 		t.Errorf("Name(%s) = %+v, %v", pod.UID, ref, ok)
+	}
+	// A pod created after the list is named through the namer's watch, without asking for it first (an
+	// unknown UID would start a list: the watch alone must bring it).
+	later := probePod(t, c, "tare-namer-later", strings.Repeat("cd", 32))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if ref, ok := n.Name(string(later.UID), ""); ok {
+			if ref.Name != "tare-namer-later" {
+				t.Errorf("the watched pod is named %+v", ref)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a pod created after the namer's list is not named within 10 s")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

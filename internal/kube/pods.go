@@ -37,11 +37,17 @@ type PodNamer struct {
 	listed       time.Time
 	refreshing   bool
 	lastErr      error
+	selector     string // the field selector of the last list ("" for all pods), which the watch uses
+	listRV       string // the last list's resource version, where a new watch starts
 }
 
 // NewPodNamer connects with a kubeconfig, found as NewClient finds it (path is --kubeconfig, "" to look as
 // kubectl does), and lists the pods of this node (node is the node name; when no pod matches it, all pods
 // are listed). It fails if the API does not answer within the context.
+//
+// Until ctx ends it also watches those pods, so that a pod created later is named from its first process
+// on (the kubelet starts a pod's containers after the API server has bound it, so the watch hears of the
+// pod first).
 func NewPodNamer(ctx context.Context, path, node string) (*PodNamer, error) {
 	c, err := NewClient(path, Options{Timeout: 5 * time.Second})
 	if err != nil {
@@ -51,7 +57,14 @@ func NewPodNamer(ctx context.Context, path, node string) (*PodNamer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newPodNamer(ctx, hc, c.Config.Host, c.Source, node)
+	n, err := newPodNamer(ctx, hc, c.Config.Host, c.Source, node)
+	if err != nil {
+		return nil, err
+	}
+	// A watch is one long response: its client has no timeout; the server ends it (timeoutSeconds).
+	stream := &http.Client{Transport: hc.Transport}
+	go n.watch(ctx, stream)
+	return n, nil
 }
 
 func newPodNamer(ctx context.Context, hc *http.Client, server, source, node string) (*PodNamer, error) {
@@ -63,73 +76,77 @@ func newPodNamer(ctx context.Context, hc *http.Client, server, source, node stri
 }
 
 // get lists pods (GET /api/v1/pods) with an optional field selector, served from the API server's cache.
-func (n *PodNamer) get(ctx context.Context, fieldSelector string) ([]corev1.Pod, error) {
+func (n *PodNamer) get(ctx context.Context, fieldSelector string) ([]corev1.Pod, string, error) {
 	q := url.Values{"resourceVersion": {"0"}}
 	if fieldSelector != "" {
 		q.Set("fieldSelector", fieldSelector)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.server+"/api/v1/pods?"+q.Encode(), nil)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := n.http.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("GET /api/v1/pods: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+		return nil, "", fmt.Errorf("GET /api/v1/pods: %s: %s", resp.Status, strings.TrimSpace(string(b)))
 	}
 	var list corev1.PodList
 	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
-		return nil, fmt.Errorf("decoding the pod list: %w", err)
+		return nil, "", fmt.Errorf("decoding the pod list: %w", err)
 	}
-	return list.Items, nil
+	return list.Items, list.ResourceVersion, nil
 }
 
 func (n *PodNamer) list(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var items []corev1.Pod
+	var rv string
 	var err error
+	selector := ""
 	if n.node != "" {
-		if items, err = n.get(ctx, "spec.nodeName="+n.node); err != nil {
+		selector = "spec.nodeName=" + n.node
+		if items, rv, err = n.get(ctx, selector); err != nil {
 			return err
 		}
 	}
 	if len(items) == 0 {
-		if items, err = n.get(ctx, ""); err != nil {
+		selector = ""
+		if items, rv, err = n.get(ctx, ""); err != nil {
 			return err
 		}
 	}
 	pods := make(map[string]PodRef, len(items))
 	containers := make(map[string]map[string]string, len(items))
-	for _, p := range items {
-		uid := string(p.UID)
-		pods[uid] = PodRef{Namespace: p.Namespace, Name: p.Name}
-		ids := map[string]string{}
-		for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses, p.Status.EphemeralContainerStatuses} {
-			for _, cs := range list {
-				if id := containerID(cs.ContainerID); id != "" {
-					ids[id] = cs.Name
-				}
-			}
-		}
-		containers[uid] = ids
+	for i := range items {
+		uid, ref, ids := podIndex(&items[i])
+		pods[uid], containers[uid] = ref, ids
 	}
-	n.setIndex(pods, containers)
+	n.setIndex(pods, containers, selector, rv)
 	return nil
 }
 
-func (n *PodNamer) setIndex(pods map[string]PodRef, containers map[string]map[string]string) {
-	if n.pods == nil { // the first list runs before anyone else holds the namer
-		n.pods, n.containers, n.listed = pods, containers, time.Now()
-		return
+// podIndex is what the namer keeps of a pod: its UID, name and container IDs.
+func podIndex(p *corev1.Pod) (string, PodRef, map[string]string) {
+	ids := map[string]string{}
+	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses, p.Status.EphemeralContainerStatuses} {
+		for _, cs := range list {
+			if id := containerID(cs.ContainerID); id != "" {
+				ids[id] = cs.Name
+			}
+		}
 	}
+	return string(p.UID), PodRef{Namespace: p.Namespace, Name: p.Name}, ids
+}
+
+func (n *PodNamer) setIndex(pods map[string]PodRef, containers map[string]map[string]string, selector, rv string) {
 	n.mu.Lock()
-	n.pods, n.containers, n.listed = pods, containers, time.Now()
+	n.pods, n.containers, n.listed, n.selector, n.listRV = pods, containers, time.Now(), selector, rv
 	n.mu.Unlock()
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tare-dev/tare/internal/classify"
 	"github.com/tare-dev/tare/internal/kernel"
 )
 
@@ -32,7 +33,7 @@ func (m *Meta) describeHost(procRoot, hostRoot, fallbackHost string) kernel.Buil
 			release = unix.ByteSliceToString(uts.Release[:])
 		}
 	}
-	m.Host, m.Kernel = host, release
+	m.Host, m.Kernel, m.BootID = host, release, kernel.BootID(procRoot)
 	if hostRoot == "" {
 		hostRoot = "/"
 	}
@@ -57,4 +58,18 @@ func HostName(procRoot string) string {
 	}
 	h, _ := os.Hostname()
 	return h
+}
+
+// OwnPodRoot is the cgroup root of the kubelet that runs process pid (tare itself in a DaemonSet) when it
+// runs in a pod, else "": the Options.PodRoot that keeps other nodes' pods apart on a shared kernel.
+func OwnPodRoot(procRoot string, pid int) string {
+	id, err := kernel.ReadIdentity(procRoot, pid)
+	if err != nil {
+		return ""
+	}
+	pod, ok := classify.PodFromCgroup(id.Cgroup)
+	if !ok {
+		return ""
+	}
+	return pod.Root
 }

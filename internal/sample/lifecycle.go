@@ -237,7 +237,10 @@ func (s *Sampler) newInfo(pid int, start uint64, ppid int, comm, cmdline, exe, c
 	c := classify.Process(exe, comm, cmdline, cgroup, kernel, self)
 	info := &ProcInfo{ID: s.nextID, Key: ProcKey{PID: pid, Start: start}, PPID: ppid, Comm: comm, Cmdline: cmdline,
 		Exe: exe, Kernel: kernel, Self: self, Group: c.Group, GroupKind: c.Kind, Cgroup: cgroup, FirstSeq: s.seq}
-	if c.InPod {
+	if c.InPod && !self && s.opts.PodRoot != "" && c.Pod.Root != s.opts.PodRoot {
+		info.Group, info.GroupKind = classify.ForeignGroup, classify.KindForeign
+		info.PodUID, info.Container = c.Pod.UID, c.Pod.Container
+	} else if c.InPod {
 		info.PodUID, info.Container = c.Pod.UID, c.Pod.Container
 		if s.opts.PodNames != nil {
 			if ns, name, ctr, ok := s.opts.PodNames(c.Pod.UID, c.Pod.Container); ok {

@@ -129,4 +129,12 @@ type Meta struct {
 	// KernelConfig is the file KernelHZ and IRQTime were read from, or KernelConfigAssumed when there was
 	// none ("" in recordings of earlier tares).
 	KernelConfig string `json:"kernel_config,omitempty"`
+	// BootID is the kernel's random boot ID: nodes that report the same one share a kernel (and its
+	// node busy). "" in recordings of earlier tares.
+	BootID string `json:"boot_id,omitempty"`
+	// PIDNamespace is the PID namespace tare saw processes in: nodes on one kernel that report the same
+	// one each see the others' processes.
+	PIDNamespace string `json:"pid_namespace,omitempty"`
+	// PodRoot is Options.PodRoot: pods under another cgroup root were grouped as another node's.
+	PodRoot string `json:"pod_cgroup_root,omitempty"`
 }

@@ -31,6 +31,11 @@ type Options struct {
 	// CgroupRoot names the cgroup hierarchy node busy is read from: a cgroup v2 root, or a v1 hierarchy
 	// with cpuacct. "" picks one under SysRoot (v2 at fs/cgroup, v1 cpuacct, hybrid fs/cgroup/unified).
 	CgroupRoot string
+	// PodRoot is the cgroup above this node's kubepods cgroup (classify.Pod.Root; OwnPodRoot finds it for
+	// tare in a pod). Pods under another root run under another kubelet sharing this kernel (another
+	// node of a one-machine cluster) and are grouped as classify.ForeignGroup. "" counts every pod as
+	// this node's.
+	PodRoot string
 }
 
 // Sampler takes samples of the node. It is not safe for concurrent use.
@@ -109,6 +114,7 @@ func New(ctx context.Context, opts Options, warn func(string)) (*Sampler, error)
 		SelfPID: opts.SelfPID, CgroupSource: node.CgroupSource(), NodeReference: node.Reference(), Limitations: append([]string(nil), node.Limitations...)}
 	kc := s.meta.describeHost(opts.ProcRoot, opts.HostRoot, host)
 	s.meta.KernelHZ, s.meta.IRQTime = kc.HZ, kc.IRQTimeAccounting
+	s.meta.PodRoot, s.meta.PIDNamespace = opts.PodRoot, kernel.Namespace(opts.ProcRoot, opts.SelfPID, "pid")
 	s.openPrivileged(ctx)
 	return s, nil
 }

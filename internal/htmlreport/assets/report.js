@@ -142,7 +142,29 @@
     };
   }
 
-  const kinds = { busy, flame, box, sweep, bars };
+  // stack: a horizontal bar per row (node) split into parts (categories), with a mark per row (node busy).
+  function stack(d) {
+    const rows = d.rows.slice().reverse();
+    const at = (xs) => xs.slice().reverse();
+    const series = d.parts.map((p) => ({
+      name: p.name, type: 'bar', stack: 'parts', emphasis: { focus: 'series' }, data: at(p.series),
+    }));
+    series.push({
+      name: d.mark, type: 'scatter', symbol: 'rect', symbolSize: [3, 26], itemStyle: { color: '#1d2330' }, z: 5,
+      data: at(d.marks).map((v, i) => [v, rows[i]]),
+    });
+    return {
+      color: palette, animation: false,
+      tooltip: { trigger: 'axis', axisPointer: { type: 'shadow' }, valueFormatter: mc },
+      legend: { type: 'scroll', top: 0 },
+      grid: { left: 8, right: 40, top: 36, bottom: 24, containLabel: true },
+      xAxis: { type: 'value', name: d.unit, axisLabel: { formatter: (v) => v + 'm' } },
+      yAxis: { type: 'category', data: rows, axisLabel: { width: 200, overflow: 'truncate' } },
+      series,
+    };
+  }
+
+  const kinds = { busy, flame, box, sweep, bars, stack };
   const drawn = [];
   for (const c of TARE.charts) {
     const el = document.getElementById(c.id);

@@ -1,0 +1,306 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tare-dev/tare/internal/classify"
+	"github.com/tare-dev/tare/internal/cluster"
+	"github.com/tare-dev/tare/internal/deploy"
+	"github.com/tare-dev/tare/internal/kernel"
+	"github.com/tare-dev/tare/internal/kube"
+	"github.com/tare-dev/tare/internal/lab"
+)
+
+// plantedSecret is on the burner pod's command line: it must not leave the node.
+const plantedSecret = "planted-s3cret-4417"
+
+// TestAgentsOnThreeNodeLab deploys the agents on a real three-node lab as a user would (tare agent manifest
+// | kubectl apply -f -, after a server-side dry run), waits for one Ready agent per node, starts a burner
+// pod of 200 millicores pinned to tare-node-2, and checks against the burner's own cgroup that the cluster
+// view (tare cluster measure) and node 2's /metrics credit it within 5%, on node 2 only: the other nodes,
+// which share the machine's kernel and processes, show it among other nodes' pods. The planted secret
+// appears nowhere. Before the agents are deployed, the cluster view says how to deploy them.
+func TestAgentsOnThreeNodeLab(t *testing.T) {
+	requireLab(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	dir := labDir(t)
+	if _, errOut, err := run(ctx, "lab", "up", "--dir", dir, "--nodes", "3"); err != nil {
+		t.Fatalf("lab up --nodes 3: %v\n%s", err, errOut)
+	}
+	kc := filepath.Join(dir, "kubeconfig")
+	if _, errOut, err := run(ctx, "cluster", "measure", "--kubeconfig", kc, "--duration", "5s"); err == nil ||
+		!strings.Contains(errOut, "tare agent manifest | kubectl apply -f -") {
+		t.Errorf("cluster measure without agents: %v, stderr %q: want an error saying how to deploy them", err, errOut)
+	}
+	manifest, errOut, err := run(ctx, "agent", "manifest")
+	if err != nil {
+		t.Fatalf("agent manifest: %v\n%s", err, errOut)
+	}
+	// A server-side dry run cannot create the namespace the other objects go into: create it first.
+	namespace, _, _ := strings.Cut(manifest, "\n---\n")
+	if !strings.Contains(namespace, "kind: Namespace\n") {
+		t.Fatalf("the manifest does not start with its Namespace:\n%s", namespace)
+	}
+	kubectlIn(t, kc, namespace, "apply", "-f", "-")
+	kubectlIn(t, kc, manifest, "apply", "--dry-run=server", "-f", "-")
+	list, errOut, err := run(ctx, "agent", "manifest", "-o", "json")
+	if err != nil {
+		t.Fatalf("agent manifest -o json: %v\n%s", err, errOut)
+	}
+	kubectlIn(t, kc, list, "apply", "--dry-run=server", "-f", "-")
+	kubectlIn(t, kc, manifest, "apply", "-f", "-")
+	t.Cleanup(func() {
+		kubectlIn(t, kc, manifest, "delete", "--wait", "--timeout=60s", "-f", "-")
+	})
+
+	c, err := kube.NewClient(kc, kube.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := c.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil || len(nodes.Items) != 3 {
+		t.Fatalf("nodes: %v, %v", nodes, err)
+	}
+	checkAgentRBAC(ctx, t, cs)
+	agents := map[string]*corev1.Pod{}
+	for _, n := range nodes.Items {
+		agents[n.Name] = waitAgentReady(ctx, t, cs, n.Name)
+	}
+
+	burner := startBurnerPod(ctx, t, cs, "tare-node-2", 200)
+	truth := traceCgroup(t, podCgroup(t, string(burner.UID)))
+	time.Sleep(12 * time.Second) // the window below is all traced
+
+	// The cluster view over 10 s.
+	html := filepath.Join(t.TempDir(), "cluster.html")
+	out, errOut, err := run(ctx, "cluster", "measure", "--kubeconfig", kc, "--duration", "10s", "-o", "json", "--html", html)
+	if err != nil {
+		t.Fatalf("cluster measure: %v\n%s", err, errOut)
+	}
+	if strings.Contains(out, plantedSecret) || strings.Contains(errOut, plantedSecret) {
+		t.Error("the planted secret is in the cluster view")
+	}
+	if b, err := os.ReadFile(html); err != nil || !bytes.Contains(b, []byte("tare-node-2")) || bytes.Contains(b, []byte(plantedSecret)) {
+		t.Errorf("the HTML report: %v (%d bytes): want the nodes and no secret", err, len(b))
+	}
+	htmlCheck(t, html, "stack", "bars") // the cluster's chart and one per node, drawn by Chromium
+	var v cluster.View
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("cluster measure -o json: %v\n%s", err, out)
+	}
+	if v.Totals.Nodes != 3 || v.Totals.Measured != 3 || len(v.SharedKernels) != 1 || !v.SharedKernels[0].SharedProcesses {
+		t.Errorf("totals %+v, shared kernels %+v: want 3 nodes measured, sharing one kernel and PID namespace", v.Totals, v.SharedKernels)
+	}
+	const group = "pod default/burner"
+	for _, n := range v.Nodes {
+		if n.Status != cluster.StatusOK {
+			t.Errorf("node %s: %s: %s", n.Name, n.Status, n.Reason)
+			continue
+		}
+		var got *float64
+		for _, g := range n.Groups {
+			if g.Name == group {
+				got = &g.CPU.Mean
+			}
+		}
+		want := truth.rate(n.Start, n.Start.Add(time.Duration(n.Seconds*float64(time.Second))))
+		switch {
+		case math.IsNaN(want):
+			t.Errorf("node %s's window %s + %.1f s is not all traced", n.Name, n.Start, n.Seconds)
+		case n.Name == "tare-node-2" && got == nil:
+			t.Errorf("node 2's groups have no %q: %v", group, n.Groups)
+		case n.Name == "tare-node-2":
+			t.Logf("node 2: burner %.1fm, its cgroup %.1fm over the same %.1f s", *got, want, n.Seconds)
+			if math.Abs(*got-want) > 0.05*want {
+				t.Errorf("node 2 credits the burner %.1fm, its cgroup used %.1fm: want within 5%%", *got, want)
+			}
+		case got != nil:
+			t.Errorf("node %s shows the burner of node 2 (%.1fm)", n.Name, *got)
+		case n.CPU[cluster.OtherNodes] < 0.95*want:
+			t.Errorf("node %s's other nodes' pods %.1fm: want the burner's %.1fm in it", n.Name, n.CPU[cluster.OtherNodes], want)
+		}
+	}
+
+	// /metrics of every agent: the burner only on node 2's, within 5% of its cgroup between two scrapes.
+	scrape := func(node string) (burner, samples float64, at time.Time) {
+		at = time.Now()
+		b, err := cs.CoreV1().Pods(deploy.DefaultNamespace).ProxyGet("http", agents[node].Name, strconv.Itoa(deploy.DefaultPort), "/metrics", nil).DoRaw(ctx)
+		if err != nil {
+			t.Fatalf("GET /metrics of %s: %v", node, err)
+		}
+		if bytes.Contains(b, []byte(plantedSecret)) {
+			t.Errorf("the planted secret is in %s's /metrics", node)
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		families, err := parser.TextToMetricFamilies(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("parsing %s's /metrics: %v", node, err)
+		}
+		burner = -1
+		for _, m := range families["tare_group_cpu_seconds_total"].GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["pod"] == "burner" && labels["group_kind"] == classify.KindPod {
+				burner = m.GetCounter().GetValue()
+			}
+		}
+		if f := families["tare_samples_total"]; f != nil && len(f.GetMetric()) == 1 {
+			samples = f.GetMetric()[0].GetCounter().GetValue()
+		}
+		return burner, samples, at
+	}
+	for _, n := range nodes.Items {
+		if n.Name == "tare-node-2" {
+			continue
+		}
+		if b, _, _ := scrape(n.Name); b >= 0 {
+			t.Errorf("%s's /metrics has the burner of node 2", n.Name)
+		}
+	}
+	b0, s0, t0 := scrape("tare-node-2")
+	time.Sleep(12 * time.Second)
+	b1, s1, t1 := scrape("tare-node-2")
+	if b0 < 0 || b1 < 0 {
+		t.Fatalf("node 2's /metrics has no counter for the burner pod")
+	}
+	// The agent's counters move once a sample (1 s): its rate is over the samples between the scrapes.
+	got, want := (b1-b0)/(s1-s0)*1000, truth.rate(t0, t1)
+	if math.IsNaN(want) {
+		t.Fatal("the scrapes are not traced")
+	}
+	t.Logf("node 2 /metrics: burner %.1fm over %.0f samples, its cgroup %.1fm", got, s1-s0, want)
+	if math.Abs(got-want) > 0.05*want {
+		t.Errorf("node 2's /metrics credits the burner %.1fm, its cgroup used %.1fm: want within 5%%", got, want)
+	}
+}
+
+// startBurnerPod runs the lab's web image burning mc millicores on node, with the planted secret on its
+// command line, and waits until it runs.
+func startBurnerPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, node string, mc int) *corev1.Pod {
+	t.Helper()
+	pods := cs.CoreV1().Pods(metav1.NamespaceDefault)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "burner"},
+		Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: new(int64), AutomountServiceAccountToken: new(bool),
+			Containers: []corev1.Container{{Name: "burn", Image: lab.WebImage.Name, ImagePullPolicy: corev1.PullNever,
+				Args: []string{"--password=" + plantedSecret},
+				Env:  []corev1.EnvVar{{Name: "BURN_MILLICORES", Value: strconv.Itoa(mc)}}}}},
+	}
+	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pods.Delete(context.Background(), "burner", metav1.DeleteOptions{}) })
+	for {
+		p, err := pods.Get(ctx, "burner", metav1.GetOptions{})
+		if err == nil && p.Status.Phase == corev1.PodRunning {
+			return p
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the burner pod is not Running: %v %+v", err, p.Status)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// podCgroup finds a pod's cgroup in the cpuacct hierarchy (v1) or the unified one.
+func podCgroup(t *testing.T, uid string) string {
+	t.Helper()
+	for _, root := range []string{"/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup"} {
+		found := ""
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			switch {
+			case err != nil:
+				return filepath.SkipDir
+			case !d.IsDir():
+				return nil
+			}
+			if seg, ok := classify.PodFromCgroup(strings.TrimPrefix(p, root)); ok && seg.UID == uid && seg.Container == "" {
+				found = p
+				return filepath.SkipAll
+			}
+			return nil
+		})
+		if _, err := os.Stat(filepath.Join(found, "cpuacct.usage")); found != "" && err == nil {
+			return found
+		}
+	}
+	t.Fatalf("no cpuacct cgroup for pod %s", uid)
+	return ""
+}
+
+// cgroupTrace is a cgroup's CPU usage read every 50 ms: the ground truth, interpolated at any instant.
+type cgroupTrace struct {
+	mu    sync.Mutex
+	at    []time.Time
+	usage []float64 // ns
+}
+
+func traceCgroup(t *testing.T, dir string) *cgroupTrace {
+	tr := &cgroupTrace{}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			b, err := os.ReadFile(filepath.Join(dir, "cpuacct.usage"))
+			if err == nil {
+				if u, err := kernel.ParseCgroupUsage("cpuacct.usage", b); err == nil {
+					tr.mu.Lock()
+					tr.at, tr.usage = append(tr.at, time.Now()), append(tr.usage, float64(u))
+					tr.mu.Unlock()
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { close(done); <-stopped })
+	return tr
+}
+
+// rate is the cgroup's CPU between from and to, in millicores; NaN when the trace does not cover them.
+func (tr *cgroupTrace) rate(from, to time.Time) float64 {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if len(tr.at) < 2 || from.Before(tr.at[0]) || !to.After(from) {
+		return math.NaN()
+	}
+	at := func(x time.Time) float64 {
+		for i := 1; i < len(tr.at); i++ {
+			if !tr.at[i].Before(x) {
+				f := float64(x.Sub(tr.at[i-1])) / float64(tr.at[i].Sub(tr.at[i-1]))
+				return tr.usage[i-1] + f*(tr.usage[i]-tr.usage[i-1])
+			}
+		}
+		return tr.usage[len(tr.usage)-1]
+	}
+	return (at(to) - at(from)) / float64(to.Sub(from)) * 1000
+}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tare-dev/tare/internal/cluster"
+	"github.com/tare-dev/tare/internal/cluster/agents"
 	"github.com/tare-dev/tare/internal/deploy"
 	"github.com/tare-dev/tare/internal/htmlreport"
 	"github.com/tare-dev/tare/internal/kube"
@@ -94,7 +94,7 @@ func runClusterMeasure(cmd *cobra.Command, s streams, g *globalOptions, o *clust
 	if err != nil {
 		return err
 	}
-	v, err := cluster.Measure(cmd.Context(), cs, cluster.Options{Namespace: o.namespace, Selector: o.selector, Port: o.port,
+	v, err := agents.Measure(cmd.Context(), cs, agents.Options{Namespace: o.namespace, Selector: o.selector, Port: o.port,
 		Window: o.duration, Wait: !o.noWait, Progress: func(msg string) { fmt.Fprintln(s.err, msg) }})
 	if err != nil {
 		return fmt.Errorf("with %s: %w", c.Source, err)

@@ -6,6 +6,7 @@
 // unreachable is a row that says so. Nodes that share one kernel (a one-machine lab, kind) are found by
 // their boot ID and counted once where they share what they measure.
 //
-// fetch.go talks to the API server; view.go and categories.go are pure and build the view from the
-// summaries; table.go prints it.
+// The package is pure (no client-go: the HTML report reads its View): view.go and categories.go build the
+// view from the agents' summaries, table.go prints it; internal/cluster/agents reads them through the
+// API server.
 package cluster

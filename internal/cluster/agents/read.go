@@ -1,4 +1,4 @@
-package cluster
+package agents
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tare-dev/tare/internal/cluster"
 	"github.com/tare-dev/tare/internal/deploy"
 	"github.com/tare-dev/tare/internal/summary"
 )
@@ -58,22 +59,22 @@ func (o *Options) defaults() {
 // Measure reads every node's agent over the trailing window and builds the view. It fails when the nodes
 // or pods cannot be listed (permissions, an unreachable API server) or when no node has an agent; an
 // agent that is missing on some nodes, unready or unreachable is a row that says so.
-func Measure(ctx context.Context, cs kubernetes.Interface, o Options) (View, error) {
+func Measure(ctx context.Context, cs kubernetes.Interface, o Options) (cluster.View, error) {
 	o.defaults()
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return View{}, fmt.Errorf("listing the nodes: %w", err)
+		return cluster.View{}, fmt.Errorf("listing the nodes: %w", err)
 	}
 	agents, err := cs.CoreV1().Pods(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
 	if err != nil {
-		return View{}, fmt.Errorf("listing the agents' pods in namespace %s (%s): %w", o.Namespace, o.Selector, err)
+		return cluster.View{}, fmt.Errorf("listing the agents' pods in namespace %s (%s): %w", o.Namespace, o.Selector, err)
 	}
 	if len(agents.Items) == 0 {
-		return View{}, fmt.Errorf("namespace %s, pods %s: %w", o.Namespace, o.Selector, ErrNoAgents)
+		return cluster.View{}, fmt.Errorf("namespace %s, pods %s: %w", o.Namespace, o.Selector, ErrNoAgents)
 	}
 	pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "status.phase=Running", ResourceVersion: "0"})
 	if err != nil {
-		return View{}, fmt.Errorf("listing the running pods: %w", err)
+		return cluster.View{}, fmt.Errorf("listing the running pods: %w", err)
 	}
 	running := map[string]int{}
 	for _, p := range pods.Items {
@@ -89,21 +90,21 @@ func Measure(ctx context.Context, cs kubernetes.Interface, o Options) (View, err
 			byNode[p.Spec.NodeName] = p
 		}
 	}
-	in := make([]Input, len(nodes.Items))
+	in := make([]cluster.Input, len(nodes.Items))
 	for i, n := range nodes.Items {
-		in[i] = Input{Node: n.Name, Roles: roles(n.Labels), Pods: running[n.Name]}
+		in[i] = cluster.Input{Node: n.Name, Roles: roles(n.Labels), Pods: running[n.Name]}
 		p := byNode[n.Name]
 		switch {
 		case p == nil:
-			in[i].Status, in[i].Reason = StatusNoAgent, noAgentReason(n, o.Namespace)
+			in[i].Status, in[i].Reason = cluster.StatusNoAgent, noAgentReason(n, o.Namespace)
 		case !podReady(p):
-			in[i].Agent, in[i].Status, in[i].Reason = p.Name, StatusUnready, unreadyReason(p)
+			in[i].Agent, in[i].Status, in[i].Reason = p.Name, cluster.StatusUnready, unreadyReason(p)
 		default:
 			in[i].Agent = p.Name
 		}
 	}
 	taken := time.Now()
-	readAll(ctx, cs, o, in, func(x *Input) bool { return x.Agent != "" && x.Status == "" })
+	readAll(ctx, cs, o, in, func(x *cluster.Input) bool { return x.Agent != "" && x.Status == "" })
 	if o.Wait {
 		if wait := shortfall(in, o.Window); wait > 0 {
 			if o.Progress != nil {
@@ -111,27 +112,27 @@ func Measure(ctx context.Context, cs kubernetes.Interface, o Options) (View, err
 			}
 			select {
 			case <-ctx.Done():
-				return View{}, ctx.Err()
+				return cluster.View{}, ctx.Err()
 			case <-time.After(wait):
 			}
 			taken = time.Now()
-			readAll(ctx, cs, o, in, func(x *Input) bool {
-				return x.Status == StatusOK || x.Status == StatusUnready && x.Agent != "" && x.Reason == noSampleReason
+			readAll(ctx, cs, o, in, func(x *cluster.Input) bool {
+				return x.Status == cluster.StatusOK || x.Status == cluster.StatusUnready && x.Agent != "" && x.Reason == noSampleReason
 			})
 		}
 	}
-	return Build(o.Window, taken, in), nil
+	return cluster.Build(o.Window, taken, in), nil
 }
 
 // readAll reads /summary of the agents pick selects, in parallel.
-func readAll(ctx context.Context, cs kubernetes.Interface, o Options, in []Input, pick func(*Input) bool) {
+func readAll(ctx context.Context, cs kubernetes.Interface, o Options, in []cluster.Input, pick func(*cluster.Input) bool) {
 	var wg sync.WaitGroup
 	for i := range in {
 		if !pick(&in[i]) {
 			continue
 		}
 		wg.Add(1)
-		go func(x *Input) {
+		go func(x *cluster.Input) {
 			defer wg.Done()
 			x.Summary, x.Status, x.Reason = readSummary(ctx, cs, o, x.Agent)
 		}(&in[i])
@@ -142,7 +143,7 @@ func readAll(ctx context.Context, cs kubernetes.Interface, o Options, in []Input
 const noSampleReason = "the agent has taken no sample yet"
 
 // readSummary asks one agent for its summary of the window through the API server's pod proxy.
-func readSummary(ctx context.Context, cs kubernetes.Interface, o Options, pod string) (*summary.Summary, Status, string) {
+func readSummary(ctx context.Context, cs kubernetes.Interface, o Options, pod string) (*summary.Summary, cluster.Status, string) {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	b, err := cs.CoreV1().Pods(o.Namespace).ProxyGet("http", pod, strconv.Itoa(o.Port), "/summary",
@@ -153,20 +154,20 @@ func readSummary(ctx context.Context, cs kubernetes.Interface, o Options, pod st
 		if errors.As(err, &st) {
 			switch code := st.Status().Code; {
 			case code == 400:
-				return nil, StatusBadWindow, fmt.Sprintf("%s: ask for a shorter --duration or run the agents with a longer --window", firstLine(msg, err))
+				return nil, cluster.StatusBadWindow, fmt.Sprintf("%s: ask for a shorter --duration or run the agents with a longer --window", firstLine(msg, err))
 			case code == 503 && strings.Contains(msg, "no sample yet"):
-				return nil, StatusUnready, noSampleReason
+				return nil, cluster.StatusUnready, noSampleReason
 			case code == 403:
-				return nil, StatusUnreachable, fmt.Sprintf("not allowed to read pods/proxy in namespace %s: %v", o.Namespace, err)
+				return nil, cluster.StatusUnreachable, fmt.Sprintf("not allowed to read pods/proxy in namespace %s: %v", o.Namespace, err)
 			}
 		}
-		return nil, StatusUnreachable, fmt.Sprintf("GET /summary through the API server's pod proxy: %s", firstLine(msg, err))
+		return nil, cluster.StatusUnreachable, fmt.Sprintf("GET /summary through the API server's pod proxy: %s", firstLine(msg, err))
 	}
 	var s summary.Summary
 	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, StatusUnreachable, fmt.Sprintf("the agent's /summary is not a summary: %v", err)
+		return nil, cluster.StatusUnreachable, fmt.Sprintf("the agent's /summary is not a summary: %v", err)
 	}
-	return &s, StatusOK, ""
+	return &s, cluster.StatusOK, ""
 }
 
 // firstLine is an error's message, or the body's first line when the body says more.
@@ -181,17 +182,17 @@ func firstLine(body string, err error) string {
 // shortfall is how long to wait until every answering agent covers the window: the longest gap between
 // the window and an agent's span (agents that just started), at most the window. Agents with no sample
 // yet count as needing a whole window's wait only if nothing else does.
-func shortfall(in []Input, window time.Duration) time.Duration {
+func shortfall(in []cluster.Input, window time.Duration) time.Duration {
 	var wait time.Duration
 	for _, x := range in {
 		switch {
-		case x.Status == StatusOK && x.Summary != nil:
+		case x.Status == cluster.StatusOK && x.Summary != nil:
 			interval := x.Summary.Meta.Interval
 			have := time.Duration(x.Summary.Window.Seconds * float64(time.Second))
 			if window-have > interval {
 				wait = max(wait, window-have)
 			}
-		case x.Status == StatusUnready && x.Reason == noSampleReason:
+		case x.Status == cluster.StatusUnready && x.Reason == noSampleReason:
 			wait = max(wait, window)
 		}
 	}

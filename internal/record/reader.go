@@ -86,6 +86,10 @@ func readSamples(ctx context.Context, db *sql.DB) ([]sample.Sample, error) {
 				return nil, fmt.Errorf("sample %d pressure: %w", s.Seq, err)
 			}
 		}
+		// A damaged index can return rows out of ORDER BY's order: the file is corrupt, not a recording.
+		if n := len(out); n > 0 && s.Seq <= out[n-1].Seq {
+			return nil, fmt.Errorf("corrupt recording: sample %d after sample %d (a damaged index or table)", s.Seq, out[n-1].Seq)
+		}
 		out = append(out, s)
 	}
 	return out, rows.Err()

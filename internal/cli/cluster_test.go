@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,9 +22,9 @@ import (
 	"github.com/tare-dev/tare/internal/classify"
 	"github.com/tare-dev/tare/internal/cluster"
 	"github.com/tare-dev/tare/internal/deploy"
-	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/testload"
 )
 
 // plantedSecret is on the burner pod's command line: it must not leave the node.
@@ -90,12 +89,14 @@ func TestAgentsOnThreeNodeLab(t *testing.T) {
 	}
 
 	burner := startBurnerPod(ctx, t, cs, "tare-node-2", 200)
-	truth := traceCgroup(t, podCgroup(t, string(burner.UID)))
+	usage := testload.CgroupUsage(t, podCgroup(t, string(burner.UID)))
+	trace := testload.TraceUsage(usage)
 	time.Sleep(12 * time.Second) // the window below is all traced
 
 	// The cluster view over 10 s.
 	html := filepath.Join(t.TempDir(), "cluster.html")
 	out, errOut, err := run(ctx, "cluster", "measure", "--kubeconfig", kc, "--duration", "10s", "-o", "json", "--html", html)
+	trace.Stop()
 	if err != nil {
 		t.Fatalf("cluster measure: %v\n%s", err, errOut)
 	}
@@ -125,9 +126,9 @@ func TestAgentsOnThreeNodeLab(t *testing.T) {
 				got = &g.CPU.Mean
 			}
 		}
-		want := truth.rate(n.Start, n.Start.Add(time.Duration(n.Seconds*float64(time.Second))))
+		want, traced := trace.Between(n.Start, n.Start.Add(time.Duration(n.Seconds*float64(time.Second))))
 		switch {
-		case math.IsNaN(want):
+		case !traced:
 			t.Errorf("node %s's window %s + %.1f s is not all traced", n.Name, n.Start, n.Seconds)
 		case n.Name == "tare-node-2" && got == nil:
 			t.Errorf("node 2's groups have no %q: %v", group, n.Groups)
@@ -181,15 +182,18 @@ func TestAgentsOnThreeNodeLab(t *testing.T) {
 			t.Errorf("%s's /metrics has the burner of node 2", n.Name)
 		}
 	}
+	trace = testload.TraceUsage(usage)
 	b0, s0, t0 := scrape("tare-node-2")
 	time.Sleep(12 * time.Second)
 	b1, s1, t1 := scrape("tare-node-2")
+	trace.Stop()
 	if b0 < 0 || b1 < 0 {
 		t.Fatalf("node 2's /metrics has no counter for the burner pod")
 	}
 	// The agent's counters move once a sample (1 s): its rate is over the samples between the scrapes.
-	got, want := (b1-b0)/(s1-s0)*1000, truth.rate(t0, t1)
-	if math.IsNaN(want) {
+	want, traced := trace.Between(t0, t1)
+	got := (b1 - b0) / (s1 - s0) * 1000
+	if !traced {
 		t.Fatal("the scrapes are not traced")
 	}
 	t.Logf("node 2 /metrics: burner %.1fm over %.0f samples, its cgroup %.1fm", got, s1-s0, want)
@@ -251,56 +255,4 @@ func podCgroup(t *testing.T, uid string) string {
 	}
 	t.Fatalf("no cpuacct cgroup for pod %s", uid)
 	return ""
-}
-
-// cgroupTrace is a cgroup's CPU usage read every 50 ms: the ground truth, interpolated at any instant.
-type cgroupTrace struct {
-	mu    sync.Mutex
-	at    []time.Time
-	usage []float64 // ns
-}
-
-func traceCgroup(t *testing.T, dir string) *cgroupTrace {
-	tr := &cgroupTrace{}
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		for {
-			b, err := os.ReadFile(filepath.Join(dir, "cpuacct.usage"))
-			if err == nil {
-				if u, err := kernel.ParseCgroupUsage("cpuacct.usage", b); err == nil {
-					tr.mu.Lock()
-					tr.at, tr.usage = append(tr.at, time.Now()), append(tr.usage, float64(u))
-					tr.mu.Unlock()
-				}
-			}
-			select {
-			case <-done:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}()
-	t.Cleanup(func() { close(done); <-stopped })
-	return tr
-}
-
-// rate is the cgroup's CPU between from and to, in millicores; NaN when the trace does not cover them.
-func (tr *cgroupTrace) rate(from, to time.Time) float64 {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	if len(tr.at) < 2 || from.Before(tr.at[0]) || !to.After(from) {
-		return math.NaN()
-	}
-	at := func(x time.Time) float64 {
-		for i := 1; i < len(tr.at); i++ {
-			if !tr.at[i].Before(x) {
-				f := float64(x.Sub(tr.at[i-1])) / float64(tr.at[i].Sub(tr.at[i-1]))
-				return tr.usage[i-1] + f*(tr.usage[i]-tr.usage[i-1])
-			}
-		}
-		return tr.usage[len(tr.usage)-1]
-	}
-	return (at(to) - at(from)) / float64(to.Sub(from)) * 1000
 }

@@ -167,8 +167,8 @@ func Build(window time.Duration, taken time.Time, in []Input) View {
 				}
 				continue
 			}
-			if c == OtherNodes || c == Unattributed && isShared && !first {
-				continue // other nodes' pods are counted on their own node
+			if c == OtherNodes || c == Unattributed {
+				continue // other nodes' pods count on their own node; unattributed is derived below
 			}
 			v.Totals.CPU[c] += n.CPU[c]
 			v.Totals.Memory[c] += n.Memory[c]

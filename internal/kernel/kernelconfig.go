@@ -111,25 +111,21 @@ func readLimited(path string, limit int64) ([]byte, error) {
 // DaemonSet pod (with the host's /proc at --proc-root) reports its node, not the pod. Either is "" when
 // unreadable.
 func HostIdentity(procRoot string) (host, release string) {
-	read := func(name string) string {
-		b, err := ReadBounded(filepath.Join(procRoot, "sys", "kernel", name))
-		if err != nil {
-			return ""
-		}
-		return parseKernelString(b)
-	}
-	return read("hostname"), read("osrelease")
+	return readKernelString(procRoot, "hostname"), readKernelString(procRoot, "osrelease")
 }
 
-// BootID is the kernel's random boot ID (<procRoot>/sys/kernel/random/boot_id), new at every boot and the
-// same in every container on the kernel; "" when unreadable.
-func BootID(procRoot string) string {
-	b, err := ReadBounded(filepath.Join(procRoot, "sys", "kernel", "random", "boot_id"))
+// readKernelString reads the one-line value <procRoot>/sys/kernel/NAME; "" when unreadable.
+func readKernelString(procRoot string, name ...string) string {
+	b, err := ReadBounded(filepath.Join(append([]string{procRoot, "sys", "kernel"}, name...)...))
 	if err != nil {
 		return ""
 	}
 	return parseKernelString(b)
 }
+
+// BootID is the kernel's random boot ID (<procRoot>/sys/kernel/random/boot_id), new at every boot and the
+// same in every container on the kernel; "" when unreadable.
+func BootID(procRoot string) string { return readKernelString(procRoot, "random", "boot_id") }
 
 // Namespace is the namespace of kind (pid, net, ...) process pid is in, as its /proc link reads
 // ("pid:[4026531836]"); "" when unreadable. Processes that show the same one share it.

@@ -16,9 +16,9 @@ import (
 // cgroup is removed when the test ends.
 func CPUCgroup(t testing.TB, name string, pid int) func() time.Duration {
 	t.Helper()
-	root, file := "/sys/fs/cgroup/cpuacct", "cpuacct.usage"
-	if _, err := os.Stat(filepath.Join(root, file)); err != nil {
-		root, file = "/sys/fs/cgroup", "cpu.stat"
+	root := "/sys/fs/cgroup/cpuacct"
+	if _, err := os.Stat(filepath.Join(root, "cpuacct.usage")); err != nil {
+		root = "/sys/fs/cgroup"
 	}
 	dir := filepath.Join(root, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -27,6 +27,16 @@ func CPUCgroup(t testing.TB, name string, pid int) func() time.Duration {
 	t.Cleanup(func() { removeCgroupTree(root, name) })
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
 		t.Fatalf("moving %d into %s: %v", pid, dir, err)
+	}
+	return CgroupUsage(t, dir)
+}
+
+// CgroupUsage returns a reader of the cumulative CPU of an existing cgroup dir (cpuacct.usage in a v1
+// cpuacct hierarchy, else cpu.stat's usage_usec): a pod's cgroup, for instance.
+func CgroupUsage(t testing.TB, dir string) func() time.Duration {
+	file := "cpuacct.usage"
+	if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
+		file = "cpu.stat"
 	}
 	return func() time.Duration {
 		b, err := os.ReadFile(filepath.Join(dir, file))

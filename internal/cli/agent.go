@@ -63,7 +63,7 @@ Ctrl-C or SIGTERM shuts the server down gracefully.`,
 	f.DurationVar(&o.detail, "detail-interval", 5*time.Second, "time between memory, disk and thread reads (rounded to a multiple of --interval)")
 	f.IntVar(&o.top, "top-processes", 20, "single processes exported in /metrics: the top N by CPU over --window (0: none)")
 	f.StringVar(&o.node, "node", "", "the node's name in tare_agent_info and for naming its pods (default $NODE_NAME, else the host name)")
-	cmd.AddCommand(newAgentManifest(s, g), newAgentImage(s, g))
+	cmd.AddCommand(newAgentManifest(s, g), newAgentImage(s, g), newAgentPrometheus(s, g))
 	return cmd
 }
 

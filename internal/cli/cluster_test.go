@@ -24,6 +24,7 @@ import (
 	"github.com/tare-dev/tare/internal/deploy"
 	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/promread/promtest"
 	"github.com/tare-dev/tare/internal/testload"
 )
 
@@ -35,9 +36,11 @@ const plantedSecret = "planted-s3cret-4417"
 // pod of 200 millicores pinned to tare-node-2, and checks against the burner's own cgroup that the cluster
 // view (tare cluster measure) and node 2's /metrics credit it within 5%, on node 2 only: the other nodes,
 // which share the machine's kernel and processes, show it among other nodes' pods. The planted secret
-// appears nowhere. Before the agents are deployed, the cluster view says how to deploy them.
+// appears nowhere. Before the agents are deployed, the cluster view says how to deploy them. Then a real
+// Prometheus discovers and scrapes the agents (checkPrometheusOnLab).
 func TestAgentsOnThreeNodeLab(t *testing.T) {
 	requireLab(t)
+	prometheus := promtest.Upstream(t, "prometheus") // built the first time: before the lab's deadline starts
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	dir := labDir(t)
@@ -200,6 +203,8 @@ func TestAgentsOnThreeNodeLab(t *testing.T) {
 	if math.Abs(got-want) > 0.05*want {
 		t.Errorf("node 2's /metrics credits the burner %.1fm, its cgroup used %.1fm: want within 5%%", got, want)
 	}
+
+	checkPrometheusOnLab(ctx, t, prometheus, kc, agents, usage)
 }
 
 // startBurnerPod runs the lab's web image burning mc millicores on node, with the planted secret on its

@@ -40,29 +40,44 @@ A lab lives in one directory (--dir; default $TARE_LAB_DIR, /var/lib/tare/lab as
 
 func newLabInstall(s streams, g *globalOptions) *cobra.Command {
 	var binDir string
+	var prometheus bool
 	cmd := &cobra.Command{
 		Use:   "install",
 		Short: "Get every lab component (cached: a second install is a no-op)",
 		Long: `Install what the lab runs. Debian packages are installed with apt when missing (needs root); the
 Kubernetes components are built once into the cache (~/.cache/tare, or $TARE_CACHE_DIR) with their version
-stamped so kubectl can read it; --bin-dir uses binaries you already have instead.`,
+stamped so kubectl can read it; --bin-dir uses binaries you already have instead.
+
+--prometheus also builds upstream Prometheus ` + lab.PrometheusVersion + ` (prometheus and promtool) into the cache:
+Debian's prometheus package is built without Kubernetes service discovery, which the shipped scrape
+configuration (tare agent manifest's agents, deploy/prometheus/prometheus.yml) uses.`,
 		Example: `  sudo tare lab install
-  sudo tare lab install --bin-dir /usr/local/bin`,
+  sudo tare lab install --bin-dir /usr/local/bin
+  tare lab install --prometheus`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runLabInstall(cmd.Context(), s, g, binDir)
+			return runLabInstall(cmd.Context(), s, g, binDir, prometheus)
 		},
 	}
 	cmd.Flags().StringVar(&binDir, "bin-dir", "", "use the Kubernetes binaries in this directory instead of building them")
+	cmd.Flags().BoolVar(&prometheus, "prometheus", false, "also build upstream Prometheus with Kubernetes service discovery")
 	return cmd
 }
 
 // runLabInstall prints what was installed, even when a later component failed.
-func runLabInstall(ctx context.Context, s streams, g *globalOptions, binDir string) error {
+func runLabInstall(ctx context.Context, s streams, g *globalOptions, binDir string, prometheus bool) error {
 	start := time.Now()
-	comps, err := lab.Install(ctx, lab.InstallOptions{BinDir: binDir, Log: func(name string) {
+	log := func(name string) {
 		fmt.Fprintf(s.err, "installing %s (%s elapsed)\n", name, time.Since(start).Round(time.Second))
-	}})
+	}
+	comps, err := lab.Install(ctx, lab.InstallOptions{BinDir: binDir, Log: log})
+	if err == nil && prometheus {
+		log("prometheus")
+		var c lab.Component
+		if c, err = lab.InstallPrometheus(ctx); err == nil {
+			comps = append(comps, c)
+		}
+	}
 	if rerr := render(s, g, viewOf(comps, printInstalled)); rerr != nil {
 		return rerr
 	}

@@ -17,6 +17,7 @@ type prometheusOptions struct {
 	url    string
 	window time.Duration
 	node   string
+	end    string // RFC 3339; "" for now
 }
 
 func newReport(s streams, g *globalOptions) *cobra.Command {
@@ -36,7 +37,8 @@ control plane and every pod's CPU. -o json has a nodes list.`,
 		Example: `  tare report node.db
   tare report node.db -o json --match etcd
   tare report --prometheus http://prometheus:9090 --window 10m
-  tare report --prometheus http://localhost:9090 --node worker-2 -o json`,
+  tare report --prometheus http://localhost:9090 --node worker-2 -o json
+  tare report --prometheus http://prometheus:9090 --window 1h --end 2026-11-23T03:00:00Z`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if p.url != "" {
 				if len(args) > 0 {
@@ -53,8 +55,8 @@ control plane and every pod's CPU. -o json has a nodes list.`,
 			if p.url != "" {
 				return runReportPrometheus(cmd, s, g, p, match, html, top)
 			}
-			if cmd.Flags().Changed("window") || cmd.Flags().Changed("node") {
-				return usageError("--window and --node read from Prometheus: give --prometheus URL")
+			if cmd.Flags().Changed("window") || cmd.Flags().Changed("node") || cmd.Flags().Changed("end") {
+				return usageError("--window, --end and --node read from Prometheus: give --prometheus URL")
 			}
 			return runReport(cmd.Context(), s, g, args[0], match, html, top)
 		},
@@ -65,6 +67,7 @@ control plane and every pod's CPU. -o json has a nodes list.`,
 	cmd.Flags().StringVar(&p.url, "prometheus", "", "read tare agents' figures from this Prometheus server (e.g. http://prometheus:9090) instead of a recording")
 	cmd.Flags().DurationVar(&p.window, "window", 10*time.Minute, "with --prometheus: how far back CPU is averaged")
 	cmd.Flags().StringVar(&p.node, "node", "", "with --prometheus: only this node")
+	cmd.Flags().StringVar(&p.end, "end", "", "with --prometheus: end of the window, RFC 3339 (e.g. 2026-11-23T03:00:00Z; default now)")
 	return cmd
 }
 
@@ -79,7 +82,17 @@ func runReportPrometheus(cmd *cobra.Command, s streams, g *globalOptions, p prom
 	if p.window < time.Second {
 		return usageError("--window %v: want a second or more (e.g. 10m)", p.window)
 	}
-	rep, err := promread.Read(cmd.Context(), promread.Options{URL: p.url, Window: p.window, Node: p.node, Top: top})
+	var end time.Time
+	if p.end != "" {
+		var err error
+		if end, err = time.Parse(time.RFC3339Nano, p.end); err != nil {
+			return usageError("--end %q: want an RFC 3339 time such as 2026-11-23T03:00:00Z", p.end)
+		}
+		if end.After(time.Now()) {
+			return usageError("--end %s is in the future", p.end)
+		}
+	}
+	rep, err := promread.Read(cmd.Context(), promread.Options{URL: p.url, Window: p.window, Node: p.node, Top: top, Time: end})
 	if err != nil {
 		return err
 	}

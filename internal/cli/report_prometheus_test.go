@@ -18,9 +18,23 @@ import (
 func TestReportPrometheus(t *testing.T) {
 	t.Parallel()
 	srv := promtest.StartScenario(t, promtest.TwoNodes)
-	srv.WaitCovered(t, len(promtest.TwoNodes), 5*time.Second)
+	covered := srv.WaitCovered(t, len(promtest.TwoNodes), 5*time.Second)
+	// A window that ended a second ago (--end) reads the same steady rates.
+	end := covered.Add(-time.Second).UTC().Format(time.RFC3339Nano)
+	out, errOut, err := run(t.Context(), "report", "--prometheus", srv.URL, "--window", "3s", "--end", end, "-o", "json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	var past promread.Report
+	if err := json.Unmarshal([]byte(out), &past); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got := past.Time.Format(time.RFC3339Nano); got != end || len(past.Nodes) != 2 ||
+		math.Abs(past.Nodes[0].BusyCores-promtest.TwoNodes[0].Busy) > 0.05*promtest.TwoNodes[0].Busy {
+		t.Errorf("--end %s: report ends %s with nodes %+v; want n1 busy %.2f", end, got, past.Nodes, promtest.TwoNodes[0].Busy)
+	}
 
-	out, errOut, err := run(t.Context(), "report", "--prometheus", srv.URL, "--window", "5s", "-o", "json")
+	out, errOut, err = run(t.Context(), "report", "--prometheus", srv.URL, "--window", "5s", "-o", "json")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, errOut)
 	}
@@ -92,6 +106,9 @@ func TestReportPrometheusBadInput(t *testing.T) {
 		{"window without prometheus", []string{"report", "x.db", "--window", "5m"}, 2, []string{"give --prometheus"}},
 		{"short window", []string{"report", "--prometheus", empty, "--window", "10ms"}, 2, []string{"--window"}},
 		{"html", []string{"report", "--prometheus", empty, "--html", "x.html"}, 2, []string{"--html"}},
+		{"bad end", []string{"report", "--prometheus", empty, "--end", "yesterday"}, 2, []string{"--end", "RFC 3339"}},
+		{"future end", []string{"report", "--prometheus", empty, "--end", "2999-01-01T00:00:00Z"}, 2, []string{"in the future"}},
+		{"end without prometheus", []string{"report", "x.db", "--end", "2026-01-01T00:00:00Z"}, 2, []string{"give --prometheus"}},
 		{"unreachable", []string{"report", "--prometheus", closed}, 1, []string{closed, "does not answer", "/-/ready"}},
 		{"not prometheus", []string{"report", "--prometheus", notProm}, 1, []string{notProm, "not answer like a Prometheus server"}},
 		{"no agents", []string{"report", "--prometheus", empty}, 1, []string{empty, "no tare agent was scraped", "tare agent manifest"}},

@@ -6,19 +6,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tare-dev/tare/internal/promconf"
-	"github.com/tare-dev/tare/internal/testenv"
+	"github.com/tare-dev/tare/internal/promread/promtest"
 )
 
-// promtool returns the path of promtool (Debian's prometheus package), or stops the test without it.
+// promtool returns the path of upstream promtool, built into tare's cache the first time: Debian's is built
+// without Kubernetes service discovery and rejects the shipped scrape configuration.
 func promtool(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("promtool")
-	if err != nil {
-		testenv.Unavailable(t, "promtool not found (apt-get install prometheus): %v", err)
-	}
-	return p
+	return promtest.Upstream(t, "promtool")
 }
 
 func runPromtool(t *testing.T, dir string, args ...string) (string, error) {
@@ -56,31 +54,56 @@ func TestPromtoolTestRules(t *testing.T) {
 	}
 }
 
-// TestPromtoolCheckConfig checks the shipped configuration. Debian's promtool is built without Kubernetes
-// service discovery (it rejects kubernetes_sd_configs as an unknown field); with it, the test checks the
-// static variant, which keeps every other setting of the shipped file, and says so.
+// TestPromtoolCheckConfig checks the shipped configuration as it is, and the two variants tare derives from
+// it: Kubernetes service discovery through a kubeconfig (a Prometheus outside the cluster) and static targets.
 func TestPromtoolCheckConfig(t *testing.T) {
 	t.Parallel()
 	dir := shippedDir(t)
-	out, err := runPromtool(t, dir, "check", "config", promconf.ConfigFile)
-	if err == nil {
-		return
+	if out, err := runPromtool(t, dir, "check", "config", promconf.ConfigFile); err != nil {
+		t.Fatalf("promtool check config %s: %v\n%s", promconf.ConfigFile, err, out)
 	}
-	if !strings.Contains(out, "kubernetes_sd_configs not found") {
-		t.Fatalf("promtool check config: %v\n%s", err, out)
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(minimalKubeconfig), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	static, serr := promconf.Static(promconf.StaticOptions{Targets: []promconf.Target{
+	discovery, err := promconf.Discovery(promconf.DiscoveryOptions{Kubeconfig: kubeconfig, Interval: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	static, err := promconf.Static(promconf.StaticOptions{Targets: []promconf.Target{
 		{Address: "127.0.0.1:9100", Labels: map[string]string{"node": "n1", "namespace": "tare", "pod": "tare-agent-x"}},
 	}})
-	if serr != nil {
-		t.Fatal(serr)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if werr := os.WriteFile(filepath.Join(dir, "static.yml"), static, 0o644); werr != nil {
-		t.Fatal(werr)
+	for name, cfg := range map[string][]byte{"discovery.yml": discovery, "static.yml": static} {
+		if err := os.WriteFile(filepath.Join(dir, name), cfg, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := runPromtool(t, dir, "check", "config", name); err != nil {
+			t.Errorf("promtool check config on the %s variant: %v\n%s\n%s", name, err, out, cfg)
+		}
 	}
-	if out, err := runPromtool(t, dir, "check", "config", "static.yml"); err != nil {
-		t.Fatalf("promtool check config on the static variant: %v\n%s\n%s", err, out, static)
+	if !strings.Contains(string(discovery), "kubeconfig_file: "+kubeconfig) || !strings.Contains(string(discovery), "scrape_interval: 2s") {
+		t.Errorf("the discovery variant does not read the cluster through %s every 2s:\n%s", kubeconfig, discovery)
 	}
-	t.Skipf("this promtool lacks Kubernetes service discovery (Debian's build): checked the static variant only; "+
-		"check %s with an upstream promtool", promconf.ConfigFile)
 }
+
+// minimalKubeconfig is a kubeconfig promtool can load (it does not contact the server).
+const minimalKubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster:
+    server: https://127.0.0.1:6443
+contexts:
+- name: c
+  context:
+    cluster: c
+    user: u
+current-context: c
+users:
+- name: u
+  user:
+    token: x
+`

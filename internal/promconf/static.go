@@ -4,9 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/prometheus/common/model"
-	"sigs.k8s.io/yaml"
 )
 
 // Target is one agent scraped by address.
@@ -28,15 +25,7 @@ func Static(o StaticOptions) ([]byte, error) {
 	if len(o.Targets) == 0 {
 		return nil, errors.New("a static configuration needs at least one target")
 	}
-	b, err := Read(ConfigFile)
-	if err != nil {
-		return nil, err
-	}
-	var cfg map[string]any
-	if err := yaml.Unmarshal(b, &cfg); err != nil {
-		return nil, fmt.Errorf("parsing the shipped %s: %w", ConfigFile, err)
-	}
-	job, err := findJob(cfg, JobName)
+	cfg, job, err := shippedConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -47,20 +36,7 @@ func Static(o StaticOptions) ([]byte, error) {
 		static = append(static, map[string]any{"targets": []string{t.Address}, "labels": t.Labels})
 	}
 	job["static_configs"] = static
-	if o.Interval > 0 {
-		global, _ := cfg["global"].(map[string]any)
-		if global == nil {
-			global = map[string]any{}
-			cfg["global"] = global
-		}
-		iv := model.Duration(o.Interval).String()
-		global["scrape_interval"], global["evaluation_interval"] = iv, iv
-	}
-	out, err := yaml.Marshal(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("writing the static configuration: %w", err)
-	}
-	return out, nil
+	return marshal(cfg, o.Interval)
 }
 
 func findJob(cfg map[string]any, name string) (map[string]any, error) {

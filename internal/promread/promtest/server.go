@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/testenv"
 )
 
@@ -34,6 +35,12 @@ func Start(t testing.TB, config []byte, files map[string][]byte) *Server {
 	if err != nil {
 		testenv.Unavailable(t, "prometheus not found (apt-get install prometheus): %v", err)
 	}
+	return StartBinary(t, bin, config, files)
+}
+
+// StartBinary is Start with a given prometheus binary (Upstream's, for Kubernetes service discovery).
+func StartBinary(t testing.TB, bin string, config []byte, files map[string][]byte) *Server {
+	t.Helper()
 	dir := t.TempDir()
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
@@ -146,4 +153,24 @@ func BadTargets(t testing.TB) (closed, notPrometheus, empty string) {
 	notProm := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(notProm.Close)
 	return closed, notProm.URL, Start(t, []byte("global:\n  scrape_interval: 1s\n"), nil).URL
+}
+
+// Upstream returns the path of upstream prometheus or promtool (program), built into tare's cache the first
+// time (lab.InstallPrometheus, a few minutes). Debian's build lacks Kubernetes service discovery, which
+// tests of the shipped scrape configuration need. Without go or the module proxy the test is unavailable.
+func Upstream(t testing.TB, program string) string {
+	t.Helper()
+	if p := lab.PrometheusBin(program); p != "" {
+		return p
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	if _, err := lab.InstallPrometheus(ctx); err != nil {
+		testenv.Unavailable(t, "building upstream Prometheus %s: %v", lab.PrometheusVersion, err)
+	}
+	p := lab.PrometheusBin(program)
+	if p == "" {
+		t.Fatalf("upstream %s missing from the cache after building it", program)
+	}
+	return p
 }

@@ -1,0 +1,102 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Debian's prometheus package (2.42) is built without Kubernetes service discovery: it rejects
+// kubernetes_sd_configs, so the shipped scrape configuration cannot run on it. tare builds upstream
+// Prometheus from its Go module, as it builds the Kubernetes components, for the lab and its tests.
+
+// PrometheusVersion is the upstream Prometheus release tare builds; its Go module is tagged v0.MINOR.PATCH.
+const PrometheusVersion = "v2.54.1"
+
+const prometheusModule = "github.com/prometheus/prometheus"
+
+// prometheusPrograms are the commands built from the module.
+var prometheusPrograms = []string{"prometheus", "promtool"}
+
+// PrometheusBin returns the path of upstream prometheus or promtool if it is in the cache, else "".
+func PrometheusBin(program string) string {
+	cache, err := CacheDir()
+	if err != nil {
+		return ""
+	}
+	p := filepath.Join(prometheusDir(cache), program)
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
+func prometheusDir(cache string) string {
+	return filepath.Join(cache, "prometheus", PrometheusVersion, "bin")
+}
+
+// InstallPrometheus builds upstream prometheus and promtool at PrometheusVersion into the cache unless they
+// are there (a few minutes; it needs go and the module proxy), and returns prometheus as a Component.
+func InstallPrometheus(ctx context.Context) (Component, error) {
+	start := time.Now()
+	c := Component{Name: "prometheus", Version: PrometheusVersion, Source: "cached"}
+	dir, built, err := installPrometheus(ctx)
+	if built {
+		c.Source = "built"
+	}
+	c.Path, c.Took = filepath.Join(dir, "prometheus"), time.Since(start)
+	return c, err
+}
+
+func installPrometheus(ctx context.Context) (dir string, built bool, err error) {
+	cache, err := CacheDir()
+	if err != nil {
+		return "", false, err
+	}
+	dir = prometheusDir(cache)
+	missing := false
+	for _, p := range prometheusPrograms {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			missing = true
+		}
+	}
+	if !missing {
+		return dir, false, nil
+	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		return dir, false, fmt.Errorf("building Prometheus %s needs go on PATH: %w", PrometheusVersion, ErrPrerequisite)
+	}
+	var out bytes.Buffer
+	version := prometheusModule + "@v0." + strings.TrimPrefix(PrometheusVersion, "v2.")
+	cmd := exec.CommandContext(ctx, gobin, "mod", "download", "-json", version)
+	cmd.Stdout, cmd.Env = &out, buildEnv()
+	if err := cmd.Run(); err != nil {
+		return dir, false, fmt.Errorf("downloading %s: %w", version, err)
+	}
+	var info struct{ Dir string }
+	if err := json.Unmarshal(out.Bytes(), &info); err != nil {
+		return dir, false, fmt.Errorf("reading go mod download output: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return dir, false, fmt.Errorf("creating %s: %w", dir, err)
+	}
+	for _, p := range prometheusPrograms {
+		bin := filepath.Join(dir, p)
+		tmp := fmt.Sprintf("%s.tmp%d", bin, os.Getpid()) // two test binaries may build at once
+		// The module's go.mod has replace directives, so it is built in its own directory, not installed.
+		if err := goCmd(ctx, gobin, info.Dir, "build", "-trimpath", "-o", tmp, "./cmd/"+p); err != nil {
+			return dir, false, fmt.Errorf("building %s %s: %w", p, PrometheusVersion, err)
+		}
+		if err := os.Rename(tmp, bin); err != nil {
+			return dir, false, err
+		}
+	}
+	return dir, true, nil
+}

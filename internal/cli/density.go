@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tare-dev/tare/internal/density"
+	"github.com/tare-dev/tare/internal/kube"
+	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/sample"
+	"github.com/tare-dev/tare/internal/session"
+)
+
+type densityOptions struct {
+	pods         []int
+	trials       int
+	window       time.Duration
+	settle       time.Duration
+	node         string
+	namespace    string
+	image        string
+	pull         string
+	runtimeClass string
+	handler      string
+	seed         uint64
+}
+
+// newDensity is `tare density`: what one more pod costs the node (issue 15).
+func newDensity(s streams, g *globalOptions) *cobra.Command {
+	o := &densityOptions{}
+	cmd := &cobra.Command{
+		Use:   "density",
+		Short: "Measure what one more pod costs a node: per-component per-pod CPU and memory, and a RuntimeClass overhead",
+		Long: `Step the number of idle pods on one node through --pods, every count once per trial in shuffled order,
+wait until they are Running and the node settles, and measure a window at each step, on this machine
+(run tare density on the node it fills). Then fit each component's CPU and memory (RSS, PSS, private)
+against the pod count with a robust line (Theil–Sen, 95% bootstrap interval of the slope): the cost at
+zero pods, the marginal cost per pod and R². Each component says where its processes run: in the pod
+cgroups (what kubectl top and cgroup-based tools see) or outside them (containerd's shims, kubelet).
+
+From the per-pod costs outside the pod cgroups of the node's agents, runtime and per-pod runtime
+processes, at the upper end of their intervals, it prints a RuntimeClass whose overhead.podFixed charges
+them to every pod that uses it (KEP-688).
+
+The pods run in --namespace, created for the run and deleted after it, also on error or Ctrl-C (which
+keeps and prints the steps measured so far). --image pause (the default) is the lab's pause image, never
+pulled; any other image is pulled if missing unless --pull never. A pod that cannot start its image stops
+the run with the kubelet's reason. Needs root, like tare measure.`,
+		Example: `  # On the lab
+  sudo tare density --pods 0,10,20,40 --trials 3 --window 20s
+
+  # On a node of another cluster (run it on that node)
+  sudo tare density --node worker-3 --image registry.k8s.io/pause:3.10 -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDensity(cmd, s, g, o)
+		},
+	}
+	f := cmd.Flags()
+	f.IntSliceVar(&o.pods, "pods", []int{0, 10, 20, 40}, "pod counts to step through, increasing")
+	f.IntVar(&o.trials, "trials", 3, "repetitions of every count, each trial in a new shuffled order")
+	f.DurationVar(&o.window, "window", 20*time.Second, "measured window at each step")
+	f.DurationVar(&o.settle, "settle", 10*time.Second, "wait after the pods are Running before measuring")
+	f.StringVar(&o.node, "node", "", "the node to fill (default: the cluster's only node that takes pods)")
+	f.StringVar(&o.namespace, "namespace", "tare-density", "namespace of the run's pods: created for the run and deleted after it")
+	f.StringVar(&o.image, "image", "pause", "the idle pods' image; pause is the lab's pause image ("+lab.PauseImage.Name+", never pulled)")
+	f.StringVar(&o.pull, "pull", "", "image pull policy: never or if-not-present (default: never for pause, else if-not-present)")
+	f.StringVar(&o.runtimeClass, "runtime-class", "tare-measured", "name of the RuntimeClass printed")
+	f.StringVar(&o.handler, "handler", "runc", "the RuntimeClass's handler: the CRI runtime handler its pods run with")
+	f.Uint64Var(&o.seed, "seed", 0, "seed of the step order and the bootstrap (default: from the clock)")
+	return cmd
+}
+
+func runDensity(cmd *cobra.Command, s streams, g *globalOptions, o *densityOptions) error {
+	switch {
+	case o.trials < 1:
+		return usageError("--trials %d: want 1 or more", o.trials)
+	case o.window < 2*time.Second:
+		return usageError("--window %v: want 2s or more", o.window)
+	case o.settle < 0:
+		return usageError("--settle %v: want 0 or more", o.settle)
+	case o.namespace == "":
+		return usageError("--namespace: give one")
+	}
+	if err := density.CheckCounts(o.pods, 0, 0); err != nil {
+		return usageError("--pods: %w", err)
+	}
+	image, pullNever := o.image, false
+	if image == "pause" {
+		image, pullNever = lab.PauseImage.Name, true
+	}
+	switch o.pull {
+	case "":
+	case "never":
+		pullNever = true
+	case "if-not-present":
+		pullNever = false
+	default:
+		return usageError("--pull %q: want never or if-not-present", o.pull)
+	}
+	seed := o.seed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	c, err := kube.NewClient(g.kubeconfig, kube.Options{UserAgent: "tare-density", Timeout: 30 * time.Second, QPS: 50, Burst: 100})
+	if err != nil {
+		return fmt.Errorf("tare density creates pods through the API server: %w", err)
+	}
+	cs, err := c.Clientset()
+	if err != nil {
+		return err
+	}
+	rep, err := density.Run(cmd.Context(), cs, density.Options{
+		Node: o.node, Namespace: o.namespace, Image: image, PullNever: pullNever, Counts: o.pods, Trials: o.trials,
+		Window: o.window, Settle: o.settle, Seed: seed,
+		Session: session.Options{
+			Sampler:  g.sampleOptions(sample.Options{Interval: time.Second, Detail: 5 * time.Second}),
+			Duration: o.window, Version: Version,
+		},
+		Say: func(format string, a ...any) { fmt.Fprintf(s.err, format+"\n", a...) },
+	})
+	if len(rep.Steps) > 0 {
+		out := density.Output{Report: rep, RuntimeClass: density.RuntimeClass(o.runtimeClass, o.handler, rep.Model)}
+		if rerr := render(s, g, out); rerr != nil {
+			return rerr
+		}
+	}
+	switch {
+	case errors.Is(err, density.ErrNamespaceExists):
+		return usageError("%w", err)
+	case err != nil:
+		return fmt.Errorf("tare density (with %s): %w", c.Source, err)
+	}
+	return nil
+}

@@ -1,0 +1,266 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tare-dev/tare/internal/component"
+	"github.com/tare-dev/tare/internal/density"
+	"github.com/tare-dev/tare/internal/kernel"
+	"github.com/tare-dev/tare/internal/kube"
+	"github.com/tare-dev/tare/internal/lab"
+)
+
+// TestDensityOnLab runs tare density on a real one-node lab (real kubelet, containerd, shims and pause
+// pods). Ground truth for the per-pod memory is the shims' own smaps_rollup: the test starts the largest
+// step's pods itself afterwards and reads the private memory of the shims they added, which must lie in
+// the interval tare fitted. The printed RuntimeClass must apply, and a pod that uses it must get
+// spec.overhead from admission. Bad input (a missing node, decreasing counts, more pods than the node
+// takes, an image the node does not have, an existing namespace) gets a clear error, and a run cut short
+// (Ctrl-C) prints the steps it measured; nothing is left in the cluster.
+func TestDensityOnLab(t *testing.T) {
+	requireLab(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	dir := labDir(t)
+	if _, errOut, err := run(ctx, "lab", "up", "--dir", dir); err != nil {
+		t.Fatalf("lab up: %v\n%s", err, errOut)
+	}
+	kc := filepath.Join(dir, "kubeconfig")
+	c, err := kube.NewClient(kc, kube.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := c.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	noNamespace := func(when string) {
+		t.Helper()
+		if _, err := cs.CoreV1().Namespaces().Get(ctx, "tare-density", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s: namespace tare-density is still there (%v)", when, err)
+		}
+	}
+	fast := []string{"--kubeconfig", kc, "--trials", "1", "--window", "2s", "--settle", "0s"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"missing node", []string{"--node", "nosuch", "--pods", "0,1"}, 1, `node "nosuch" does not exist`},
+		{"decreasing", []string{"--pods", "4,2"}, 2, "must increase"},
+		{"beyond maxPods", []string{"--pods", "0,1000"}, 1, "exceed its maxPods"},
+		{"missing image", []string{"--pods", "0,1", "--image", "tare.lab/missing:v1", "--pull", "never"}, 1, "ErrImageNeverPull"},
+		{"bad pull", []string{"--pods", "0,1", "--pull", "always"}, 2, "--pull"},
+	} {
+		_, errOut, err := run(ctx, append(append([]string{"density"}, fast...), tc.args...)...)
+		code := 1
+		var ec ExitCoder
+		if errors.As(err, &ec) {
+			code = ec.ExitCode()
+		}
+		if err == nil || code != tc.code || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%s: %v (exit %d), stderr %q: want exit %d saying %q", tc.name, err, code, errOut, tc.code, tc.want)
+		}
+		noNamespace(tc.name)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tare-density"}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, err := run(ctx, append([]string{"density", "--pods", "0,1"}, fast...)...); err == nil || !strings.Contains(errOut, "uses a new one") {
+		t.Errorf("an existing namespace: %v, stderr %q: want a refusal", err, errOut)
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, "tare-density", metav1.GetOptions{}); err != nil {
+		t.Errorf("the refused run touched the existing namespace: %v", err)
+	}
+	_ = cs.CoreV1().Namespaces().Delete(ctx, "tare-density", metav1.DeleteOptions{})
+	waitNamespaceGone(ctx, t, cs, "tare-density")
+
+	// Cut short: the run ends, prints what it measured, and removes its pods.
+	short, stop := context.WithTimeout(ctx, 9*time.Second)
+	out, _, err := run(short, "density", "--kubeconfig", kc, "--pods", "0,2", "--trials", "2", "--window", "3s", "--settle", "0s", "-o", "json")
+	stop()
+	var cut density.Output
+	if err == nil || json.Unmarshal([]byte(out), &cut) != nil || len(cut.Steps) == 0 || len(cut.Steps) == 4 {
+		t.Errorf("a run cut short: %v, %d steps: want an error and the steps measured so far\n%s", err, len(cut.Steps), out)
+	}
+	noNamespace("a run cut short")
+
+	const top = 6
+	start := time.Now()
+	out, errOut, err := run(ctx, "density", "--kubeconfig", kc, "--pods", "0,3,"+strconv.Itoa(top), "--trials", "2",
+		"--window", "4s", "--settle", "2s", "-o", "json")
+	if err != nil {
+		t.Fatalf("density: %v\n%s", err, errOut)
+	}
+	t.Logf("density run took %v", time.Since(start).Round(time.Second))
+	noNamespace("after the run")
+	var got density.Output
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("density -o json: %v\n%s", err, out)
+	}
+	if len(got.Steps) != 6 || got.Model.Busy.N != 6 {
+		t.Fatalf("%d steps, busy fitted on %d: want 6", len(got.Steps), got.Model.Busy.N)
+	}
+	shim, ok := got.Model.Component(component.ContainerdShim)
+	if !ok || shim.ChargedTo != density.OutsidePodCgroup {
+		t.Fatalf("containerd-shim %+v: want it fitted, outside the pod cgroups", shim)
+	}
+	if pause, ok := got.Model.Component(component.Pause); !ok || pause.ChargedTo != density.InPodCgroup {
+		t.Errorf("pause %+v: want it fitted, in the pod cgroups", pause)
+	}
+	if kubelet, ok := got.Model.Component(component.Kubelet); !ok || math.IsNaN(kubelet.CPU.Lo) || math.IsNaN(kubelet.CPU.Hi) {
+		t.Errorf("kubelet %+v: want its marginal CPU with an interval", kubelet)
+	}
+
+	// Ground truth: the shims that the largest step's pods add, read from their own smaps_rollup.
+	perShim := shimPrivate(ctx, t, cs, top)
+	lo, hi := shim.Private.Lo, shim.Private.Hi
+	t.Logf("containerd-shim: %.2f MiB private per pod [%.2f, %.2f] fitted; its own smaps_rollup: %.2f MiB per shim",
+		shim.Private.Marginal/(1<<20), lo/(1<<20), hi/(1<<20), perShim/(1<<20))
+	if perShim < lo-0.05*perShim || perShim > hi+0.05*perShim {
+		t.Errorf("shims' own private memory %.2f MiB is outside tare's interval [%.2f, %.2f] MiB (±5%%)", perShim/(1<<20), lo/(1<<20), hi/(1<<20))
+	}
+	if got.RuntimeClass == nil || got.RuntimeClass.Overhead == nil {
+		t.Fatalf("no RuntimeClass overhead in %+v", got.RuntimeClass)
+	}
+	mem := got.RuntimeClass.Overhead.PodFixed[corev1.ResourceMemory]
+	if float64(mem.Value()) < hi {
+		t.Errorf("the RuntimeClass's memory %s is below the shim's per-pod upper end %.2f MiB", mem.String(), hi/(1<<20))
+	}
+
+	// The RuntimeClass applies, and admission charges its overhead to a pod that uses it.
+	rc, _ := json.Marshal(got.RuntimeClass)
+	kubectlIn(t, kc, string(rc), "apply", "-f", "-")
+	t.Cleanup(func() { kubectlIn(t, kc, string(rc), "delete", "-f", "-") })
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "overhead-check"}, Spec: corev1.PodSpec{
+		RuntimeClassName: &got.RuntimeClass.Name, NodeName: "nosuch-node",
+		Containers: []corev1.Container{{Name: "c", Image: lab.PauseImage.Name, ImagePullPolicy: corev1.PullNever}}}}
+	created, err := cs.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a pod with runtimeClassName %s: %v", got.RuntimeClass.Name, err)
+	}
+	t.Cleanup(func() {
+		_ = cs.CoreV1().Pods(metav1.NamespaceDefault).Delete(context.Background(), "overhead-check", metav1.DeleteOptions{})
+	})
+	cpu := got.RuntimeClass.Overhead.PodFixed[corev1.ResourceCPU]
+	gotCPU, gotMem := created.Spec.Overhead[corev1.ResourceCPU], created.Spec.Overhead[corev1.ResourceMemory]
+	if gotCPU.Cmp(cpu) != 0 || gotMem.Cmp(mem) != 0 {
+		t.Errorf("the pod's spec.overhead %v: want the RuntimeClass's %v", created.Spec.Overhead, got.RuntimeClass.Overhead.PodFixed)
+	}
+}
+
+// shimPrivate starts n pause pods in a namespace of its own and returns the mean private memory
+// (smaps_rollup Private_Clean + Private_Dirty) of the containerd shims that appeared with them.
+func shimPrivate(ctx context.Context, t *testing.T, cs kubernetes.Interface, n int) float64 {
+	t.Helper()
+	before := shimPIDs(t)
+	const ns = "shim-truth"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+		waitNamespaceGone(context.Background(), t, cs, ns)
+	})
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil || len(nodes.Items) == 0 {
+		t.Fatalf("nodes: %v", err)
+	}
+	zero := int64(0)
+	for i := range n {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p" + strconv.Itoa(i)}, Spec: corev1.PodSpec{
+			NodeName: nodes.Items[0].Name, TerminationGracePeriodSeconds: &zero,
+			Containers: []corev1.Container{{Name: "c", Image: lab.PauseImage.Name, ImagePullPolicy: corev1.PullNever}}}}
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		running := 0
+		for _, p := range list.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		if err == nil && running == n {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d of %d pods running", running, n)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	time.Sleep(2 * time.Second) // as tare's --settle
+	var sum float64
+	var count int
+	for pid := range shimPIDs(t) {
+		if before[pid] {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps_rollup")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var private float64
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			if len(f) == 3 && (f[0] == "Private_Clean:" || f[0] == "Private_Dirty:") {
+				kb, _ := strconv.ParseFloat(f[1], 64)
+				private += kb * 1024
+			}
+		}
+		sum += private
+		count++
+	}
+	if count != n {
+		t.Fatalf("%d new shims for %d pods", count, n)
+	}
+	return sum / float64(count)
+}
+
+// shimPIDs lists the containerd shim processes running now.
+func shimPIDs(t *testing.T) map[int]bool {
+	t.Helper()
+	pids, err := kernel.ListPIDs("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]bool{}
+	for _, pid := range pids {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		if err == nil && strings.HasPrefix(strings.TrimSpace(string(b)), "containerd-shim") {
+			out[pid] = true
+		}
+	}
+	return out
+}
+
+func waitNamespaceGone(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if _, err := cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Errorf("namespace %s still there after a minute", name)
+}

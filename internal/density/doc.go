@@ -1,0 +1,9 @@
+// Package density measures what one more pod costs a node: it steps the number of idle pods on one node
+// through given counts, interleaved and repeated, measures a window at each step with the measuring session,
+// and fits each component's CPU and memory against the pod count with a robust line (Theil–Sen, bootstrap
+// intervals). From the per-pod costs that the pod's cgroup does not see (containerd's shims run outside it)
+// it writes a RuntimeClass whose overhead.podFixed accounts for them. `tare density` calls it.
+//
+// plan.go orders the steps, fit.go fits a line, model.go turns measured windows into per-component models
+// (pure); runtimeclass.go builds the RuntimeClass; run.go drives the cluster and the session.
+package density

@@ -1,0 +1,158 @@
+package density
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/tare-dev/tare/internal/component"
+)
+
+// Cost is what one group used over a window: CPU in millicores, memory in bytes (means over the window).
+type Cost struct {
+	CPU     float64 `json:"cpu_millicores"`
+	RSS     float64 `json:"rss_bytes"`
+	PSS     float64 `json:"pss_bytes"`
+	Private float64 `json:"private_bytes"`
+}
+
+// Window is what one step measured.
+type Window struct {
+	Step
+	Start    time.Time       `json:"start"`
+	Seconds  float64         `json:"seconds"`
+	Busy     float64         `json:"node_busy_millicores"`
+	Groups   map[string]Cost `json:"groups"`
+	Warnings []string        `json:"warnings,omitempty"`
+}
+
+// Where a group's processes run, for the users of cgroup-based tools: what a pod cgroup sees is already in
+// the pod's own accounting (requests, limits, kubectl top); the rest is not.
+const (
+	InPodCgroup      = "pod cgroup"
+	OutsidePodCgroup = "outside the pod cgroups"
+	Mixed            = "both"
+)
+
+// PodsGroup sums the pods' own processes (every group of kind pod): the workload, here idle.
+const PodsGroup = "pods (their own processes)"
+
+// Component is one group's cost against the pod count.
+type Component struct {
+	Name      string `json:"name"`
+	Role      string `json:"role,omitempty"` // from the component registry
+	ChargedTo string `json:"charged_to"`
+	CPU       Fit    `json:"cpu_millicores"`
+	RSS       Fit    `json:"rss_bytes"`
+	PSS       Fit    `json:"pss_bytes"`
+	Private   Fit    `json:"private_bytes"`
+}
+
+// Model is the per-pod model of one node: each component's fixed and marginal cost.
+type Model struct {
+	Busy       Fit         `json:"node_busy_millicores"`
+	Components []Component `json:"components"`
+	// Overhead is the per-pod cost outside the pod cgroups, at the upper end of each marginal interval, of
+	// the node's agents, runtime and per-pod runtime processes: what a RuntimeClass's overhead.podFixed
+	// should add to every pod.
+	Overhead Cost `json:"per_pod_outside_pod_cgroups"`
+	// OverheadFrom names the components summed into Overhead.
+	OverheadFrom []string `json:"overhead_from"`
+}
+
+// overheadRoles are the roles whose per-pod cost a pod's RuntimeClass overhead should carry when they run
+// outside the pod's cgroup: they work for the pods of this node.
+var overheadRoles = []component.Role{component.RoleNode, component.RoleRuntime, component.RolePodRuntime}
+
+// Fitted returns the model of the windows: a line per group seen in any window (a group missing from a
+// window counts as zero there), busiest marginal CPU first. charged says where each group's processes ran
+// (InPodCgroup, OutsidePodCgroup, Mixed); seed makes the bootstrap repeatable.
+func Fitted(ws []Window, charged map[string]string, seed uint64) Model {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	xs := make([]float64, len(ws))
+	busy := make([]float64, len(ws))
+	names := map[string]bool{}
+	for i, w := range ws {
+		xs[i], busy[i] = float64(w.Pods), w.Busy
+		for g := range w.Groups {
+			names[g] = true
+		}
+	}
+	m := Model{Busy: TheilSen(xs, busy, rng)}
+	for _, name := range sortedKeys(names) {
+		c := Component{Name: name, ChargedTo: charged[name]}
+		if e, ok := component.Lookup(name); ok {
+			c.Role = string(e.Role)
+		}
+		series := func(get func(Cost) float64) Fit {
+			ys := make([]float64, len(ws))
+			for i, w := range ws {
+				ys[i] = get(w.Groups[name])
+			}
+			return TheilSen(xs, ys, rng)
+		}
+		c.CPU = series(func(x Cost) float64 { return x.CPU })
+		c.RSS = series(func(x Cost) float64 { return x.RSS })
+		c.PSS = series(func(x Cost) float64 { return x.PSS })
+		c.Private = series(func(x Cost) float64 { return x.Private })
+		m.Components = append(m.Components, c)
+	}
+	slices.SortStableFunc(m.Components, func(a, b Component) int {
+		return -cmpNaN(a.CPU.Marginal, b.CPU.Marginal)
+	})
+	for _, c := range m.Components {
+		if c.ChargedTo != OutsidePodCgroup || !slices.Contains(overheadRoles, component.Role(c.Role)) {
+			continue
+		}
+		m.Overhead.CPU += positive(c.CPU.Hi)
+		m.Overhead.RSS += positive(c.RSS.Hi)
+		m.Overhead.PSS += positive(c.PSS.Hi)
+		m.Overhead.Private += positive(c.Private.Hi)
+		m.OverheadFrom = append(m.OverheadFrom, c.Name)
+	}
+	return m
+}
+
+// Component returns the named component's line, false when no window saw it.
+func (m Model) Component(name string) (Component, bool) {
+	for _, c := range m.Components {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Component{}, false
+}
+
+func positive(v float64) float64 {
+	if math.IsNaN(v) || v < 0 {
+		return 0
+	}
+	return v
+}
+
+// cmpNaN orders numbers with NaN lowest.
+func cmpNaN(a, b float64) int {
+	switch {
+	case math.IsNaN(a) && math.IsNaN(b):
+		return 0
+	case math.IsNaN(a):
+		return -1
+	case math.IsNaN(b):
+		return 1
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,74 @@
+package density
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"text/tabwriter"
+
+	nodev1 "k8s.io/api/node/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/tare-dev/tare/internal/deploy"
+)
+
+// Output is what tare density prints: the report and the RuntimeClass made from it.
+type Output struct {
+	Report
+	RuntimeClass *nodev1.RuntimeClass `json:"runtime_class"`
+}
+
+// JSON writes the output as indented JSON.
+func (o Output) JSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(o)
+}
+
+// Table writes the per-pod model, a row per component, then the RuntimeClass as YAML.
+func (o Output) Table(w io.Writer) error {
+	fmt.Fprintf(w, "Node %s: %v idle pods of %s, %d trials in shuffled order, %s windows (n = %d, took %s)\n\n",
+		o.Node, o.Counts, o.Image, o.Trials, o.Window, len(o.Steps), o.Took)
+	m := o.Model
+	fmt.Fprintf(w, "Node busy: %s at 0 pods, %s per pod [95%% CI %s, %s], R² %.2f\n\n",
+		mc(m.Busy.Fixed), mc(m.Busy.Marginal), mc(m.Busy.Lo), mc(m.Busy.Hi), m.Busy.R2)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMPONENT\tCHARGED TO\tCPU AT 0\tCPU PER POD [95% CI]\tR²\tPRIVATE PER POD [95% CI]\tPSS PER POD\tRSS AT 0")
+	for _, c := range m.Components {
+		if c.CPU.Fixed == 0 && c.CPU.Marginal == 0 && c.RSS.Fixed == 0 && c.RSS.Marginal == 0 {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s [%s, %s]\t%.2f\t%s [%s, %s]\t%s\t%s\n", c.Name, c.ChargedTo,
+			mc(c.CPU.Fixed), mc(c.CPU.Marginal), mc(c.CPU.Lo), mc(c.CPU.Hi), c.CPU.R2,
+			mib(c.Private.Marginal), mib(c.Private.Lo), mib(c.Private.Hi), mib(c.PSS.Marginal), mib(c.RSS.Fixed))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nPer pod outside the pod cgroups (%v), at the intervals' upper ends: %s CPU, %s private memory.\n",
+		m.OverheadFrom, mc(m.Overhead.CPU), mib(m.Overhead.Private))
+	fmt.Fprintln(w, "A RuntimeClass that charges it to every pod (kubectl apply -f -; pods opt in with runtimeClassName):")
+	fmt.Fprintln(w)
+	var b bytes.Buffer
+	if err := deploy.WriteYAML(&b, []runtime.Object{o.RuntimeClass}); err != nil {
+		return err
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+func mc(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fm", v)
+}
+
+func mib(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f MiB", v/(1<<20))
+}

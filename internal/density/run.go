@@ -1,0 +1,335 @@
+package density
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tare-dev/tare/internal/classify"
+	"github.com/tare-dev/tare/internal/session"
+	"github.com/tare-dev/tare/internal/summary"
+)
+
+// Options say what a density run does.
+type Options struct {
+	Node      string        // the node to fill; "" for the cluster's only schedulable node
+	Namespace string        // created for the run and deleted after it; it must not exist
+	Image     string        // the idle pods' image
+	PullNever bool          // the image is on the node already (the lab's images): never pull it
+	Counts    []int         // pod counts, increasing
+	Trials    int           // repetitions of every count, in shuffled order
+	Window    time.Duration // measured at each step
+	Settle    time.Duration // waited after the pods are Running, before measuring
+	Seed      uint64        // orders the steps and seeds the bootstrap
+	Session   session.Options
+	Say       func(format string, a ...any) // progress lines; nil discards them
+}
+
+// Report is a density run's result.
+type Report struct {
+	Node    string    `json:"node"`
+	Image   string    `json:"image"`
+	Counts  []int     `json:"pod_counts"`
+	Trials  int       `json:"trials"`
+	Window  string    `json:"window"`
+	Started time.Time `json:"started"`
+	Took    string    `json:"took"`
+	Steps   []Window  `json:"steps"`
+	Model   Model     `json:"model"`
+}
+
+// podLabel marks the run's pods.
+const podLabel = "tare.dev/density"
+
+// ErrNamespaceExists says the run's namespace is already there: the run deletes its namespace at the end,
+// so it never takes one it did not create.
+var ErrNamespaceExists = errors.New("namespace exists")
+
+// Run fills the node step by step, measures each step's window, and fits the model. Everything it creates
+// lives in o.Namespace, which it deletes before returning, also on error or when ctx is cancelled; a run
+// cancelled midway returns the steps measured so far with ctx's error.
+func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error) {
+	say := o.Say
+	if say == nil {
+		say = func(string, ...any) {}
+	}
+	node, err := pickNode(ctx, cs, o.Node)
+	if err != nil {
+		return Report{}, err
+	}
+	running, err := podsOn(ctx, cs, node.Name)
+	if err != nil {
+		return Report{}, err
+	}
+	maxPods := 0
+	if q, ok := node.Status.Allocatable[corev1.ResourcePods]; ok {
+		maxPods = int(q.Value())
+	}
+	if err := CheckCounts(o.Counts, maxPods, running); err != nil {
+		return Report{}, fmt.Errorf("--pods on node %s: %w", node.Name, err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Namespace, Labels: map[string]string{"app.kubernetes.io/managed-by": "tare"}}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return Report{}, fmt.Errorf("namespace %s: %w: tare density deletes its namespace when done, so it uses a new one (delete it, or give another --namespace)", o.Namespace, ErrNamespaceExists)
+		}
+		return Report{}, fmt.Errorf("creating namespace %s: %w", o.Namespace, err)
+	}
+	defer func() {
+		if err := deleteNamespace(context.WithoutCancel(ctx), cs, o.Namespace); err != nil {
+			say("warning: %v", err)
+		}
+	}()
+	rep := Report{Node: node.Name, Image: o.Image, Counts: o.Counts, Trials: o.Trials, Window: o.Window.String(), Started: time.Now()}
+	steps := Order(o.Counts, o.Trials, rand.New(rand.NewPCG(o.Seed, o.Seed+1)))
+	charged := map[string]map[bool]bool{}
+	finish := func(err error) (Report, error) {
+		rep.Took = time.Since(rep.Started).Round(time.Second).String()
+		rep.Model = Fitted(rep.Steps, chargedTo(charged), o.Seed)
+		return rep, err
+	}
+	for i, st := range steps {
+		say("step %d/%d (trial %d): %d pods on %s", i+1, len(steps), st.Trial, st.Pods, node.Name)
+		if err := scale(ctx, cs, o, node.Name, st.Pods); err != nil {
+			return finish(err)
+		}
+		select {
+		case <-ctx.Done():
+			return finish(ctx.Err())
+		case <-time.After(o.Settle):
+		}
+		w, err := measure(ctx, o, st, charged)
+		if err != nil {
+			return finish(err)
+		}
+		rep.Steps = append(rep.Steps, w)
+		if ctx.Err() != nil { // the window was cut short: keep it, measure no more
+			return finish(ctx.Err())
+		}
+	}
+	return finish(nil)
+}
+
+// pickNode returns the named node, or the only node that takes pods when name is "".
+func pickNode(ctx context.Context, cs kubernetes.Interface, name string) (*corev1.Node, error) {
+	if name != "" {
+		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("node %q does not exist (kubectl get nodes lists them)", name)
+		}
+		return n, err
+	}
+	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	var ready []*corev1.Node
+	for i := range list.Items {
+		n := &list.Items[i]
+		if !n.Spec.Unschedulable && nodeReady(n) && n.Labels["type"] != "kwok" {
+			ready = append(ready, n)
+		}
+	}
+	if len(ready) != 1 {
+		return nil, fmt.Errorf("%d nodes take pods: give --node (the node tare runs on, since it measures this machine)", len(ready))
+	}
+	return ready[0], nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// podsOn counts the pods the node runs now (not succeeded or failed).
+func podsOn(ctx context.Context, cs kubernetes.Interface, node string) (int, error) {
+	list, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
+	if err != nil {
+		return 0, fmt.Errorf("listing the pods of node %s: %w", node, err)
+	}
+	n := 0
+	for _, p := range list.Items {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// scale makes exactly n of the run's pods run on the node: it creates the missing ones, deletes the extra
+// ones, and waits until n are Running and none is left terminating.
+func scale(ctx context.Context, cs kubernetes.Interface, o Options, node string, n int) error {
+	pods := cs.CoreV1().Pods(o.Namespace)
+	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: podLabel})
+	if err != nil {
+		return fmt.Errorf("listing the run's pods: %w", err)
+	}
+	have := map[string]bool{}
+	for _, p := range list.Items {
+		have[p.Name] = true
+	}
+	zero := int64(0)
+	for i := range max(n, len(list.Items)) {
+		name := "idle-" + strconv.Itoa(i)
+		switch {
+		case i < n && !have[name]:
+			if _, err := pods.Create(ctx, idlePod(o, node, name), metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("creating pod %s: %w", name, err)
+			}
+		case i >= n && have[name]:
+			if err := pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting pod %s: %w", name, err)
+			}
+		}
+	}
+	deadline := time.Now().Add(2*time.Minute + time.Duration(n)*time.Second)
+	for {
+		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: podLabel})
+		if err != nil {
+			return fmt.Errorf("listing the run's pods: %w", err)
+		}
+		runningN := 0
+		for _, p := range list.Items {
+			if err := pullFailure(&p); err != nil {
+				return err
+			}
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				runningN++
+			}
+		}
+		if runningN == n && len(list.Items) == n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d pods Running and %d pods in all on node %s after %v (kubectl -n %s get pods)",
+				runningN, n, len(list.Items), node, time.Until(deadline)+2*time.Minute, o.Namespace)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// idlePod is one of the run's pods: one container of the image, on the node, tolerating every taint.
+func idlePod(o Options, node, name string) *corev1.Pod {
+	pull := corev1.PullIfNotPresent
+	if o.PullNever {
+		pull = corev1.PullNever
+	}
+	zero, no := int64(0), false
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{podLabel: "idle"}},
+		Spec: corev1.PodSpec{
+			NodeName: node, TerminationGracePeriodSeconds: &zero, AutomountServiceAccountToken: &no,
+			EnableServiceLinks: &no,
+			Tolerations:        []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			Containers:         []corev1.Container{{Name: "idle", Image: o.Image, ImagePullPolicy: pull}},
+		},
+	}
+}
+
+// pullFailure says why a pod's image cannot be started, nil while it can.
+func pullFailure(p *corev1.Pod) error {
+	for _, c := range p.Status.ContainerStatuses {
+		if w := c.State.Waiting; w != nil {
+			switch w.Reason {
+			case "ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName":
+				return fmt.Errorf("pod %s: image %s cannot be started on node %s: %s: %s", p.Name, c.Image, p.Spec.NodeName, w.Reason, w.Message)
+			}
+		}
+	}
+	return nil
+}
+
+// measure takes one step's window with the measuring session, and notes where each group's processes run.
+func measure(ctx context.Context, o Options, st Step, charged map[string]map[bool]bool) (Window, error) {
+	res, err := session.Measure(ctx, o.Session)
+	if err != nil {
+		return Window{}, fmt.Errorf("measuring %d pods: %w", st.Pods, err)
+	}
+	if len(res.Samples) < 2 {
+		return Window{}, fmt.Errorf("measuring %d pods: %d sample(s)", st.Pods, len(res.Samples))
+	}
+	for _, x := range res.Samples {
+		for _, info := range x.New {
+			_, inPod := classify.PodFromCgroup(info.Cgroup)
+			group := info.Group
+			if info.GroupKind == classify.KindPod {
+				group = PodsGroup
+			}
+			if charged[group] == nil {
+				charged[group] = map[bool]bool{}
+			}
+			charged[group][inPod] = true
+		}
+	}
+	sum := summary.Build(res.Meta, res.Samples, summary.Options{})
+	w := Window{Step: st, Start: sum.Window.Start, Seconds: sum.Window.Seconds, Busy: sum.Node.Busy.Mean, Groups: map[string]Cost{}}
+	for _, g := range sum.Groups {
+		name := g.Name
+		if g.Kind == classify.KindPod {
+			name = PodsGroup
+		}
+		c := w.Groups[name]
+		c.CPU += g.CPU.Mean
+		c.RSS += g.RSS
+		c.PSS += g.PSS
+		c.Private += g.Private
+		w.Groups[name] = c
+	}
+	for _, x := range res.Warnings {
+		w.Warnings = append(w.Warnings, x.String())
+	}
+	return w, nil
+}
+
+// chargedTo reduces what measure noted to InPodCgroup, OutsidePodCgroup or Mixed per group.
+func chargedTo(seen map[string]map[bool]bool) map[string]string {
+	out := map[string]string{}
+	for g, m := range seen {
+		switch {
+		case m[true] && m[false]:
+			out[g] = Mixed
+		case m[true]:
+			out[g] = InPodCgroup
+		default:
+			out[g] = OutsidePodCgroup
+		}
+	}
+	return out
+}
+
+// deleteNamespace deletes the run's namespace and waits until it is gone (at most a minute).
+func deleteNamespace(ctx context.Context, cs kubernetes.Interface, name string) error {
+	zero := int64(0)
+	err := cs.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("deleting namespace %s: %w (kubectl delete namespace %s)", name, err, name)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if _, err := cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return nil
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return fmt.Errorf("namespace %s still terminating after a minute (kubectl get namespace %s)", name, name)
+}

@@ -11,10 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tare-dev/tare/internal/classify"
+	"github.com/tare-dev/tare/internal/fit"
 	"github.com/tare-dev/tare/internal/session"
 	"github.com/tare-dev/tare/internal/summary"
 )
@@ -62,19 +62,15 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 	if say == nil {
 		say = func(string, ...any) {}
 	}
-	node, err := pickNode(ctx, cs, o.Node)
-	if err != nil {
-		return Report{}, err
-	}
-	running, err := podsOn(ctx, cs, node.Name)
+	node, err := fit.ReadNode(ctx, cs, o.Node)
 	if err != nil {
 		return Report{}, err
 	}
 	maxPods := 0
-	if q, ok := node.Status.Allocatable[corev1.ResourcePods]; ok {
+	if q, ok := node.Allocatable[corev1.ResourcePods]; ok {
 		maxPods = int(q.Value())
 	}
-	if err := CheckCounts(o.Counts, maxPods, running); err != nil {
+	if err := CheckCounts(o.Counts, maxPods, node.Pods); err != nil {
 		return Report{}, fmt.Errorf("--pods on node %s: %w", node.Name, err)
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Namespace, Labels: map[string]string{"app.kubernetes.io/managed-by": "tare"}}}
@@ -117,56 +113,6 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 		}
 	}
 	return finish(nil)
-}
-
-// pickNode returns the named node, or the only node that takes pods when name is "".
-func pickNode(ctx context.Context, cs kubernetes.Interface, name string) (*corev1.Node, error) {
-	if name != "" {
-		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("node %q does not exist (kubectl get nodes lists them)", name)
-		}
-		return n, err
-	}
-	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("listing nodes: %w", err)
-	}
-	var ready []*corev1.Node
-	for i := range list.Items {
-		n := &list.Items[i]
-		if !n.Spec.Unschedulable && nodeReady(n) && n.Labels["type"] != "kwok" {
-			ready = append(ready, n)
-		}
-	}
-	if len(ready) != 1 {
-		return nil, fmt.Errorf("%d nodes take pods: give --node (the node tare runs on, since it measures this machine)", len(ready))
-	}
-	return ready[0], nil
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// podsOn counts the pods the node runs now (not succeeded or failed).
-func podsOn(ctx context.Context, cs kubernetes.Interface, node string) (int, error) {
-	list, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
-	if err != nil {
-		return 0, fmt.Errorf("listing the pods of node %s: %w", node, err)
-	}
-	n := 0
-	for _, p := range list.Items {
-		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			n++
-		}
-	}
-	return n, nil
 }
 
 // scale makes exactly n of the run's pods run on the node: it creates the missing ones, deletes the extra

@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tare-dev/tare/internal/fit"
+	"github.com/tare-dev/tare/internal/kube"
+)
+
+// newFit is `tare fit`: how many pods of a request fit a node (issue 15).
+func newFit(s streams, g *globalOptions) *cobra.Command {
+	var request, overhead, runtimeClass, node string
+	var pods int
+	cmd := &cobra.Command{
+		Use:   "fit --request cpu=500m,memory=1Gi | --pods N",
+		Short: "Count how many pods of a request fit a node, or the largest request that fits N pods",
+		Long: `Count, the way the scheduler does, how many pods of --request fit a node: its allocatable (capacity
+minus kube-reserved, system-reserved and the eviction threshold, as the kubelet reports it), minus what
+the pods already on it request (DaemonSets' shown apart), divided by the request plus each pod's overhead:
+--overhead (e.g. the per-pod cost tare density measured) or a RuntimeClass's overhead.podFixed
+(--runtime-class, as admission adds it to pods that use it). It says which resource binds first; the
+node's pod limit counts too. With --pods N it prints the inverse: the largest cpu and memory request
+that still fits N pods.`,
+		Example: `  tare fit --request cpu=500m,memory=1Gi
+  tare fit --request cpu=250m,memory=512Mi --runtime-class tare-measured --node worker-2
+  tare fit --pods 30 --overhead cpu=2m,memory=4Mi`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if request == "" && pods == 0 {
+				return usageError("give --request cpu=500m,memory=1Gi, or --pods N for the largest request that fits N")
+			}
+			if overhead != "" && runtimeClass != "" {
+				return usageError("--overhead and --runtime-class both give the overhead: give one")
+			}
+			if pods < 0 {
+				return usageError("--pods %d: want 1 or more", pods)
+			}
+			var req, over corev1.ResourceList
+			var err error
+			if request != "" {
+				if req, err = fit.ParseList(request); err != nil {
+					return usageError("--request: %w", err)
+				}
+			}
+			if overhead != "" {
+				if over, err = fit.ParseList(overhead); err != nil {
+					return usageError("--overhead: %w", err)
+				}
+			}
+			c, err := kube.NewClient(g.kubeconfig, kube.Options{UserAgent: "tare-fit", Timeout: 30 * time.Second})
+			if err != nil {
+				return fmt.Errorf("tare fit reads the node through the API server: %w", err)
+			}
+			cs, err := c.Clientset()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if runtimeClass != "" {
+				if over, err = fit.RuntimeClassOverhead(ctx, cs, runtimeClass); err != nil {
+					return err
+				}
+			}
+			n, err := fit.ReadNode(ctx, cs, node)
+			if err != nil {
+				return fmt.Errorf("with %s: %w", c.Source, err)
+			}
+			out := fit.Output{Result: fit.Result{Node: n, Overhead: over}}
+			if req != nil {
+				if out.Result, err = fit.Count(n, req, over); err != nil {
+					return usageError("--request: %w", err)
+				}
+			}
+			if pods > 0 {
+				out.Pods = pods
+				if out.Largest, err = fit.Largest(n, pods, over); err != nil {
+					return err
+				}
+			}
+			return render(s, g, out)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&request, "request", "", "one pod's request, e.g. cpu=500m,memory=1Gi")
+	f.StringVar(&overhead, "overhead", "", "per-pod overhead added to the request, e.g. cpu=2m,memory=4Mi (tare density measures it)")
+	f.StringVar(&runtimeClass, "runtime-class", "", "take the overhead from this RuntimeClass's overhead.podFixed")
+	f.StringVar(&node, "node", "", "the node (default: the cluster's only Ready node that takes pods)")
+	f.IntVar(&pods, "pods", 0, "print the largest request that fits this many pods")
+	return cmd
+}

@@ -114,7 +114,7 @@ func runDensity(cmd *cobra.Command, s streams, g *globalOptions, o *densityOptio
 		return err
 	}
 	rep, err := density.Run(cmd.Context(), cs, density.Options{
-		Node: o.node, Namespace: o.namespace, Image: image, PullNever: pullNever, Counts: o.pods, Trials: o.trials,
+		Node: o.node, Host: sample.HostName(g.procRoot), Namespace: o.namespace, Image: image, PullNever: pullNever, Counts: o.pods, Trials: o.trials,
 		Window: o.window, Settle: o.settle, Seed: seed,
 		Session: session.Options{
 			Sampler:  g.sampleOptions(sample.Options{Interval: time.Second, Detail: 5 * time.Second}),

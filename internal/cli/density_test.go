@@ -93,11 +93,12 @@ func TestDensityOnLab(t *testing.T) {
 	waitNamespaceGone(ctx, t, cs, "tare-density")
 
 	// Cut short: the run ends, prints what it measured, and removes its pods.
-	short, stop := context.WithTimeout(ctx, 9*time.Second)
-	out, _, err := run(short, "density", "--kubeconfig", kc, "--pods", "0,2", "--trials", "2", "--window", "3s", "--settle", "0s", "-o", "json")
+	// Six steps of at least 3 s each cannot end within 12 s; the first (no pod to start) ends well within it.
+	short, stop := context.WithTimeout(ctx, 12*time.Second)
+	out, _, err := run(short, "density", "--kubeconfig", kc, "--pods", "0,1", "--trials", "3", "--window", "3s", "--settle", "0s", "-o", "json")
 	stop()
 	var cut density.Output
-	if err == nil || json.Unmarshal([]byte(out), &cut) != nil || len(cut.Steps) == 0 || len(cut.Steps) == 4 {
+	if err == nil || json.Unmarshal([]byte(out), &cut) != nil || len(cut.Steps) == 0 || len(cut.Steps) == 6 {
 		t.Errorf("a run cut short: %v, %d steps: want an error and the steps measured so far\n%s", err, len(cut.Steps), out)
 	}
 	noNamespace("a run cut short")
@@ -169,15 +170,21 @@ func TestDensityOnLab(t *testing.T) {
 	}
 	_ = cs.CoreV1().Pods(metav1.NamespaceDefault).Delete(ctx, "overhead-check", metav1.DeleteOptions{})
 
-	// tare fit against the real scheduler: CPU binding, then memory binding with the measured overhead.
+	// tare fit against the real scheduler: CPU binding; then memory binding, with a request sized so that
+	// the measured RuntimeClass's overhead costs one pod: k fit without it, fewer with it.
 	checkFitAgainstScheduler(ctx, t, kc, cs, "cpu=300m,memory=64Mi", "", corev1.ResourceCPU)
-	checkFitAgainstScheduler(ctx, t, kc, cs, "cpu=10m,memory=3Gi", got.RuntimeClass.Name, corev1.ResourceMemory)
+	free := predictFit(ctx, t, kc, "cpu=10m,memory=1Gi", "").Free[corev1.ResourceMemory]
+	const k = 6
+	request := "cpu=10m,memory=" + strconv.FormatInt(free.Value()/k-mem.Value()/2, 10)
+	without := predictFit(ctx, t, kc, request, "")
+	with := checkFitAgainstScheduler(ctx, t, kc, cs, request, got.RuntimeClass.Name, corev1.ResourceMemory)
+	if with >= without.Fits {
+		t.Errorf("fit %s: %d pods with the RuntimeClass's overhead %s, %d without: want fewer with it", request, with, mem.String(), without.Fits)
+	}
 }
 
-// checkFitAgainstScheduler asks tare fit how many pods of request fit the lab's node, then creates two more
-// than that through the scheduler, and checks that it places exactly the predicted number and says the
-// binding resource is what is insufficient for the rest.
-func checkFitAgainstScheduler(ctx context.Context, t *testing.T, kc string, cs kubernetes.Interface, request, runtimeClass string, binding corev1.ResourceName) {
+// predictFit runs tare fit -o json.
+func predictFit(ctx context.Context, t *testing.T, kc, request, runtimeClass string) fit.Output {
 	t.Helper()
 	args := []string{"fit", "--kubeconfig", kc, "--request", request, "-o", "json"}
 	if runtimeClass != "" {
@@ -191,6 +198,15 @@ func checkFitAgainstScheduler(ctx context.Context, t *testing.T, kc string, cs k
 	if err := json.Unmarshal([]byte(out), &pred); err != nil {
 		t.Fatalf("fit -o json: %v\n%s", err, out)
 	}
+	return pred
+}
+
+// checkFitAgainstScheduler asks tare fit how many pods of request fit the lab's node, then creates two more
+// than that through the scheduler, and checks that it places exactly the predicted number and says the
+// binding resource is what is insufficient for the rest. It returns the prediction.
+func checkFitAgainstScheduler(ctx context.Context, t *testing.T, kc string, cs kubernetes.Interface, request, runtimeClass string, binding corev1.ResourceName) int {
+	t.Helper()
+	pred := predictFit(ctx, t, kc, request, runtimeClass)
 	if pred.Binding != binding || pred.Fits < 1 {
 		t.Fatalf("fit %s: %d pods, %s binds; want at least one and %s binding", request, pred.Fits, pred.Binding, binding)
 	}
@@ -249,7 +265,7 @@ func checkFitAgainstScheduler(ctx context.Context, t *testing.T, kc string, cs k
 			if !strings.Contains(why, "Insufficient "+string(binding)) {
 				t.Errorf("the scheduler refused the rest with %q, not for %s", why, binding)
 			}
-			return
+			return pred.Fits
 		}
 		select {
 		case <-ctx.Done():

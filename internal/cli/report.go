@@ -86,7 +86,7 @@ func runReportPrometheus(cmd *cobra.Command, s streams, g *globalOptions, p prom
 	if p.end != "" {
 		var err error
 		if end, err = time.Parse(time.RFC3339Nano, p.end); err != nil {
-			return usageError("--end %q: want an RFC 3339 time such as 2026-11-23T03:00:00Z", p.end)
+			return usageError("--end %q: want an RFC 3339 time such as 2026-11-23T03:00:00Z: %w", p.end, err)
 		}
 		if end.After(time.Now()) {
 			return usageError("--end %s is in the future", p.end)

@@ -53,12 +53,14 @@ type Component struct {
 type Model struct {
 	Busy       Fit         `json:"node_busy_millicores"`
 	Components []Component `json:"components"`
-	// Overhead is the per-pod cost outside the pod cgroups, at the upper end of each marginal interval, of
-	// the node's agents, runtime and per-pod runtime processes: what a RuntimeClass's overhead.podFixed
-	// should add to every pod.
+	// OverheadCPU and OverheadPrivate fit the per-window sum of the node's agents, runtime and per-pod
+	// runtime processes that run outside the pod cgroups (OverheadFrom): their per-pod cost together.
+	OverheadCPU     Fit      `json:"overhead_cpu_millicores"`
+	OverheadPrivate Fit      `json:"overhead_private_bytes"`
+	OverheadFrom    []string `json:"overhead_from"`
+	// Overhead is that per-pod cost at the upper end of its 95% interval (0 when below zero, NaN when it
+	// could not be fitted): what a RuntimeClass's overhead.podFixed should add to every pod.
 	Overhead Cost `json:"per_pod_outside_pod_cgroups"`
-	// OverheadFrom names the components summed into Overhead.
-	OverheadFrom []string `json:"overhead_from"`
 }
 
 // overheadRoles are the roles whose per-pod cost a pod's RuntimeClass overhead should carry when they run
@@ -102,16 +104,34 @@ func Fitted(ws []Window, charged map[string]string, seed uint64) Model {
 		return -cmpNaN(a.CPU.Marginal, b.CPU.Marginal)
 	})
 	for _, c := range m.Components {
-		if c.ChargedTo != OutsidePodCgroup || !slices.Contains(overheadRoles, component.Role(c.Role)) {
-			continue
+		if c.ChargedTo == OutsidePodCgroup && slices.Contains(overheadRoles, component.Role(c.Role)) {
+			m.OverheadFrom = append(m.OverheadFrom, c.Name)
 		}
-		m.Overhead.CPU += positive(c.CPU.Hi)
-		m.Overhead.RSS += positive(c.RSS.Hi)
-		m.Overhead.PSS += positive(c.PSS.Hi)
-		m.Overhead.Private += positive(c.Private.Hi)
-		m.OverheadFrom = append(m.OverheadFrom, c.Name)
 	}
+	// One line through the sum, not a sum of upper ends: its interval is the total's 95%, and components
+	// whose cost does not move with the pods do not widen it one by one.
+	total := func(get func(Cost) float64) Fit {
+		ys := make([]float64, len(ws))
+		for i, w := range ws {
+			for _, name := range m.OverheadFrom {
+				ys[i] += get(w.Groups[name])
+			}
+		}
+		return TheilSen(xs, ys, rng)
+	}
+	m.OverheadCPU = total(func(x Cost) float64 { return x.CPU })
+	m.OverheadPrivate = total(func(x Cost) float64 { return x.Private })
+	m.Overhead = Cost{CPU: upper(m.OverheadCPU), Private: upper(m.OverheadPrivate),
+		RSS: upper(total(func(x Cost) float64 { return x.RSS })), PSS: upper(total(func(x Cost) float64 { return x.PSS }))}
 	return m
+}
+
+// upper is the upper end of f's interval, 0 when that is below zero, NaN when there is none.
+func upper(f Fit) float64 {
+	if math.IsNaN(f.Hi) {
+		return math.NaN()
+	}
+	return max(0, f.Hi)
 }
 
 // Component returns the named component's line, false when no window saw it.
@@ -122,13 +142,6 @@ func (m Model) Component(name string) (Component, bool) {
 		}
 	}
 	return Component{}, false
-}
-
-func positive(v float64) float64 {
-	if math.IsNaN(v) || v < 0 {
-		return 0
-	}
-	return v
 }
 
 // cmpNaN orders numbers with NaN lowest.

@@ -1,6 +1,7 @@
 package density
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -78,18 +79,22 @@ func TestFittedOverhead(t *testing.T) {
 	charged := map[string]string{component.Kubelet: OutsidePodCgroup, component.APIServer: OutsidePodCgroup,
 		component.ContainerdShim: OutsidePodCgroup, component.Pause: InPodCgroup}
 	m := Fitted(ws, charged, 1)
-	if m.Busy.Marginal != 2 || m.Busy.Fixed != 40 {
+	if math.Abs(m.Busy.Marginal-2) > 1e-9 || math.Abs(m.Busy.Fixed-40) > 1e-9 {
 		t.Errorf("node busy %+v: want 40 + 2/pod", m.Busy)
 	}
 	shim, _ := m.Component(component.ContainerdShim)
-	if shim.Private.Marginal != 3*mib || shim.Private.Fixed != 0 || shim.CPU.Marginal != 0.2 {
+	if math.Abs(shim.Private.Marginal-3*mib) > 1e-3 || shim.Private.Fixed != 0 || math.Abs(shim.CPU.Marginal-0.2) > 1e-9 {
 		t.Errorf("shim %+v: want 3 MiB and 0.2m per pod from zero", shim)
 	}
 	if want := []string{component.ContainerdShim, component.Kubelet}; !slices.Equal(sorted(m.OverheadFrom), want) {
 		t.Errorf("overhead from %v, want %v", m.OverheadFrom, want)
 	}
-	if m.Overhead.CPU != 0.7 || m.Overhead.Private != 3*mib {
-		t.Errorf("overhead %+v: want 0.7m and 3 MiB (exact lines: zero-width intervals)", m.Overhead)
+	if math.Abs(m.Overhead.CPU-0.7) > 1e-9 || math.Abs(m.Overhead.Private-3*mib) > 1e-3 || math.Abs(m.OverheadCPU.Fixed-10) > 1e-9 {
+		t.Errorf("overhead %+v (cpu fit %+v): want 10m + 0.7m and 3 MiB per pod (exact lines: zero-width intervals)", m.Overhead, m.OverheadCPU)
+	}
+	// One pod count only (a run cut short): no overhead, no RuntimeClass.
+	if one := Fitted(ws[:1], charged, 1); !math.IsNaN(one.Overhead.CPU) || RuntimeClass("x", "runc", one) != nil {
+		t.Errorf("one window: overhead %+v: want NaN and no RuntimeClass", one.Overhead)
 	}
 	rc := RuntimeClass("measured", "runc", m)
 	cpu, mem := rc.Overhead.PodFixed[corev1.ResourceCPU], rc.Overhead.PodFixed[corev1.ResourceMemory]

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"text/tabwriter"
 
 	nodev1 "k8s.io/api/node/v1"
@@ -29,12 +30,13 @@ func (o Output) JSON(w io.Writer) error {
 
 // Table writes the per-pod model, a row per component, then the RuntimeClass as YAML.
 func (o Output) Table(w io.Writer) error {
-	fmt.Fprintf(w, "Node %s: %v idle pods of %s, %d trials in shuffled order, %s windows (n = %d, took %s)\n\n",
-		o.Node, o.Counts, o.Image, o.Trials, o.Window, len(o.Steps), o.Took)
+	fmt.Fprintf(w, "Node %s: %v idle pods of %s, %d trials in shuffled order (--seed %d), %s windows (n = %d, took %s)\n\n",
+		o.Node, o.Counts, o.Image, o.Trials, o.Seed, o.Window, len(o.Steps), o.Took)
 	m := o.Model
 	fmt.Fprintf(w, "Node busy: %s at 0 pods, %s per pod [95%% CI %s, %s], R² %.2f\n\n",
 		mc(m.Busy.Fixed), mc(m.Busy.Marginal), mc(m.Busy.Lo), mc(m.Busy.Hi), m.Busy.R2)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	// R² of a robust line can be below zero: the line then fits worse than the mean (noise, no trend).
 	fmt.Fprintln(tw, "COMPONENT\tCHARGED TO\tCPU AT 0\tCPU PER POD [95% CI]\tR²\tPRIVATE PER POD [95% CI]\tPSS PER POD\tRSS AT 0")
 	for _, c := range m.Components {
 		if c.CPU.Fixed == 0 && c.CPU.Marginal == 0 && c.RSS.Fixed == 0 && c.RSS.Marginal == 0 {
@@ -47,9 +49,14 @@ func (o Output) Table(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nPer pod outside the pod cgroups (%v), at the intervals' upper ends: %s CPU, %s private memory.\n",
-		m.OverheadFrom, mc(m.Overhead.CPU), mib(m.Overhead.Private))
-	fmt.Fprintln(w, "A RuntimeClass that charges it to every pod (kubectl apply -f -; pods opt in with runtimeClassName):")
+	fmt.Fprintf(w, "\nPer pod outside the pod cgroups (%s together): %s CPU [95%% CI %s, %s], %s private memory [%s, %s].\n",
+		strings.Join(m.OverheadFrom, ", "), mc(m.OverheadCPU.Marginal), mc(m.OverheadCPU.Lo), mc(m.OverheadCPU.Hi),
+		mib(m.OverheadPrivate.Marginal), mib(m.OverheadPrivate.Lo), mib(m.OverheadPrivate.Hi))
+	if o.RuntimeClass == nil {
+		_, err := fmt.Fprintln(w, "No RuntimeClass: the per-pod overhead needs windows at two pod counts or more.")
+		return err
+	}
+	fmt.Fprintln(w, "A RuntimeClass that charges it to every pod, at the intervals' upper ends (kubectl apply -f -; pods opt in with runtimeClassName):")
 	fmt.Fprintln(w)
 	var b bytes.Buffer
 	if err := deploy.WriteYAML(&b, []runtime.Object{o.RuntimeClass}); err != nil {
@@ -59,16 +66,17 @@ func (o Output) Table(w io.Writer) error {
 	return err
 }
 
-func mc(v float64) string {
-	if math.IsNaN(v) {
-		return "-"
-	}
-	return fmt.Sprintf("%.2fm", v)
-}
+func mc(v float64) string { return twoPlaces(v) + "m" }
 
-func mib(v float64) string {
-	if math.IsNaN(v) {
+func mib(v float64) string { return twoPlaces(v/(1<<20)) + " MiB" }
+
+// twoPlaces prints v with two decimals, "-" for NaN, and 0 without a sign when it rounds to zero.
+func twoPlaces(v float64) string {
+	switch {
+	case math.IsNaN(v):
 		return "-"
+	case math.Abs(v) < 0.005:
+		return "0.00"
 	}
-	return fmt.Sprintf("%.2f MiB", v/(1<<20))
+	return fmt.Sprintf("%.2f", v)
 }

@@ -22,6 +22,7 @@ import (
 // Options say what a density run does.
 type Options struct {
 	Node      string        // the node to fill; "" for the cluster's only schedulable node
+	Host      string        // the name of the machine measured (sample.HostName): warned about when not Node
 	Namespace string        // created for the run and deleted after it; it must not exist
 	Image     string        // the idle pods' image
 	PullNever bool          // the image is on the node already (the lab's images): never pull it
@@ -41,6 +42,7 @@ type Report struct {
 	Counts  []int     `json:"pod_counts"`
 	Trials  int       `json:"trials"`
 	Window  string    `json:"window"`
+	Seed    uint64    `json:"seed"` // repeats the step order and the bootstrap (--seed)
 	Started time.Time `json:"started"`
 	Took    string    `json:"took"`
 	Steps   []Window  `json:"steps"`
@@ -66,6 +68,9 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 	if err != nil {
 		return Report{}, err
 	}
+	if o.Host != "" && o.Host != node.Name {
+		say("warning: tare measures this machine (%s) and the pods run on node %s: unless that is this machine under another name, run tare density on %s", o.Host, node.Name, node.Name)
+	}
 	maxPods := 0
 	if q, ok := node.Allocatable[corev1.ResourcePods]; ok {
 		maxPods = int(q.Value())
@@ -85,7 +90,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 			say("warning: %v", err)
 		}
 	}()
-	rep := Report{Node: node.Name, Image: o.Image, Counts: o.Counts, Trials: o.Trials, Window: o.Window.String(), Started: time.Now()}
+	rep := Report{Node: node.Name, Image: o.Image, Counts: o.Counts, Trials: o.Trials, Window: o.Window.String(), Seed: o.Seed, Started: time.Now()}
 	steps := Order(o.Counts, o.Trials, rand.New(rand.NewPCG(o.Seed, o.Seed+1)))
 	charged := map[string]map[bool]bool{}
 	finish := func(err error) (Report, error) {
@@ -141,7 +146,8 @@ func scale(ctx context.Context, cs kubernetes.Interface, o Options, node string,
 			}
 		}
 	}
-	deadline := time.Now().Add(2*time.Minute + time.Duration(n)*time.Second)
+	timeout := 2*time.Minute + time.Duration(n)*time.Second
+	deadline := time.Now().Add(timeout)
 	for {
 		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: podLabel})
 		if err != nil {
@@ -152,6 +158,9 @@ func scale(ctx context.Context, cs kubernetes.Interface, o Options, node string,
 			if err := pullFailure(&p); err != nil {
 				return err
 			}
+			if p.Status.Phase == corev1.PodFailed {
+				return fmt.Errorf("pod %s failed on node %s: %s: %s", p.Name, node, p.Status.Reason, p.Status.Message)
+			}
 			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
 				runningN++
 			}
@@ -161,7 +170,7 @@ func scale(ctx context.Context, cs kubernetes.Interface, o Options, node string,
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%d of %d pods Running and %d pods in all on node %s after %v (kubectl -n %s get pods)",
-				runningN, n, len(list.Items), node, time.Until(deadline)+2*time.Minute, o.Namespace)
+				runningN, n, len(list.Items), node, timeout, o.Namespace)
 		}
 		select {
 		case <-ctx.Done():
@@ -207,6 +216,9 @@ func measure(ctx context.Context, o Options, st Step, charged map[string]map[boo
 	res, err := session.Measure(ctx, o.Session)
 	if err != nil {
 		return Window{}, fmt.Errorf("measuring %d pods: %w", st.Pods, err)
+	}
+	if len(res.Samples) < 2 && ctx.Err() != nil {
+		return Window{}, ctx.Err() // cut short before a whole interval: nothing to keep
 	}
 	if len(res.Samples) < 2 {
 		return Window{}, fmt.Errorf("measuring %d pods: %d sample(s)", st.Pods, len(res.Samples))

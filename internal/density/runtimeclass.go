@@ -1,8 +1,8 @@
 package density
 
 import (
-	"fmt"
 	"math"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -12,14 +12,18 @@ import (
 
 // RuntimeClass returns a RuntimeClass for handler whose overhead.podFixed is the model's per-pod overhead:
 // CPU rounded up to the millicore, memory (private, what one more pod adds) rounded up to the MiB, at
-// least 1m and 1Mi.
+// least 1m and 1Mi. It returns nil when the model has no per-pod overhead to give (fewer than two pod
+// counts measured, say: a run cut short).
 func RuntimeClass(name, handler string, m Model) *nodev1.RuntimeClass {
+	if math.IsNaN(m.Overhead.CPU) || math.IsNaN(m.Overhead.Private) || len(m.OverheadFrom) == 0 {
+		return nil
+	}
 	cpu := max(1, int64(math.Ceil(m.Overhead.CPU)))
 	mib := max(1, int64(math.Ceil(m.Overhead.Private/(1<<20))))
 	return &nodev1.RuntimeClass{
 		TypeMeta: metav1.TypeMeta{APIVersion: "node.k8s.io/v1", Kind: "RuntimeClass"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
-			"tare.dev/overhead-from": fmt.Sprintf("%v", m.OverheadFrom),
+			"tare.dev/overhead-from": strings.Join(m.OverheadFrom, ","),
 		}},
 		Handler: handler,
 		Overhead: &nodev1.Overhead{PodFixed: corev1.ResourceList{

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // Node is what the scheduler weighs on one node.
@@ -33,8 +34,8 @@ type Result struct {
 	Free    corev1.ResourceList         `json:"free"`
 }
 
-// Count computes how many pods of request, each with overhead, fit n. Resources the request does not name
-// do not limit it, except the node's pod count.
+// Count computes how many pods of request, each with overhead, fit n. Resources neither names do not limit
+// it, except the node's pod count.
 func Count(n Node, request, overhead corev1.ResourceList) (Result, error) {
 	r := Result{Node: n, Request: request, Overhead: overhead, PerRes: map[corev1.ResourceName]int{}, Free: corev1.ResourceList{}}
 	for name, alloc := range n.Allocatable {
@@ -50,14 +51,19 @@ func Count(n Node, request, overhead corev1.ResourceList) (Result, error) {
 		r.PerRes[corev1.ResourcePods] = pods
 	}
 	r.Fits, r.Binding = pods, corev1.ResourcePods
-	names := make([]corev1.ResourceName, 0, len(request))
-	for name := range request {
-		names = append(names, name)
+	// A resource only the overhead names limits the count too (a RuntimeClass's memory on a cpu request).
+	var names []corev1.ResourceName
+	for _, l := range []corev1.ResourceList{request, overhead} {
+		for name := range l {
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
 	}
 	slices.Sort(names)
 	for _, name := range names {
 		if name == corev1.ResourcePods {
-			return r, fmt.Errorf("the request names pods: ask for cpu, memory or another resource")
+			return r, fmt.Errorf("the request or overhead names pods: give cpu, memory or another resource")
 		}
 		per := request[name].DeepCopy()
 		if o, ok := overhead[name]; ok {
@@ -82,7 +88,7 @@ func Count(n Node, request, overhead corev1.ResourceList) (Result, error) {
 	return r, nil
 }
 
-// Largest returns the largest request of each resource of the node (cpu, memory) such that pods such pods,
+// Largest returns the largest request of each resource of the node (cpu, memory) such that pods pods,
 // each with overhead, still fit: (free − pods × overhead) ÷ pods, rounded down (cpu to the millicore,
 // memory to the MiB). It fails when the node cannot take that many pods at all.
 func Largest(n Node, pods int, overhead corev1.ResourceList) (corev1.ResourceList, error) {
@@ -106,7 +112,7 @@ func Largest(n Node, pods int, overhead corev1.ResourceList) (corev1.ResourceLis
 			free -= int64(pods) * o.MilliValue()
 		}
 		per := free / int64(pods)
-		if per <= 0 {
+		if per <= 0 || (name == corev1.ResourceMemory && per/1000 < 1<<20) {
 			return nil, fmt.Errorf("node %s has no %s left for %d pods with their overhead", n.Name, name, pods)
 		}
 		if name == corev1.ResourceCPU {
@@ -119,22 +125,10 @@ func Largest(n Node, pods int, overhead corev1.ResourceList) (corev1.ResourceLis
 	return out, nil
 }
 
-// PodRequests is what the scheduler charges a pod: the larger of its containers' summed requests and
-// each init container's, per resource, plus its overhead.
+// PodRequests is what the scheduler charges a pod: its containers' requests (the larger init container,
+// sidecars, pod-level requests) and its overhead, as the scheduler's own helper counts them.
 func PodRequests(p *corev1.Pod) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for _, c := range p.Spec.Containers {
-		addAll(out, c.Resources.Requests)
-	}
-	for _, c := range p.Spec.InitContainers {
-		for name, q := range c.Resources.Requests {
-			if cur, ok := out[name]; !ok || q.Cmp(cur) > 0 {
-				out[name] = q.DeepCopy()
-			}
-		}
-	}
-	addAll(out, p.Spec.Overhead)
-	return out
+	return resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
 }
 
 func addAll(into, from corev1.ResourceList) {

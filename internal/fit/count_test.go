@@ -40,6 +40,10 @@ func TestCount(t *testing.T) {
 			t.Errorf("Count(%s + %s) = %d binding %s (%v); want %d, %s", tc.request, tc.overhead, r.Fits, r.Binding, err, tc.fits, tc.binding)
 		}
 	}
+	// The overhead alone names memory: memory still binds (14Gi / 1Gi = 14 against cpu's 300).
+	if r, err := Count(n, rl(t, "cpu=10m"), rl(t, "memory=1Gi")); err != nil || r.Fits != 14 || r.Binding != corev1.ResourceMemory {
+		t.Errorf("a memory overhead on a cpu request: %d binding %s (%v); want 14, memory", r.Fits, r.Binding, err)
+	}
 	if _, err := Count(n, rl(t, "nvidia.com/gpu=1"), nil); err == nil || !strings.Contains(err.Error(), "no allocatable nvidia.com/gpu") {
 		t.Errorf("a resource the node lacks: %v", err)
 	}

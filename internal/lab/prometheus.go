@@ -16,7 +16,8 @@ import (
 // kubernetes_sd_configs, so the shipped scrape configuration cannot run on it. tare builds upstream
 // Prometheus from its Go module, as it builds the Kubernetes components, for the lab and its tests.
 
-// PrometheusVersion is the upstream Prometheus release tare builds; its Go module is tagged v0.MINOR.PATCH.
+// PrometheusVersion is the upstream Prometheus release tare builds. Its Go module is tagged v0.MINOR.PATCH
+// for 2.x (v2.54.1 is v0.54.1); 3.x uses other tags, so moving to it means changing the mapping below.
 const PrometheusVersion = "v2.54.1"
 
 const prometheusModule = "github.com/prometheus/prometheus"
@@ -75,8 +76,12 @@ func installPrometheus(ctx context.Context) (dir string, built bool, err error) 
 	}
 	var out bytes.Buffer
 	version := prometheusModule + "@v0." + strings.TrimPrefix(PrometheusVersion, "v2.")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return dir, false, fmt.Errorf("creating %s: %w", dir, err)
+	}
+	// Outside any module (the cache, not the caller's directory): the download must not touch a go.sum.
 	cmd := exec.CommandContext(ctx, gobin, "mod", "download", "-json", version)
-	cmd.Stdout, cmd.Env = &out, buildEnv()
+	cmd.Dir, cmd.Stdout, cmd.Env = dir, &out, append(buildEnv(), "GOWORK=off")
 	if err := cmd.Run(); err != nil {
 		return dir, false, fmt.Errorf("downloading %s: %w", version, err)
 	}
@@ -84,19 +89,30 @@ func installPrometheus(ctx context.Context) (dir string, built bool, err error) 
 	if err := json.Unmarshal(out.Bytes(), &info); err != nil {
 		return dir, false, fmt.Errorf("reading go mod download output: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return dir, false, fmt.Errorf("creating %s: %w", dir, err)
-	}
 	for _, p := range prometheusPrograms {
-		bin := filepath.Join(dir, p)
-		tmp := fmt.Sprintf("%s.tmp%d", bin, os.Getpid()) // two test binaries may build at once
-		// The module's go.mod has replace directives, so it is built in its own directory, not installed.
-		if err := goCmd(ctx, gobin, info.Dir, "build", "-trimpath", "-o", tmp, "./cmd/"+p); err != nil {
-			return dir, false, fmt.Errorf("building %s %s: %w", p, PrometheusVersion, err)
-		}
-		if err := os.Rename(tmp, bin); err != nil {
+		if err := buildPrometheusProgram(ctx, gobin, info.Dir, dir, p); err != nil {
 			return dir, false, err
 		}
 	}
 	return dir, true, nil
+}
+
+// buildPrometheusProgram builds one command of the module in src into dir, through a temporary file of its
+// own (two test binaries may build at once) renamed into place.
+func buildPrometheusProgram(ctx context.Context, gobin, src, dir, program string) error {
+	f, err := os.CreateTemp(dir, program+".build-*")
+	if err != nil {
+		return fmt.Errorf("building %s: %w", program, err)
+	}
+	tmp := f.Name()
+	f.Close()
+	defer func() { _ = os.Remove(tmp) }() // gone once renamed
+	// The module's go.mod has replace directives, so it is built in its own directory, not installed.
+	if err := goCmd(ctx, gobin, src, "build", "-trimpath", "-o", tmp, "./cmd/"+program); err != nil {
+		return fmt.Errorf("building %s %s: %w", program, PrometheusVersion, err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, program)); err != nil {
+		return fmt.Errorf("installing %s: %w", program, err)
+	}
+	return nil
 }

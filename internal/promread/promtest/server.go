@@ -158,12 +158,21 @@ func BadTargets(t testing.TB) (closed, notPrometheus, empty string) {
 // Upstream returns the path of upstream prometheus or promtool (program), built into tare's cache the first
 // time (lab.InstallPrometheus, a few minutes). Debian's build lacks Kubernetes service discovery, which
 // tests of the shipped scrape configuration need. Without go or the module proxy the test is unavailable.
+// Tests that ask at once wait for one build.
 func Upstream(t testing.TB, program string) string {
 	t.Helper()
+	upstream.Lock()
+	defer upstream.Unlock()
 	if p := lab.PrometheusBin(program); p != "" {
 		return p
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	end := time.Now().Add(15 * time.Minute)
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if testEnd, ok := d.Deadline(); ok && testEnd.Add(-30*time.Second).Before(end) {
+			end = testEnd.Add(-30 * time.Second)
+		}
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), end)
 	defer cancel()
 	if _, err := lab.InstallPrometheus(ctx); err != nil {
 		testenv.Unavailable(t, "building upstream Prometheus %s: %v", lab.PrometheusVersion, err)
@@ -174,3 +183,6 @@ func Upstream(t testing.TB, program string) string {
 	}
 	return p
 }
+
+// upstream serialises Upstream's builds within a test binary.
+var upstream sync.Mutex

@@ -1,6 +1,8 @@
 package density
 
 import (
+	"cmp"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -82,7 +84,7 @@ func Fitted(ws []Window, charged map[string]string, seed uint64) Model {
 		}
 	}
 	m := Model{Busy: TheilSen(xs, busy, rng)}
-	for _, name := range sortedKeys(names) {
+	for _, name := range slices.Sorted(maps.Keys(names)) {
 		c := Component{Name: name, ChargedTo: charged[name]}
 		if e, ok := component.Lookup(name); ok {
 			c.Role = string(e.Role)
@@ -101,7 +103,7 @@ func Fitted(ws []Window, charged map[string]string, seed uint64) Model {
 		m.Components = append(m.Components, c)
 	}
 	slices.SortStableFunc(m.Components, func(a, b Component) int {
-		return -cmpNaN(a.CPU.Marginal, b.CPU.Marginal)
+		return -cmp.Compare(a.CPU.Marginal, b.CPU.Marginal) // NaN lowest
 	})
 	for _, c := range m.Components {
 		if c.ChargedTo == OutsidePodCgroup && slices.Contains(overheadRoles, component.Role(c.Role)) {
@@ -142,30 +144,4 @@ func (m Model) Component(name string) (Component, bool) {
 		}
 	}
 	return Component{}, false
-}
-
-// cmpNaN orders numbers with NaN lowest.
-func cmpNaN(a, b float64) int {
-	switch {
-	case math.IsNaN(a) && math.IsNaN(b):
-		return 0
-	case math.IsNaN(a):
-		return -1
-	case math.IsNaN(b):
-		return 1
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

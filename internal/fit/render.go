@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -32,7 +33,7 @@ func (o Output) Table(w io.Writer) error {
 	if o.Request != nil {
 		fmt.Fprintf(w, "Each new pod: request %s + overhead %s\n", list(o.Request), list(o.Overhead))
 		var by []string
-		for _, name := range sortedNames(o.PerRes) {
+		for _, name := range slices.Sorted(maps.Keys(o.PerRes)) {
 			by = append(by, fmt.Sprintf("%s %d", name, o.PerRes[name]))
 		}
 		fmt.Fprintf(w, "Fits: %d pods (%s binds first; by resource: %s)\n", o.Fits, o.Binding, strings.Join(by, ", "))
@@ -48,18 +49,9 @@ func list(l corev1.ResourceList) string {
 		return "none"
 	}
 	var parts []string
-	for _, name := range sortedNames(l) {
+	for _, name := range slices.Sorted(maps.Keys(l)) {
 		q := l[name]
 		parts = append(parts, string(name)+"="+q.String())
 	}
 	return strings.Join(parts, ",")
-}
-
-func sortedNames[V any](m map[corev1.ResourceName]V) []corev1.ResourceName {
-	out := make([]corev1.ResourceName, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -6,7 +6,7 @@ LDFLAGS   := -X github.com/tare-dev/tare/internal/cli.Version=$(VERSION)
 GOLANGCI  ?= $(shell $(GO) env GOPATH)/bin/golangci-lint
 GOLANGCI_VERSION ?= v2.15.0
 
-.PHONY: build test test-short bench bench-overhead bench-lab bench-audit bench-experiment bench-agent lint measure deps clean
+.PHONY: build test test-short bench bench-overhead bench-lab bench-audit bench-experiment bench-agent bench-datapath lint measure deps clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/tare
@@ -65,8 +65,9 @@ fuzz:
 
 # bench: tare's own overhead next to pidstat, then the lab (time to Ready and first pod, cold and warm;
 # idle CPU upstream vs tuned), explain's audit-log reader against jq on 1 GiB, and how long an A/B
-# experiment needs to detect a 5% change in control-plane CPU. Root.
-bench: bench-overhead bench-lab bench-audit bench-experiment bench-agent
+# experiment needs to detect a 5% change in control-plane CPU, the agent beside the exporters, and a default
+# tare datapath net run. Root.
+bench: bench-overhead bench-lab bench-audit bench-experiment bench-agent bench-datapath
 
 bench-overhead: build deps
 	$(GO) run ./bench/overhead -tare ./$(BIN)
@@ -85,6 +86,11 @@ bench-experiment: build
 # 15 s for 2 minutes: CPU and peak RSS of each, and the ratios. Root.
 bench-agent: build deps
 	$(GO) run ./bench/agent -tare ./$(BIN)
+
+# bench-datapath: a default tare datapath net run on a two-node lab: how long it takes, each ratio's interval
+# width, and the smallest throughput difference the host path's noise lets it detect. Root.
+bench-datapath: build
+	$(GO) run ./bench/datapath -tare ./$(BIN)
 
 # lint installs golangci-lint GOLANGCI_VERSION from the module proxy when GOLANGCI is missing or another
 # version.

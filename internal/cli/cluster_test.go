@@ -22,7 +22,6 @@ import (
 	"github.com/tare-dev/tare/internal/classify"
 	"github.com/tare-dev/tare/internal/cluster"
 	"github.com/tare-dev/tare/internal/deploy"
-	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/promread/promtest"
 	"github.com/tare-dev/tare/internal/testload"
@@ -73,14 +72,7 @@ func TestAgentsOnThreeNodeLab(t *testing.T) {
 		kubectlIn(t, kc, manifest, "delete", "--wait", "--timeout=60s", "-f", "-")
 	})
 
-	c, err := kube.NewClient(kc, kube.Options{Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := c.Clientset()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := clientsetOf(t, kc)
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil || len(nodes.Items) != 3 {
 		t.Fatalf("nodes: %v, %v", nodes, err)

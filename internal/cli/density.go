@@ -88,23 +88,11 @@ func runDensity(cmd *cobra.Command, s streams, g *globalOptions, o *densityOptio
 	if err := density.CheckCounts(o.pods, 0, 0); err != nil {
 		return usageError("--pods: %w", err)
 	}
-	image, pullNever := o.image, false
-	if image == "pause" {
-		image, pullNever = lab.PauseImage.Name, true
+	image, pullNever, err := podImage(o.image, "pause", lab.PauseImage, o.pull)
+	if err != nil {
+		return err
 	}
-	switch o.pull {
-	case "":
-	case "never":
-		pullNever = true
-	case "if-not-present":
-		pullNever = false
-	default:
-		return usageError("--pull %q: want never or if-not-present", o.pull)
-	}
-	seed := o.seed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
+	seed := runSeed(o.seed)
 	c, err := kube.NewClient(g.kubeconfig, kube.Options{UserAgent: "tare-density", Timeout: 30 * time.Second, QPS: 50, Burst: 100})
 	if err != nil {
 		return fmt.Errorf("tare density creates pods through the API server: %w", err)

@@ -21,7 +21,6 @@ import (
 	"github.com/tare-dev/tare/internal/density"
 	"github.com/tare-dev/tare/internal/fit"
 	"github.com/tare-dev/tare/internal/kernel"
-	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/lab"
 )
 
@@ -41,14 +40,7 @@ func TestDensityOnLab(t *testing.T) {
 		t.Fatalf("lab up: %v\n%s", err, errOut)
 	}
 	kc := filepath.Join(dir, "kubeconfig")
-	c, err := kube.NewClient(kc, kube.Options{Timeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := c.Clientset()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := clientsetOf(t, kc)
 	noNamespace := func(when string) {
 		t.Helper()
 		if _, err := cs.CoreV1().Namespaces().Get(ctx, "tare-density", metav1.GetOptions{}); !apierrors.IsNotFound(err) {

@@ -40,7 +40,7 @@ A lab lives in one directory (--dir; default $TARE_LAB_DIR, /var/lib/tare/lab as
 
 func newLabInstall(s streams, g *globalOptions) *cobra.Command {
 	var binDir string
-	var prometheus bool
+	var prometheus, datapath bool
 	cmd := &cobra.Command{
 		Use:   "install",
 		Short: "Get every lab component (cached: a second install is a no-op)",
@@ -50,33 +50,48 @@ stamped so kubectl can read it; --bin-dir uses binaries you already have instead
 
 --prometheus also builds upstream Prometheus ` + lab.PrometheusVersion + ` (prometheus and promtool) into the cache:
 Debian's prometheus package is built without Kubernetes service discovery, which the shipped scrape
-configuration (tare agent manifest's agents, deploy/prometheus/prometheus.yml) uses.`,
+configuration (tare agent manifest's agents, deploy/prometheus/prometheus.yml) uses.
+
+--datapath also installs the network and disk test tools iperf3, sockperf and fio (Debian packages, with
+apt when missing) and builds the image ` + lab.ToolsImage.Name + ` from them: the tools with every shared
+library they load, copied from this machine, which tare datapath runs in pods.`,
 		Example: `  sudo tare lab install
   sudo tare lab install --bin-dir /usr/local/bin
-  tare lab install --prometheus`,
+  tare lab install --prometheus
+  sudo tare lab install --datapath`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runLabInstall(cmd.Context(), s, g, binDir, prometheus)
+			return runLabInstall(cmd.Context(), s, g, binDir, installExtras{prometheus: prometheus, datapath: datapath})
 		},
 	}
 	cmd.Flags().StringVar(&binDir, "bin-dir", "", "use the Kubernetes binaries in this directory instead of building them")
 	cmd.Flags().BoolVar(&prometheus, "prometheus", false, "also build upstream Prometheus with Kubernetes service discovery")
+	cmd.Flags().BoolVar(&datapath, "datapath", false, "also install iperf3, sockperf and fio and build the datapath tools image")
 	return cmd
 }
 
+// installExtras are what lab install gets beyond the lab's own components, when asked.
+type installExtras struct{ prometheus, datapath bool }
+
 // runLabInstall prints what was installed, even when a later component failed.
-func runLabInstall(ctx context.Context, s streams, g *globalOptions, binDir string, prometheus bool) error {
+func runLabInstall(ctx context.Context, s streams, g *globalOptions, binDir string, extras installExtras) error {
 	start := time.Now()
 	log := func(name string) {
 		fmt.Fprintf(s.err, "installing %s (%s elapsed)\n", name, time.Since(start).Round(time.Second))
 	}
 	comps, err := lab.Install(ctx, lab.InstallOptions{BinDir: binDir, Log: log})
-	if err == nil && prometheus {
+	if err == nil && extras.prometheus {
 		log("prometheus")
 		var c lab.Component
 		if c, err = lab.InstallPrometheus(ctx); err == nil {
 			comps = append(comps, c)
 		}
+	}
+	if err == nil && extras.datapath {
+		log("datapath tools")
+		var cs []lab.Component
+		cs, err = lab.InstallDatapathTools(ctx)
+		comps = append(comps, cs...)
 	}
 	if rerr := render(s, g, viewOf(comps, printInstalled)); rerr != nil {
 		return rerr

@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/lab"
 )
 
@@ -46,6 +49,20 @@ func labDir(t *testing.T) string {
 		_ = os.RemoveAll(dir)
 	})
 	return dir
+}
+
+// clientsetOf is a typed client of the cluster kubeconfig kc names.
+func clientsetOf(t *testing.T, kc string) kubernetes.Interface {
+	t.Helper()
+	c, err := kube.NewClient(kc, kube.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := c.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
 }
 
 func kubectl(t *testing.T, kubeconfig string, args ...string) string {

@@ -134,6 +134,9 @@ func printStatus(w io.Writer, st labStatus) error {
 		}
 		fmt.Fprintf(w, "node %s%s: %s\n", n.Name, kind, ready)
 	}
+	if r.Overlay != "" {
+		fmt.Fprintf(w, "pods between nodes: %s\n", r.Overlay)
+	}
 	fmt.Fprintf(w, "export KUBECONFIG=%s\n", r.Kubeconfig)
 	return nil
 }

@@ -3,7 +3,8 @@ package density
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
+
+	"github.com/tare-dev/tare/internal/stats"
 )
 
 // Step is one measured window: the pods running on the node during it, in one trial.
@@ -16,11 +17,9 @@ type Step struct {
 // the run (a cache warming, a log growing) is not mistaken for an effect of the pod count.
 func Order(counts []int, trials int, rng *rand.Rand) []Step {
 	var out []Step
-	for t := 1; t <= trials; t++ {
-		perm := slices.Clone(counts)
-		rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
-		for _, n := range perm {
-			out = append(out, Step{Trial: t, Pods: n})
+	for i, round := range stats.ShuffledRounds(counts, trials, rng) {
+		for _, n := range round {
+			out = append(out, Step{Trial: i + 1, Pods: n})
 		}
 	}
 	return out

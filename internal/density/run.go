@@ -2,7 +2,6 @@ package density
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/tare-dev/tare/internal/classify"
 	"github.com/tare-dev/tare/internal/fit"
+	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/session"
 	"github.com/tare-dev/tare/internal/summary"
 )
@@ -52,9 +52,8 @@ type Report struct {
 // podLabel marks the run's pods.
 const podLabel = "tare.dev/density"
 
-// ErrNamespaceExists says the run's namespace is already there: the run deletes its namespace at the end,
-// so it never takes one it did not create.
-var ErrNamespaceExists = errors.New("namespace exists")
+// ErrNamespaceExists says the run's namespace is already there (kube.ErrNamespaceExists).
+var ErrNamespaceExists = kube.ErrNamespaceExists
 
 // Run fills the node step by step, measures each step's window, and fits the model. Everything it creates
 // lives in o.Namespace, which it deletes before returning, also on error or when ctx is cancelled; a run
@@ -78,15 +77,11 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 	if err := CheckCounts(o.Counts, maxPods, node.Pods); err != nil {
 		return Report{}, fmt.Errorf("--pods on node %s: %w", node.Name, err)
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.Namespace, Labels: map[string]string{"app.kubernetes.io/managed-by": "tare"}}}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return Report{}, fmt.Errorf("namespace %s: %w: tare density deletes its namespace when done, so it uses a new one (delete it, or give another --namespace)", o.Namespace, ErrNamespaceExists)
-		}
-		return Report{}, fmt.Errorf("creating namespace %s: %w", o.Namespace, err)
+	if err := kube.CreateRunNamespace(ctx, cs, o.Namespace, "tare density"); err != nil {
+		return Report{}, err
 	}
 	defer func() {
-		if err := deleteNamespace(context.WithoutCancel(ctx), cs, o.Namespace); err != nil {
+		if err := kube.DeleteNamespace(context.WithoutCancel(ctx), cs, o.Namespace, time.Minute); err != nil {
 			say("warning: %v", err)
 		}
 	}()
@@ -155,7 +150,7 @@ func scale(ctx context.Context, cs kubernetes.Interface, o Options, node string,
 		}
 		runningN := 0
 		for _, p := range list.Items {
-			if err := pullFailure(&p); err != nil {
+			if err := kube.PodStartFailure(&p); err != nil {
 				return err
 			}
 			if p.Status.Phase == corev1.PodFailed {
@@ -196,19 +191,6 @@ func idlePod(o Options, node, name string) *corev1.Pod {
 			Containers:         []corev1.Container{{Name: "idle", Image: o.Image, ImagePullPolicy: pull}},
 		},
 	}
-}
-
-// pullFailure says why a pod's image cannot be started, nil while it can.
-func pullFailure(p *corev1.Pod) error {
-	for _, c := range p.Status.ContainerStatuses {
-		if w := c.State.Waiting; w != nil {
-			switch w.Reason {
-			case "ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName":
-				return fmt.Errorf("pod %s: image %s cannot be started on node %s: %s: %s", p.Name, c.Image, p.Spec.NodeName, w.Reason, w.Message)
-			}
-		}
-	}
-	return nil
 }
 
 // measure takes one step's window with the measuring session, and notes where each group's processes run.
@@ -270,24 +252,4 @@ func chargedTo(seen map[string]map[bool]bool) map[string]string {
 		}
 	}
 	return out
-}
-
-// deleteNamespace deletes the run's namespace and waits until it is gone (at most a minute).
-func deleteNamespace(ctx context.Context, cs kubernetes.Interface, name string) error {
-	zero := int64(0)
-	err := cs.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("deleting namespace %s: %w (kubectl delete namespace %s)", name, err, name)
-	}
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		if _, err := cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-			return nil
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	return fmt.Errorf("namespace %s still terminating after a minute (kubectl get namespace %s)", name, name)
 }

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/tare-dev/tare/internal/kube"
 )
 
 // ReadNode reads a node's allocatable and what the pods on it already request. name "" picks the only Ready
@@ -51,29 +53,14 @@ func pick(ctx context.Context, cs kubernetes.Interface, name string) (*corev1.No
 		}
 		return n, nil
 	}
-	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	found, err := kube.PodNodes(ctx, cs)
 	if err != nil {
-		return nil, fmt.Errorf("listing nodes: %w", err)
-	}
-	var found []*corev1.Node
-	for i := range list.Items {
-		if n := &list.Items[i]; !n.Spec.Unschedulable && ready(n) && n.Labels["type"] != "kwok" {
-			found = append(found, n)
-		}
+		return nil, err
 	}
 	if len(found) != 1 {
 		return nil, fmt.Errorf("%d Ready nodes take pods: give --node", len(found))
 	}
-	return found[0], nil
-}
-
-func ready(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return &found[0], nil
 }
 
 // RuntimeClassOverhead returns the overhead.podFixed of a RuntimeClass (nil when it has none).

@@ -152,17 +152,23 @@ func missingPackages(lookPath func(string) (string, error)) []string {
 	return missing
 }
 
+// installPackages installs the missing Debian packages with apt, when there are any and this process may.
+func installPackages(ctx context.Context, missing []string) error {
+	_, aptErr := exec.LookPath("apt-get")
+	if err := canInstall(missing, os.Geteuid(), aptErr == nil); err != nil {
+		return err
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return aptInstall(ctx, missing...)
+}
+
 func ensurePackages(ctx context.Context) ([]Component, error) {
 	start := time.Now()
 	missing := missingPackages(exec.LookPath)
-	_, aptErr := exec.LookPath("apt-get")
-	if err := canInstall(missing, os.Geteuid(), aptErr == nil); err != nil {
+	if err := installPackages(ctx, missing); err != nil {
 		return nil, err
-	}
-	if len(missing) > 0 {
-		if err := aptInstall(ctx, missing...); err != nil {
-			return nil, err
-		}
 	}
 	var out []Component
 	for _, p := range debianPackages {

@@ -2,15 +2,18 @@
 // components (etcd from Debian's packages; kube-apiserver, kube-controller-manager, kube-scheduler, kubelet
 // and kube-proxy built from the k8s.io/kubernetes module at a pinned version; containerd; kwok for fake
 // nodes) run as plain processes with everything under one directory, and stopped without leaving anything
-// on the machine. The lab verbs in internal/cli (tare lab install, up, status, down), internal/experiment
-// and the tests of internal/cli and internal/kube call it. It imports client-go, internal/component,
-// internal/kube and internal/pprof, and no package of tare's above it.
+// on the machine. The lab verbs in internal/cli (tare lab install, up, status, down), tare datapath,
+// internal/experiment and the tests of internal/cli and internal/kube call it. It imports client-go,
+// internal/component, internal/kube and internal/pprof, and no package of tare's above it.
 //
 // Where things are, by subsystem:
 //
 //   - Getting the programs: install.go (the cache, etcd, building the Kubernetes components),
-//     components.go (Install: Debian packages, kwok), images.go (pod images built from Go code),
-//     binaries.go (finding the programs at up).
+//     components.go (Install: Debian packages, kwok), images.go (pod images built from Go code, and the
+//     OCI archive of one layer of files every image is written as), tareimage.go (tare's own image),
+//     toolsimage.go (ToolsImage: the machine's iperf3, sockperf and fio with their libraries, which
+//     elfdeps.go finds as the dynamic loader does; InstallDatapathTools), binaries.go (finding the
+//     programs at up).
 //   - Starting and stopping: up.go (Up and UpOptions: the start sequence, its supervision and why a start
 //     failed), down.go (Down and Leftovers), process.go (one daemon: start, follow, stop; stray lab
 //     processes), state.go (DIR/state.json, which down and status read).
@@ -25,10 +28,13 @@
 //   - Tuning: profile.go (profiles and --set), checksets.go (--set checked against a component's --help).
 //   - Changes to the machine, one file per subsystem, each undo next to its do: cgroups.go (the kubelet's
 //     cgroup root), mounts.go (volume and rootfs mounts, pod network namespaces), nodenet.go (the extra
-//     nodes' namespaces, veths, bridge and routes), iptables.go (the KUBE- and CNI- chains the components
-//     add), sysctl.go, residue.go (machine directories, container log links, shim sockets, CNI results,
-//     the pod bridge). Down calls the undos in order (restoreMachine).
-//   - A running lab: status.go, pprof.go (the components' pprof endpoints).
+//     nodes' namespaces, veths, bridge and routes), overlay.go (SetOverlay and CurrentOverlay: pods
+//     between nodes routed or over VXLAN, switched while the lab runs) with vtep.go (its VXLAN devices),
+//     iptables.go (the KUBE- and CNI- chains the components add), sysctl.go, residue.go (machine
+//     directories, container log links, shim sockets, CNI results, the pod bridge). Down calls the undos
+//     in order (restoreMachine).
+//   - A running lab: status.go, pprof.go (the components' pprof endpoints), toolsimport.go
+//     (ImportToolsImage: the tools image into every node's containerd, when tare datapath asks).
 //
 // Which components an up runs comes from the component registry (internal/component), filtered by the
 // options (UpOptions.components): the programs it looks for (binaries.go), the ports it checks (ports.go),

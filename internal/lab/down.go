@@ -128,9 +128,9 @@ func stopLab(dir string, st *State) (stopped, strays []Process) {
 
 // restoreMachine undoes, in order, what a lab changed on the machine beside its processes; each undo lives
 // in its subsystem's file next to what up does: mounts and pod network namespaces (mounts.go), cgroups
-// (cgroups.go), the extra nodes' namespaces, links and routes (nodenet.go), the pod bridge (residue.go),
-// the KUBE-/CNI- iptables chains when the lab ran a node (iptables.go), the components' residue outside
-// the lab directory (residue.go) and sysctls (sysctl.go).
+// (cgroups.go), the extra nodes' namespaces, links and routes (nodenet.go), the machine's VTEP of the
+// overlay (vtep.go), the pod bridge (residue.go), the KUBE-/CNI- iptables chains when the lab ran a node
+// (iptables.go), the components' residue outside the lab directory (residue.go) and sysctls (sysctl.go).
 func restoreMachine(dir string, st *State, nodeLab bool) []error {
 	p := paths{dir}
 	var errs []error
@@ -141,6 +141,9 @@ func restoreMachine(dir string, st *State, nodeLab bool) []error {
 		errs = append(errs, err)
 	}
 	if err := removeNodeNetworks(st.ExtraNodes); err != nil {
+		errs = append(errs, err)
+	}
+	if err := removeOverlay(); err != nil {
 		errs = append(errs, err)
 	}
 	if err := removeBridge(); err != nil {
@@ -182,8 +185,8 @@ func stopAll(ps []Process, grace time.Duration) []Process {
 }
 
 // Leftovers lists what of a lab is still on the machine: processes naming its directory, mounts under
-// it, its pod network namespaces, bridge, cgroups, the extra nodes' namespaces, links and routes, and (for
-// a lab with a node) KUBE-/CNI- iptables chains.
+// it, its pod network namespaces, bridge, cgroups, the extra nodes' namespaces, links and routes, the
+// overlay's VTEP, and (for a lab with a node) KUBE-/CNI- iptables chains.
 func Leftovers(dir string, node bool) []string {
 	var out []string
 	for _, p := range strayProcesses(dir) {
@@ -207,6 +210,7 @@ func Leftovers(dir string, node bool) []string {
 		}
 	}
 	out = append(out, nodeNetworkLeftovers()...)
+	out = append(out, overlayLeftovers()...)
 	if node {
 		for _, c := range labChains() {
 			out = append(out, "iptables chain "+c)

@@ -15,6 +15,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/tare-dev/tare/internal/deploy"
@@ -23,11 +25,13 @@ import (
 //go:embed images/pause/main.go images/web/main.go
 var imageSources embed.FS
 
-// Image is a tiny image the lab builds from Go code, so pods run with no registry.
+// Image is an image the lab builds itself, so pods run with no registry: a tiny one of one static program
+// built from Go code, or the datapath tools copied from the machine (toolsimage.go).
 type Image struct {
-	Name   string // reference kubelet and containerd use
-	Source string // program under images/, or "tare" for tare itself
-	Binary string // path inside the image
+	Name    string // reference kubelet and containerd use
+	Source  string // what it is built from: a program under images/, "tare" for tare itself, or "datapath-tools"
+	Binary  string // the one program, at this path inside the image and run as the entrypoint; "": none, pods name the program
+	PathEnv string // PATH of the image's processes ("": unset), so that pods can name a program without its directory
 }
 
 // Images the lab provides: the sandbox (pause) image containerd is configured with, a small HTTP app, and
@@ -97,7 +101,7 @@ func ensureImages(ctx context.Context) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := writeArchiveFile(archive, img, bytesProgram(bin)); err != nil {
+		if err := writeArchiveFile(archive, img, img.binaryLayer(bytesProgram(bin))); err != nil {
 			return nil, err
 		}
 		out = append(out, archive)
@@ -131,7 +135,7 @@ func buildStatic(ctx context.Context, name string, src []byte) ([]byte, error) {
 	return os.ReadFile(filepath.Join(dir, name))
 }
 
-// program is an image's one binary: its size and a way to read it, once per pass over it.
+// program is the contents of one file of an image: its size and a way to read it, once per pass over it.
 type program struct {
 	size int64
 	open func() (io.ReadCloser, error)
@@ -141,7 +145,7 @@ func bytesProgram(b []byte) program {
 	return program{size: int64(len(b)), open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }}
 }
 
-// fileProgram is the binary at path, read as it is when the archive is written.
+// fileProgram is the file at path, read as it is when the archive is written.
 func fileProgram(path string) (program, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -150,9 +154,22 @@ func fileProgram(path string) (program, error) {
 	return program{size: fi.Size(), open: func() (io.ReadCloser, error) { return os.Open(path) }}, nil
 }
 
-// writeArchiveFile writes img's OCI archive to path, through a temporary file so that a crash leaves no
-// partial archive behind for the cache to trust.
-func writeArchiveFile(path string, img Image, bin program) error {
+// layerFile is one entry of an image's layer: a regular file with the contents of prog, or a directory.
+type layerFile struct {
+	path string // absolute, inside the image
+	mode int64  // permission bits, with the sticky bit (0o1777 for /tmp)
+	dir  bool
+	prog program // a regular file's contents
+}
+
+// binaryLayer is the layer of an image of one program: the binary at img.Binary, executable.
+func (img Image) binaryLayer(bin program) []layerFile {
+	return []layerFile{{path: img.Binary, mode: 0o755, prog: bin}}
+}
+
+// writeArchiveFile writes img's OCI archive, holding files, to path, through a temporary file so that a
+// crash leaves no partial archive behind for the cache to trust.
+func writeArchiveFile(path string, img Image, files []layerFile) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -162,7 +179,7 @@ func writeArchiveFile(path string, img Image, bin program) error {
 	}
 	defer func() { _ = os.Remove(f.Name()) }()
 	w := bufio.NewWriterSize(f, 1<<20)
-	err = writeOCIArchive(w, img, bin, time.Unix(0, 0).UTC())
+	err = writeOCIArchive(w, img, files, time.Unix(0, 0).UTC())
 	if err == nil {
 		err = w.Flush()
 	}
@@ -179,18 +196,30 @@ func writeArchiveFile(path string, img Image, bin program) error {
 }
 
 // writeOCIArchive writes an OCI image layout (as a tar, what `ctr images import` reads) holding one image
-// of one layer: the static binary at img.Binary, run as the entrypoint. The binary is streamed twice (once
-// to digest the layer, once to write it), never held in memory: tare's own binary is tens of megabytes.
-func writeOCIArchive(w io.Writer, img Image, bin program, mtime time.Time) error {
+// of one layer holding files, with img.Binary (if any) as the entrypoint. The files are streamed twice
+// (once to digest the layer, once to write it), never held in memory: tare's own binary is tens of
+// megabytes, the datapath tools with their libraries more.
+func writeOCIArchive(w io.Writer, img Image, files []layerFile, mtime time.Time) error {
+	files, err := layerEntries(files)
+	if err != nil {
+		return err
+	}
 	digest := sha256.New()
 	var size countingWriter
-	if err := writeLayer(io.MultiWriter(digest, &size), img, bin, mtime); err != nil {
+	if err := writeLayer(io.MultiWriter(digest, &size), files, mtime); err != nil {
 		return err
 	}
 	layerDesc := ociDescriptor{MediaType: "application/vnd.oci.image.layer.v1.tar", Digest: "sha256:" + hex.EncodeToString(digest.Sum(nil)), Size: int(size)}
+	runConfig := map[string]any{}
+	if img.Binary != "" {
+		runConfig["Entrypoint"] = []string{img.Binary}
+	}
+	if img.PathEnv != "" {
+		runConfig["Env"] = []string{"PATH=" + img.PathEnv}
+	}
 	config, err := json.Marshal(map[string]any{
 		"architecture": runtime.GOARCH, "os": "linux", "created": mtime.Format(time.RFC3339),
-		"config": map[string]any{"Entrypoint": []string{img.Binary}},
+		"config": runConfig,
 		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{layerDesc.Digest}},
 	})
 	if err != nil {
@@ -233,27 +262,71 @@ func writeOCIArchive(w io.Writer, img Image, bin program, mtime time.Time) error
 	if err := t.WriteHeader(&tar.Header{Name: blobPath(layerDesc), Mode: 0o644, Size: int64(size), ModTime: mtime, Typeflag: tar.TypeReg}); err != nil {
 		return err
 	}
-	if err := writeLayer(t, img, bin, mtime); err != nil {
+	if err := writeLayer(t, files, mtime); err != nil {
 		return err
 	}
 	return t.Close()
 }
 
-// writeLayer writes the image's one layer: a tar holding the binary at img.Binary, executable.
-func writeLayer(w io.Writer, img Image, bin program, mtime time.Time) error {
-	r, err := bin.open()
+// layerEntries orders files by path, each directory before what it holds, with the parent directories
+// the files do not list added (0755), and refuses a path given twice or not absolute.
+func layerEntries(files []layerFile) ([]layerFile, error) {
+	byPath := map[string]layerFile{}
+	for _, f := range files {
+		if !filepath.IsAbs(f.path) || filepath.Clean(f.path) != f.path || f.path == "/" {
+			return nil, fmt.Errorf("image file %q: not a clean absolute path", f.path)
+		}
+		if _, ok := byPath[f.path]; ok {
+			return nil, fmt.Errorf("image file %s given twice", f.path)
+		}
+		byPath[f.path] = f
+	}
+	for _, f := range files {
+		for d := filepath.Dir(f.path); d != "/"; d = filepath.Dir(d) {
+			if p, ok := byPath[d]; ok && !p.dir {
+				return nil, fmt.Errorf("image file %s lies under the file %s", f.path, d)
+			} else if !ok {
+				byPath[d] = layerFile{path: d, mode: 0o755, dir: true}
+			}
+		}
+	}
+	out := make([]layerFile, 0, len(byPath))
+	for _, f := range byPath {
+		out = append(out, f)
+	}
+	// Sorted by path, a directory comes before everything under it: its path is their prefix.
+	slices.SortFunc(out, func(a, b layerFile) int { return strings.Compare(a.path, b.path) })
+	return out, nil
+}
+
+// writeLayer writes an image's one layer: a tar of the entries layerEntries ordered, owned by root.
+func writeLayer(w io.Writer, files []layerFile, mtime time.Time) error {
+	lt := tar.NewWriter(w)
+	for _, f := range files {
+		if err := writeLayerFile(lt, f, mtime); err != nil {
+			return err
+		}
+	}
+	return lt.Close()
+}
+
+func writeLayerFile(lt *tar.Writer, f layerFile, mtime time.Time) error {
+	name := f.path[1:]
+	if f.dir {
+		return lt.WriteHeader(&tar.Header{Name: name + "/", Mode: f.mode, ModTime: mtime, Typeflag: tar.TypeDir})
+	}
+	r, err := f.prog.open()
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	lt := tar.NewWriter(w)
-	if err := lt.WriteHeader(&tar.Header{Name: img.Binary[1:], Mode: 0o755, Size: bin.size, ModTime: mtime, Typeflag: tar.TypeReg}); err != nil {
+	if err := lt.WriteHeader(&tar.Header{Name: name, Mode: f.mode, Size: f.prog.size, ModTime: mtime, Typeflag: tar.TypeReg}); err != nil {
 		return err
 	}
 	if _, err := io.Copy(lt, r); err != nil {
-		return fmt.Errorf("reading %s for the %s image: %w", img.Binary[1:], img.Source, err)
+		return fmt.Errorf("copying %s into the image: %w", f.path, err)
 	}
-	return lt.Close()
+	return nil
 }
 
 // countingWriter counts the bytes written to it.

@@ -11,15 +11,20 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // ociImage is what an OCI archive holds, checked blob by blob against its descriptors.
 type ociImage struct {
 	name       string
 	entrypoint []string
+	env        []string
 	layer      map[string]*tar.Header
+	order      []string // layer entries as they come
 	contents   map[string][]byte
 }
 
@@ -67,7 +72,7 @@ func readOCIArchive(t *testing.T, r io.Reader) ociImage {
 		t.Fatalf("manifest: %v", err)
 	}
 	var config struct {
-		Config struct{ Entrypoint []string }
+		Config struct{ Entrypoint, Env []string }
 		Rootfs struct {
 			DiffIDs []string `json:"diff_ids"`
 		}
@@ -81,6 +86,7 @@ func readOCIArchive(t *testing.T, r io.Reader) ociImage {
 	img := ociImage{
 		name:       index.Manifests[0].Annotations["io.containerd.image.name"],
 		entrypoint: config.Config.Entrypoint,
+		env:        config.Config.Env,
 		layer:      map[string]*tar.Header{},
 		contents:   map[string][]byte{},
 	}
@@ -94,6 +100,7 @@ func readOCIArchive(t *testing.T, r io.Reader) ociImage {
 			t.Fatalf("layer: %v", err)
 		}
 		img.layer["/"+h.Name] = h
+		img.order = append(img.order, "/"+h.Name)
 		img.contents["/"+h.Name], _ = io.ReadAll(lr)
 	}
 	return img
@@ -102,7 +109,7 @@ func readOCIArchive(t *testing.T, r io.Reader) ociImage {
 func TestWriteOCIArchive(t *testing.T) {
 	var buf bytes.Buffer
 	bin := []byte("\x7fELF pretend binary")
-	if err := writeOCIArchive(&buf, WebImage, bytesProgram(bin), time.Unix(0, 0)); err != nil {
+	if err := writeOCIArchive(&buf, WebImage, WebImage.binaryLayer(bytesProgram(bin)), time.Unix(0, 0)); err != nil {
 		t.Fatal(err)
 	}
 	img := readOCIArchive(t, &buf)
@@ -121,6 +128,70 @@ func TestWriteOCIArchive(t *testing.T) {
 	}
 }
 
+// TestWriteOCIArchiveFiles writes an image of several files, as the datapath tools image is: every file
+// at its path with its mode and contents, the parent directories each listed once before what they hold,
+// an empty /tmp with the sticky bit, no entrypoint and the image's PATH.
+func TestWriteOCIArchiveFiles(t *testing.T) {
+	t.Parallel()
+	img := Image{Name: "tare.lab/test:v1", Source: "test", PathEnv: "/usr/bin"}
+	tool, lib, loader := []byte("\x7fELF tool"), bytes.Repeat([]byte("library "), 100_000), []byte("\x7fELF loader")
+	files := []layerFile{
+		{path: "/usr/lib/x86_64-linux-gnu/ceph/libceph-common.so.2", mode: 0o644, prog: bytesProgram(lib)},
+		{path: "/usr/bin/iperf3", mode: 0o755, prog: bytesProgram(tool)},
+		{path: "/lib64/ld-linux-x86-64.so.2", mode: 0o755, prog: bytesProgram(loader)},
+		{path: "/tmp", mode: 0o1777, dir: true},
+	}
+	var buf bytes.Buffer
+	if err := writeOCIArchive(&buf, img, files, time.Unix(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	got := readOCIArchive(t, &buf)
+	if got.name != img.Name || got.entrypoint != nil || !slices.Equal(got.env, []string{"PATH=/usr/bin"}) {
+		t.Errorf("image %q, entrypoint %v, env %v", got.name, got.entrypoint, got.env)
+	}
+	type entry struct {
+		Type byte
+		Mode int64
+		Size int64
+	}
+	want := map[string]entry{
+		"/lib64/": {tar.TypeDir, 0o755, 0}, "/lib64/ld-linux-x86-64.so.2": {tar.TypeReg, 0o755, int64(len(loader))},
+		"/tmp/": {tar.TypeDir, 0o1777, 0},
+		"/usr/": {tar.TypeDir, 0o755, 0}, "/usr/bin/": {tar.TypeDir, 0o755, 0}, "/usr/bin/iperf3": {tar.TypeReg, 0o755, int64(len(tool))},
+		"/usr/lib/": {tar.TypeDir, 0o755, 0}, "/usr/lib/x86_64-linux-gnu/": {tar.TypeDir, 0o755, 0},
+		"/usr/lib/x86_64-linux-gnu/ceph/":                    {tar.TypeDir, 0o755, 0},
+		"/usr/lib/x86_64-linux-gnu/ceph/libceph-common.so.2": {tar.TypeReg, 0o644, int64(len(lib))},
+	}
+	have := map[string]entry{}
+	for name, h := range got.layer {
+		have[name] = entry{h.Typeflag, h.Mode, h.Size}
+		if h.Uid != 0 || h.Gid != 0 {
+			t.Errorf("%s is owned by %d:%d, not root", name, h.Uid, h.Gid)
+		}
+	}
+	if diff := cmp.Diff(want, have); diff != "" {
+		t.Errorf("layer entries (-want +got):\n%s", diff)
+	}
+	if !slices.IsSorted(got.order) {
+		t.Errorf("layer order %v: a directory must come before what it holds", got.order)
+	}
+	for path, b := range map[string][]byte{"/usr/bin/iperf3": tool, "/usr/lib/x86_64-linux-gnu/ceph/libceph-common.so.2": lib, "/lib64/ld-linux-x86-64.so.2": loader} {
+		if !bytes.Equal(got.contents[path], b) {
+			t.Errorf("%s does not hold its contents", path)
+		}
+	}
+	for _, bad := range [][]layerFile{
+		{{path: "usr/bin/x", prog: bytesProgram(tool)}},
+		{{path: "/usr/bin/../x", prog: bytesProgram(tool)}},
+		{{path: "/x", prog: bytesProgram(tool)}, {path: "/x", dir: true}},
+		{{path: "/x", prog: bytesProgram(tool)}, {path: "/x/y", prog: bytesProgram(tool)}},
+	} {
+		if err := writeOCIArchive(io.Discard, img, bad, time.Unix(0, 0)); err == nil {
+			t.Errorf("an image of %v was written", bad)
+		}
+	}
+}
+
 // TestWriteOCIArchiveChangedBinary: a binary that changes length between the digest pass and the write
 // fails the archive instead of writing one whose layer does not match its digest.
 func TestWriteOCIArchiveChangedBinary(t *testing.T) {
@@ -132,7 +203,7 @@ func TestWriteOCIArchiveChangedBinary(t *testing.T) {
 		}
 		return io.NopCloser(bytes.NewReader([]byte("four"))), nil
 	}}
-	if err := writeOCIArchive(io.Discard, WebImage, prog, time.Unix(0, 0)); err == nil {
+	if err := writeOCIArchive(io.Discard, WebImage, WebImage.binaryLayer(prog), time.Unix(0, 0)); err == nil {
 		t.Error("an archive was written from a binary that changed")
 	}
 }

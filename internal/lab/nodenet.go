@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/vishvananda/netlink"
 )
@@ -24,6 +25,8 @@ import (
 // pod network (podMasquerade: in the node's namespace, and for node 1 a CNI- chain on the machine).
 // Up records a node in the state before it makes its namespace and veth; down deletes the namespaces,
 // the veths and the bridge (the routes go with it), whatever the state says, as it does for tare0.
+// This plain routing is the lab's default; overlay.go switches the same pod ranges onto a VXLAN overlay
+// (tare-vx on the machine, one in each node's namespace) and back while the lab runs.
 
 const (
 	nodesBridge    = "tare-nodes"
@@ -35,6 +38,10 @@ const (
 	nodeNetnsPrefix = "tare-node-"
 	nodeVethPrefix  = "tare-n" // host ends, tare-n2, tare-n3, …; the bridge's name shares the prefix
 	netnsDir        = "/run/netns"
+	// underlayMTU is the MTU of the bridge and veths between the nodes: 50 bytes more than the pods' 1500,
+	// so that a pod's full-size packet fits the VXLAN overlay too (overlay.go) and switching the overlay
+	// changes the encapsulation alone, not the path MTU (no "fragmentation needed", no smaller MSS).
+	underlayMTU = "1550"
 	// MaxNodes is the most real nodes a lab runs (one address and one pod range per node).
 	MaxNodes = 200
 )
@@ -56,6 +63,21 @@ func extraNode(n int) ExtraNode {
 
 // netnsPath is where a node's network namespace is bind-mounted.
 func (n ExtraNode) netnsPath() string { return filepath.Join(netnsDir, n.Name) }
+
+// podRoute is a route to a node's pod range: via an address, through a link (onlink: the address need
+// not be on one of the link's networks).
+type podRoute struct {
+	Dst    string // the pod range
+	Via    string
+	Dev    string
+	OnLink bool
+}
+
+// routedPodRoute is the machine's route to node n's pods in a routed lab (the lab's default), as up makes
+// it and overlay.go puts it back.
+func (n ExtraNode) routedPodRoute() podRoute {
+	return podRoute{Dst: n.PodCIDR, Via: n.Address, Dev: nodesBridge}
+}
 
 // run runs a network tool, returning its output in the error.
 func run(name string, args ...string) error {
@@ -80,7 +102,7 @@ func podMasquerade(subnet string) [][]string {
 // masquerades node 1's pods' traffic that leaves the pod network (in place of the bridge plugin's).
 func makeNodesBridge() error {
 	steps := [][]string{
-		{"link", "add", nodesBridge, "type", "bridge"},
+		{"link", "add", nodesBridge, "mtu", underlayMTU, "type", "bridge"},
 		{"addr", "add", fmt.Sprintf("%s/%d", nodesGateway, nodesPrefixLen), "dev", nodesBridge},
 		{"link", "set", nodesBridge, "up"},
 	}
@@ -113,16 +135,17 @@ func makeNodeNetwork(n ExtraNode) error {
 	}
 	f.Close()
 	addr := fmt.Sprintf("%s/%d", n.Address, nodesPrefixLen)
+	r := n.routedPodRoute()
 	steps := [][]string{
 		{"unshare", "--net=" + n.netnsPath(), "true"},
-		{"ip", "link", "add", n.Veth, "type", "veth", "peer", "name", "eth0", "netns", n.Name},
+		{"ip", "link", "add", n.Veth, "mtu", underlayMTU, "type", "veth", "peer", "name", "eth0", "mtu", underlayMTU, "netns", n.Name},
 		{"ip", "link", "set", n.Veth, "master", nodesBridge, "up"},
 		{"ip", "-n", n.Name, "link", "set", "lo", "up"},
 		{"ip", "-n", n.Name, "addr", "add", addr, "dev", "eth0"},
 		{"ip", "-n", n.Name, "link", "set", "eth0", "up"},
 		{"ip", "-n", n.Name, "route", "add", "default", "via", nodesGateway},
 		{"nsenter", "--net=" + n.netnsPath(), "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"},
-		{"ip", "route", "add", n.PodCIDR, "via", n.Address, "dev", nodesBridge},
+		{"ip", "route", "add", r.Dst, "via", r.Via, "dev", r.Dev},
 	}
 	for _, m := range podMasquerade(n.PodCIDR) {
 		steps = append(steps, append([]string{"nsenter", "--net=" + n.netnsPath()}, m...))
@@ -159,7 +182,7 @@ func removeNodeNetworks(recorded []ExtraNode) error {
 			errs = append(errs, fmt.Errorf("removing %s: %w", p, err))
 		}
 	}
-	links, err := netlink.LinkList()
+	links, err := linkList()
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("listing links: %w", err))...)
 	}
@@ -173,13 +196,31 @@ func removeNodeNetworks(recorded []ExtraNode) error {
 	return errors.Join(errs...)
 }
 
+// linkList lists the machine's links (dumpAgain).
+func linkList() ([]netlink.Link, error) { return dumpAgain(netlink.LinkList) }
+
+// dumpAgain runs a netlink dump again while it comes back interrupted: links change under it while the
+// kernel tears down the namespaces down has just released (their veths go in the background).
+func dumpAgain[T any](dump func() ([]T, error)) ([]T, error) {
+	var err error
+	for range 10 {
+		var out []T
+		if out, err = dump(); !errors.Is(err, netlink.ErrDumpInterrupted) {
+			return out, err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil, err
+}
+
 // nodeLink says whether a host link is the nodes' bridge or a node's veth.
 func nodeLink(name string) bool { return strings.HasPrefix(name, nodeVethPrefix) }
 
-// labNets are the address ranges of the lab's networks: pods and nodes.
+// labNets are the address ranges of the lab's networks: pods, nodes and the overlay's VTEPs (overlay.go).
 var labNets = []net.IPNet{
 	{IP: net.IPv4(10, 244, 0, 0), Mask: net.CIDRMask(16, 32)}, // clusterCIDR
 	{IP: net.IPv4(10, 250, 0, 0), Mask: net.CIDRMask(16, 32)},
+	{IP: net.IPv4(10, 251, 0, 0), Mask: net.CIDRMask(16, 32)},
 }
 
 // nodeNetworkLeftovers lists the extra nodes' namespaces and links, and the machine's routes into the lab's
@@ -192,14 +233,14 @@ func nodeNetworkLeftovers() []string {
 			out = append(out, "network namespace "+e.Name())
 		}
 	}
-	if links, err := netlink.LinkList(); err == nil {
+	if links, err := linkList(); err == nil {
 		for _, l := range links {
 			if nodeLink(l.Attrs().Name) {
 				out = append(out, "link "+l.Attrs().Name)
 			}
 		}
 	}
-	if routes, err := netlink.RouteList(nil, netlink.FAMILY_V4); err == nil {
+	if routes, err := dumpAgain(func() ([]netlink.Route, error) { return netlink.RouteList(nil, netlink.FAMILY_V4) }); err == nil {
 		out = append(out, labRoutes(routes)...)
 	}
 	return out

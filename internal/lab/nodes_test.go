@@ -29,8 +29,9 @@ import (
 
 // TestUpThreeNodes starts a real three-node lab (the machine plus two network namespaces), checks that
 // every node is Ready within a minute, that a pod on node 3 reaches a pod on node 1 by its IP, that a
-// ClusterIP Service whose endpoint is on node 2 answers from a pod on node 3 and from node 1, and that
-// Down leaves nothing: no process, namespace, link, route, mount, cgroup or iptables chain.
+// ClusterIP Service whose endpoint is on node 2 answers from a pod on node 3 and from node 1, that the pod
+// traffic between nodes switches to VXLAN and back (checkOverlay), and that Down, with the overlay on,
+// leaves nothing: no process, namespace, link, route, mount, cgroup or iptables chain.
 func TestUpThreeNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real three-node lab")
@@ -85,6 +86,7 @@ func TestUpThreeNodes(t *testing.T) {
 	get(ctx, t, "pod on node 3 → Service (node 2)", fromPod3, svcURL, "web-2")
 	get(ctx, t, "node 1 → Service (node 2)", &http.Client{Timeout: 2 * time.Second}, svcURL, "web-2")
 	sourceKept(ctx, t, fromPod3, pods[2].Status.PodIP)
+	checkOverlay(ctx, t, st, pods[0], pods[1]) // leaves the overlay on: down must remove it too
 	// The API server reaches an extra node's kubelet (logs, exec) by its address, with its own certificate.
 	if _, err := c.CoreV1().Pods(metav1.NamespaceDefault).GetLogs(pods[2].Name, &corev1.PodLogOptions{}).DoRaw(ctx); err != nil {
 		t.Errorf("logs of a pod on tare-node-3: %v", err)
@@ -181,13 +183,18 @@ func podPID(t *testing.T, st *State, pod *corev1.Pod) int {
 	return 0
 }
 
-// podNetnsClient is an HTTP client whose connections start in the network namespace of process pid: each
-// dial runs on a locked thread that enters the namespace, opens the socket and goes back. The thread is
-// not thrown away (a daemon started with Pdeathsig from it would be killed with it), unless going back fails.
+// podNetnsClient is an HTTP client whose connections start in the network namespace of process pid.
 func podNetnsClient(t *testing.T, pid int) *http.Client {
 	t.Helper()
-	nsPath := "/proc/" + strconv.Itoa(pid) + "/ns/net"
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+	dial := netnsDial("/proc/" + strconv.Itoa(pid) + "/ns/net")
+	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true}}
+}
+
+// netnsDial dials from the network namespace nsPath: each dial runs on a locked thread that enters the
+// namespace, opens the socket and goes back. The thread is not thrown away (a daemon started with
+// Pdeathsig from it would be killed with it), unless going back fails.
+func netnsDial(nsPath string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		type result struct {
 			c   net.Conn
 			err error
@@ -224,7 +231,6 @@ func podNetnsClient(t *testing.T, pid int) *http.Client {
 		r := <-ch
 		return r.c, r.err
 	}
-	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true}}
 }
 
 // sourceKept checks that a pod's connection to another node's pod network arrives from the pod's own

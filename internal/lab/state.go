@@ -32,6 +32,7 @@ type State struct {
 	NetnsBefore   []string          `json:"netns_before,omitempty"` // /run/netns entries that existed before up
 	Sysctls       map[string]string `json:"sysctls,omitempty"`      // values before up, restored by down
 	ExtraNodes    []ExtraNode       `json:"extra_nodes,omitempty"`  // real nodes beyond the first, recorded before their network is made
+	Overlay       Overlay           `json:"overlay,omitempty"`      // how pods cross between nodes (empty: routed), recorded before a VTEP is made
 	MadeDirs      []string          `json:"made_dirs,omitempty"`    // machine directories absent before up
 	Steps         []Step            `json:"steps,omitempty"`
 	Tunings       []Tuning          `json:"tunings,omitempty"`

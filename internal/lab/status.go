@@ -57,6 +57,7 @@ type StatusReport struct {
 	APIReady    bool              `json:"api_ready"`
 	APIError    string            `json:"api_error,omitempty"`
 	Nodes       []NodeStatus      `json:"nodes"`
+	Overlay     Overlay           `json:"overlay,omitempty"` // how pods cross between nodes, as recorded; empty with one node
 	Tunings     []Tuning          `json:"tunings,omitempty"`
 	Audit       string            `json:"audit_log,omitempty"`
 	Healthy     bool              `json:"healthy"`
@@ -74,6 +75,9 @@ func Status(ctx context.Context, dir string) (*StatusReport, error) {
 	}
 	r := &StatusReport{Dir: dir, Profile: st.Profile, Started: st.Started, Kubeconfig: st.Kubeconfig, Server: st.Server,
 		ControlOnly: st.ControlOnly, Tunings: st.Tunings, Audit: st.Audit, Healthy: true}
+	if len(st.ExtraNodes) > 0 {
+		r.Overlay = st.overlay()
+	}
 	for _, p := range st.Processes {
 		running := alive(p)
 		r.Healthy = r.Healthy && running

@@ -43,10 +43,10 @@ func TareImageArchive(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := writeArchiveFile(archive, TareImage, prog); err != nil {
+	if err := writeArchiveFile(archive, TareImage, TareImage.binaryLayer(prog)); err != nil {
 		return "", err
 	}
-	removeOtherTareArchives(archive)
+	removeOtherArchives(archive, "tare-")
 	return archive, nil
 }
 
@@ -93,9 +93,10 @@ func tareArchivePath(bin string) (string, error) {
 	return filepath.Join(cache, "images", "tare-"+hex.EncodeToString(h.Sum(nil)[:6])+".tar"), nil
 }
 
-// removeOtherTareArchives deletes the cached images of other tare binaries (tens of megabytes each).
-func removeOtherTareArchives(keep string) {
-	old, _ := filepath.Glob(filepath.Join(filepath.Dir(keep), "tare-*.tar"))
+// removeOtherArchives deletes the cached archives named prefix* other than keep: the images of other tare
+// binaries (tens of megabytes each), or of other versions of the datapath tools.
+func removeOtherArchives(keep, prefix string) {
+	old, _ := filepath.Glob(filepath.Join(filepath.Dir(keep), prefix+"*.tar"))
 	for _, p := range old {
 		if p != keep {
 			_ = os.Remove(p)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tare-dev/tare/internal/cluster"
 	"github.com/tare-dev/tare/internal/deploy"
+	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/summary"
 )
 
@@ -86,7 +87,7 @@ func Measure(ctx context.Context, cs kubernetes.Interface, o Options) (cluster.V
 		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil {
 			continue
 		}
-		if q := byNode[p.Spec.NodeName]; q == nil || podReady(p) && !podReady(q) {
+		if q := byNode[p.Spec.NodeName]; q == nil || kube.PodReady(p) && !kube.PodReady(q) {
 			byNode[p.Spec.NodeName] = p
 		}
 	}
@@ -97,7 +98,7 @@ func Measure(ctx context.Context, cs kubernetes.Interface, o Options) (cluster.V
 		switch {
 		case p == nil:
 			in[i].Status, in[i].Reason = cluster.StatusNoAgent, noAgentReason(n, o.Namespace)
-		case !podReady(p):
+		case !kube.PodReady(p):
 			in[i].Agent, in[i].Status, in[i].Reason = p.Name, cluster.StatusUnready, unreadyReason(p)
 		default:
 			in[i].Agent = p.Name
@@ -197,16 +198,6 @@ func shortfall(in []cluster.Input, window time.Duration) time.Duration {
 		}
 	}
 	return min(wait, window)
-}
-
-// podReady says whether a pod's Ready condition is true.
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // unreadyReason says why an agent pod is not Ready: its phase and the first container state that says.

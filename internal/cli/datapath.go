@@ -1,0 +1,204 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tare-dev/tare/internal/datapath"
+	"github.com/tare-dev/tare/internal/kube"
+	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/sample"
+	"github.com/tare-dev/tare/internal/session"
+)
+
+type datapathNetOptions struct {
+	paths, modes, sizes string
+	trials, parallel    int
+	duration            time.Duration
+	node, namespace     string
+	image, pull         string
+	labDir              string
+	seed                uint64
+}
+
+// newDatapath is `tare datapath`: what the pod data path costs against the host (issue 16).
+func newDatapath(s streams, g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "datapath",
+		Short: "Measure what the pod network costs against the host on the same node",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newDatapathNet(s, g))
+	return cmd
+}
+
+func newDatapathNet(s streams, g *globalOptions) *cobra.Command {
+	o := &datapathNetOptions{}
+	cmd := &cobra.Command{
+		Use:   "net",
+		Short: "Throughput, latency and CPU per unit of work of each pod network path against the host's loopback",
+		Long: `Run the same load generators over each --paths, in trials shuffled across paths every round, with the
+measuring session running during each trial (its first and last fifth, at most 1 s each, left out):
+
+  host            iperf3 and sockperf on this machine, over loopback: the baseline
+  hostnet-pod     client and server in a hostNetwork pod
+  pod-same-node   pod to pod on one node, through the node's bridge
+  pod-cross-node  pod to a pod on a second node, as the cluster routes it
+  vxlan           the same two pods through a VXLAN tunnel (the tare lab's overlay, switched for those trials)
+  clusterip       pod to a ClusterIP Service (kube-proxy) in front of a pod on the same node
+
+Modes: tcp-stream and udp-stream (iperf3 --json: received Gbit/s, retransmits, loss) and tcp-rr
+(sockperf ping-pong --full-rtt: round-trip p50 and p99 in µs, round trips per second). Each trial gives the
+node's CPU-seconds per Gbit (per 10,000 round trips for tcp-rr) and each group's. Every path is compared
+with host: the ratio path ÷ host with a 95% interval (Hodges–Lehmann on the logarithms) and the
+Mann–Whitney p-value. A path given twice (host,host) is measured twice: an A/A check.
+
+The pods run in --namespace, created for the run and deleted after it, also on error or Ctrl-C (which
+prints the trials finished so far). On the tare lab the tools image is imported into every node first
+(tare lab install --datapath installs iperf3, sockperf and fio); elsewhere give --image with iperf3 and
+sockperf on PATH. Traffic goes only between this machine's loopback and the run's own pods. Needs root,
+like tare measure, and runs on the node it measures.`,
+		Example: `  # On the lab (tare lab up --nodes 2 for the cross-node paths)
+  sudo tare datapath net
+
+  # An A/A check and VXLAN, large messages only, as JSON
+  sudo tare datapath net --paths host,host,vxlan --modes tcp-stream --sizes 128k -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDatapathNet(cmd.Context(), s, g, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.paths, "paths", "host,pod-same-node,vxlan,clusterip", "paths to measure, comma-separated (host,hostnet-pod,pod-same-node,pod-cross-node,vxlan,clusterip)")
+	f.StringVar(&o.modes, "modes", "tcp-stream,tcp-rr", "loads: tcp-stream, udp-stream, tcp-rr")
+	f.StringVar(&o.sizes, "sizes", "1k,16k", "message sizes (bytes; k and m suffixes); tcp-rr and udp-stream take at most 65507")
+	f.IntVar(&o.trials, "trials", 5, "trials of every path, mode and size, interleaved")
+	f.DurationVar(&o.duration, "duration", 10*time.Second, "length of each trial, whole seconds")
+	f.IntVar(&o.parallel, "parallel", 1, "parallel streams of the stream modes")
+	f.StringVar(&o.node, "node", "", "the node of the pods (default: this machine's node, else the only one)")
+	f.StringVar(&o.namespace, "namespace", "tare-datapath", "namespace of the run's pods: created for the run and deleted after it")
+	f.StringVar(&o.image, "image", "tools", "image with iperf3 and sockperf; tools is the lab's ("+lab.ToolsImage.Name+", never pulled)")
+	f.StringVar(&o.pull, "pull", "", "image pull policy: never or if-not-present (default: never for tools, else if-not-present)")
+	f.StringVar(&o.labDir, "lab-dir", lab.DefaultDir(), "the lab to use when one runs (its kubeconfig, tools image and overlay)")
+	f.Uint64Var(&o.seed, "seed", 0, "seed of the trial order (default: from the clock)")
+	return cmd
+}
+
+func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapathNetOptions) error {
+	lanes, err := datapath.ParsePaths(o.paths)
+	if err != nil {
+		return usageError("--paths: %w", err)
+	}
+	modes, err := datapath.ParseModes(o.modes)
+	if err != nil {
+		return usageError("--modes: %w", err)
+	}
+	sizes, err := datapath.ParseSizes(o.sizes)
+	if err != nil {
+		return usageError("--sizes: %w", err)
+	}
+	switch {
+	case o.trials < 1:
+		return usageError("--trials %d: want 1 or more", o.trials)
+	case o.duration < time.Second || o.duration%time.Second != 0:
+		return usageError("--duration %v: want whole seconds, 1s or more", o.duration)
+	case o.parallel < 1 || o.parallel > 128:
+		return usageError("--parallel %d: want 1 to 128", o.parallel)
+	case o.namespace == "":
+		return usageError("--namespace: give one")
+	}
+	if err := datapath.CheckLanes(datapath.Plan(lanes, modes, sizes)); err != nil {
+		return usageError("%w", err)
+	}
+	image, pullNever, err := podImage(o.image, "tools", lab.ToolsImage, o.pull)
+	if err != nil {
+		return err
+	}
+	seed := runSeed(o.seed)
+	say := func(format string, a ...any) { fmt.Fprintf(s.err, format+"\n", a...) }
+	host := sample.HostName(g.procRoot)
+	interval := min(time.Second, max(250*time.Millisecond, o.duration/5))
+	do := datapath.Options{Node: o.node, Host: host, Namespace: o.namespace, Image: image, PullNever: pullNever,
+		Paths: lanes, Modes: modes, Sizes: sizes, Rounds: o.trials, Duration: o.duration, Parallel: o.parallel, Seed: seed, Say: say,
+		Session: session.Options{Sampler: g.sampleOptions(sample.Options{Interval: interval, Detail: 5 * time.Second}), Version: Version}}
+	onlyHost := true
+	for _, l := range lanes {
+		onlyHost = onlyHost && l.Path == datapath.Host
+	}
+	source := "this machine"
+	var cs kubernetes.Interface
+	if !onlyHost {
+		kubeconfig := g.kubeconfig
+		st, lerr := lab.LoadState(o.labDir)
+		isLab := lerr == nil && (kubeconfig == "" || sameKubeconfig(kubeconfig, st.Kubeconfig))
+		if isLab && kubeconfig == "" {
+			kubeconfig = st.Kubeconfig
+		}
+		if !isLab && image == lab.ToolsImage.Name {
+			return usageError("--image tools is the tare lab's image and no lab runs at --lab-dir %s for this kubeconfig: on another cluster give --image, an image with iperf3 and sockperf on its PATH", o.labDir)
+		}
+		c, err := kube.NewClient(kubeconfig, kube.Options{UserAgent: "tare-datapath", Timeout: 0, QPS: 50, Burst: 100})
+		if err != nil {
+			return fmt.Errorf("tare datapath runs its pods through the API server: %w", err)
+		}
+		source = c.Source
+		cset, err := c.Clientset()
+		if err != nil {
+			return err
+		}
+		cs = cset
+		do.Exec = func(ctx context.Context, ns, pod, container string, cmd []string, stdout, stderr io.Writer) error {
+			return c.Exec(ctx, cset, ns, pod, container, cmd, stdout, stderr)
+		}
+		names, note := podNamer(ctx, kubeconfig, host)
+		do.Session.Sampler.PodNames = names
+		if note != "" {
+			say("warning: %s", note)
+		}
+		if isLab {
+			if image == lab.ToolsImage.Name {
+				say("importing %s into the lab's nodes", image)
+				if err := lab.ImportToolsImage(ctx, o.labDir); err != nil {
+					return fmt.Errorf("tare datapath: %w", err)
+				}
+			}
+			dir := o.labDir
+			if len(st.ExtraNodes) > 0 {
+				do.SetOverlay = func(vxlan bool) error {
+					mode := lab.OverlayRouted
+					if vxlan {
+						mode = lab.OverlayVXLAN
+					}
+					return lab.SetOverlay(dir, mode)
+				}
+			}
+		}
+	}
+	rep, err := datapath.Run(ctx, cs, do)
+	if len(rep.Trials) > 0 {
+		if rerr := render(s, g, viewOf(rep, datapath.Table)); rerr != nil {
+			return rerr
+		}
+	}
+	switch {
+	case errors.Is(err, kube.ErrNamespaceExists):
+		return usageError("%w", err)
+	case err != nil:
+		return fmt.Errorf("tare datapath net (with %s): %w", source, err)
+	}
+	return nil
+}
+
+// sameKubeconfig says whether two paths name the same file.
+func sameKubeconfig(a, b string) bool {
+	x, err1 := os.Stat(a)
+	y, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(x, y)
+}

@@ -1,0 +1,163 @@
+package datapath
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tare-dev/tare/internal/stats"
+)
+
+// Path is a way from the load generator's client to its server.
+type Path string
+
+// The paths, each measured the same way. Host is the baseline the others are compared with.
+const (
+	Host         Path = "host"           // client and server on the machine, over loopback
+	HostNetPod   Path = "hostnet-pod"    // client and server in a hostNetwork pod, over the node's loopback
+	PodSameNode  Path = "pod-same-node"  // pod to pod on one node, through the node's bridge
+	PodCrossNode Path = "pod-cross-node" // pod to a pod on another node, as the cluster routes it
+	VXLAN        Path = "vxlan"          // the same pods as pod-cross-node, through a VXLAN tunnel (the tare lab's overlay)
+	ClusterIP    Path = "clusterip"      // pod to a Service's ClusterIP (kube-proxy) to the pod on the same node
+)
+
+// Paths lists every path in the order tables show them.
+var Paths = []Path{Host, HostNetPod, PodSameNode, PodCrossNode, VXLAN, ClusterIP}
+
+// Mode is a kind of load.
+type Mode string
+
+// The modes.
+const (
+	TCPStream Mode = "tcp-stream" // iperf3: one-way TCP throughput
+	UDPStream Mode = "udp-stream" // iperf3 -u -b 0: UDP throughput and loss
+	TCPRR     Mode = "tcp-rr"     // sockperf ping-pong: request/response latency and transactions/s
+)
+
+// Modes lists every mode.
+var Modes = []Mode{TCPStream, UDPStream, TCPRR}
+
+// Stream says whether the mode measures throughput (else latency).
+func (m Mode) Stream() bool { return m != TCPRR }
+
+// Lane is one thing measured: a path, a mode and a message size. A path given twice (an A/A check) gets
+// a copy number from 2 on, so both are measured and compared.
+type Lane struct {
+	Path Path `json:"path"`
+	Copy int  `json:"copy,omitempty"`
+	Mode Mode `json:"mode"`
+	Size int  `json:"size"`
+}
+
+// Label names the lane's path: "host", or "host#2" for a second copy.
+func (l Lane) Label() string {
+	if l.Copy > 1 {
+		return fmt.Sprintf("%s#%d", l.Path, l.Copy)
+	}
+	return string(l.Path)
+}
+
+// ParsePaths reads --paths: known names, comma-separated; a name may repeat (host,host: an A/A check).
+func ParsePaths(s string) ([]Lane, error) {
+	var out []Lane
+	seen := map[Path]int{}
+	for _, f := range strings.Split(s, ",") {
+		p := Path(strings.TrimSpace(f))
+		if !slices.Contains(Paths, p) {
+			return nil, fmt.Errorf("unknown path %q (known: %s)", p, join(Paths))
+		}
+		seen[p]++
+		out = append(out, Lane{Path: p, Copy: seen[p]})
+	}
+	return out, nil
+}
+
+// ParseModes reads --modes.
+func ParseModes(s string) ([]Mode, error) {
+	var out []Mode
+	for _, f := range strings.Split(s, ",") {
+		m := Mode(strings.TrimSpace(f))
+		if !slices.Contains(Modes, m) {
+			return nil, fmt.Errorf("unknown mode %q (known: %s)", m, join(Modes))
+		}
+		if !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// ParseSizes reads --sizes: bytes, with an optional k (1024) or m suffix: 64,1k,16k,128k.
+func ParseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.ToLower(strings.TrimSpace(f))
+		mult := 1
+		switch {
+		case strings.HasSuffix(f, "k"):
+			mult, f = 1<<10, strings.TrimSuffix(f, "k")
+		case strings.HasSuffix(f, "m"):
+			mult, f = 1<<20, strings.TrimSuffix(f, "m")
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 || n > (1<<30)/mult {
+			return nil, fmt.Errorf("size %q: want a positive number of bytes, optionally with k or m (64,1k,16k,128k)", f)
+		}
+		if !slices.Contains(out, n*mult) {
+			out = append(out, n*mult)
+		}
+	}
+	return out, nil
+}
+
+// FormatSize writes a size as ParseSizes reads it.
+func FormatSize(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dm", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dk", n>>10)
+	}
+	return strconv.Itoa(n)
+}
+
+// Plan is every lane of a run: each path with each mode and each size.
+func Plan(paths []Lane, modes []Mode, sizes []int) []Lane {
+	var out []Lane
+	for _, m := range modes {
+		for _, s := range sizes {
+			for _, p := range paths {
+				out = append(out, Lane{Path: p.Path, Copy: p.Copy, Mode: m, Size: s})
+			}
+		}
+	}
+	return out
+}
+
+// Slot is one trial of the run: a lane in a round.
+type Slot struct {
+	Round int  `json:"round"` // from 1
+	Lane  Lane `json:"lane"`
+}
+
+// Order returns every lane once per round, shuffled within each round, so that no path has all its trials
+// first or last and a drift of the node over the run is not mistaken for a difference between paths.
+func Order(lanes []Lane, rounds int, rng *rand.Rand) []Slot {
+	var out []Slot
+	for i, round := range stats.ShuffledRounds(lanes, rounds, rng) {
+		for _, l := range round {
+			out = append(out, Slot{Round: i + 1, Lane: l})
+		}
+	}
+	return out
+}
+
+func join[T ~string](xs []T) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = string(x)
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,72 @@
+package datapath
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func TestParseFlags(t *testing.T) {
+	lanes, err := ParsePaths("host, vxlan,host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if labels := []string{lanes[0].Label(), lanes[1].Label(), lanes[2].Label()}; !slices.Equal(labels, []string{"host", "vxlan", "host#2"}) {
+		t.Errorf("labels %v", labels)
+	}
+	sizes, err := ParseSizes("64,1k,16K,1m,1k")
+	if err != nil || !slices.Equal(sizes, []int{64, 1024, 16384, 1 << 20}) {
+		t.Errorf("sizes %v %v", sizes, err)
+	}
+	for _, s := range sizes {
+		if back, err := ParseSizes(FormatSize(s)); err != nil || back[0] != s {
+			t.Errorf("%d → %s → %v %v", s, FormatSize(s), back, err)
+		}
+	}
+	for _, bad := range []string{"", "0", "-1", "1g", "k", "2000000m"} {
+		if _, err := ParseSizes(bad); err == nil {
+			t.Errorf("size %q accepted", bad)
+		}
+	}
+	if _, err := ParsePaths("host,ipip"); err == nil {
+		t.Error("unknown path accepted")
+	}
+	if _, err := ParseModes("tcp-stream,sctp"); err == nil {
+		t.Error("unknown mode accepted")
+	}
+	if err := CheckLanes(Plan(lanes, []Mode{TCPRR}, []int{128 << 10})); err == nil {
+		t.Error("a 128k ping-pong accepted")
+	}
+	if err := CheckLanes(Plan(lanes, []Mode{TCPStream}, []int{128 << 10})); err != nil {
+		t.Error(err)
+	}
+}
+
+// Every lane runs once per round, and the rounds are not all in one order (the trials interleave paths).
+func TestOrder(t *testing.T) {
+	lanes := Plan([]Lane{{Path: Host, Copy: 1}, {Path: PodSameNode, Copy: 1}, {Path: VXLAN, Copy: 1}}, []Mode{TCPStream, TCPRR}, []int{64, 1024})
+	slots := Order(lanes, 5, rand.New(rand.NewPCG(1, 2)))
+	if len(slots) != 5*len(lanes) {
+		t.Fatalf("%d slots", len(slots))
+	}
+	orders := map[string]bool{}
+	for r := 1; r <= 5; r++ {
+		var got []Lane
+		key := ""
+		for _, s := range slots {
+			if s.Round == r {
+				got = append(got, s.Lane)
+				key += s.Lane.Label() + string(s.Lane.Mode) + FormatSize(s.Lane.Size) + ","
+			}
+		}
+		for _, l := range lanes {
+			if !slices.Contains(got, l) {
+				t.Errorf("round %d lacks %+v", r, l)
+			}
+		}
+		orders[key] = true
+	}
+	if len(orders) < 2 {
+		t.Error("every round in the same order")
+	}
+}

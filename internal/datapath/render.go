@@ -1,0 +1,247 @@
+package datapath
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/tare-dev/tare/internal/stats"
+)
+
+// Table writes the run: per mode and size a row per path with its medians and, against the host, the
+// ratio with its interval and p-value; then the differences in words, and where the CPU went.
+func Table(w io.Writer, r Report) error {
+	remote := ""
+	if r.RemoteNode != "" {
+		remote = ", second node " + r.RemoteNode
+	}
+	fmt.Fprintf(w, "Node %s%s: %d round(s) of %s trials in shuffled order (--seed %d), %d stream(s), took %s\n",
+		orDash(r.Node), remote, r.Rounds, r.Duration, r.Seed, r.Parallel, r.Took)
+	for _, p := range slices.Sorted(maps.Keys(r.Skipped)) {
+		fmt.Fprintf(w, "Not measured: %s: %s\n", p, r.Skipped[p])
+	}
+	if failed := failures(r.Trials); failed != "" {
+		fmt.Fprintf(w, "Failed trials (left out): %s\n", failed)
+	}
+	ratios := map[string]Ratio{}
+	for _, x := range r.Ratios {
+		if x.Against == r.Baseline {
+			ratios[fmt.Sprintf("%s|%s|%d|%s", x.Path, x.Mode, x.Size, x.Metric)] = x
+		}
+	}
+	for _, g := range lanesByModeSize(r.Lanes) {
+		m := g[0].Mode
+		level, minP := 0.0, 0.0
+		for _, x := range r.Ratios {
+			if x.Mode == m && x.Size == g[0].Size && x.Against == r.Baseline {
+				level, minP = x.Level, x.MinP
+				break
+			}
+		}
+		fmt.Fprintf(w, "\n%s, %s messages (ratios: path ÷ %s, Hodges–Lehmann with its %.1f%% interval; p: Mann–Whitney, * below %.2f)\n",
+			m, FormatSize(g[0].Size), r.Baseline, 100*level, Alpha)
+		if minP >= Alpha {
+			fmt.Fprintf(w, "  with these few trials no p can fall below %.3f: nothing can be significant (use --trials 4 or more)\n", minP)
+		}
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		metrics := metricsOf(m)
+		head := []string{"PATH", "N"}
+		for _, x := range metrics {
+			head = append(head, metricTitle(x.Name, m), "vs "+r.Baseline, "p")
+		}
+		fmt.Fprintln(tw, strings.Join(head, "\t"))
+		for _, l := range g {
+			ts := trialsOf(r.Trials, l)
+			cells := []string{l.Label(), fmt.Sprint(len(ts))}
+			for _, x := range metrics {
+				cells = append(cells, fmtValue(stats.MedianOf(values(ts, x))))
+				if q, ok := ratios[fmt.Sprintf("%s|%s|%d|%s", l.Label(), l.Mode, l.Size, x.Name)]; ok {
+					cells = append(cells, fmt.Sprintf("%.3f [%.3f, %.3f]", q.Ratio, q.Lo, q.Hi), fmtP(q))
+				} else {
+					cells = append(cells, "—", "")
+				}
+			}
+			fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if words := Words(r); len(words) > 0 {
+		fmt.Fprintln(w, "\nIn words (node CPU per unit of work, the node's own idle work included; each p is one comparison's):")
+		for _, s := range words {
+			fmt.Fprintln(w, "  "+s)
+		}
+	}
+	return groupsTable(w, r)
+}
+
+// Words says what each path costs against the path it is compared with, in the terms of its mode's main
+// figure and its CPU per unit of work, and whether each difference is significant (each comparison
+// alone, at Alpha: among the run's many comparisons one in twenty differs by chance).
+func Words(r Report) []string {
+	by := map[string]Ratio{}
+	for _, x := range r.Ratios {
+		by[fmt.Sprintf("%s|%s|%s|%d|%s", x.Path, x.Against, x.Mode, x.Size, x.Metric)] = x
+	}
+	var out []string
+	for _, x := range r.Ratios {
+		main := "gbps"
+		what := "throughput"
+		if !x.Mode.Stream() {
+			main, what = "p50_us", "p50 latency"
+		}
+		if x.Metric != main {
+			continue
+		}
+		s := fmt.Sprintf("%s against %s, %s %s: %+.1f%% %s [%+.1f%%, %+.1f%%], p = %.3g", x.Path, x.Against, x.Mode, FormatSize(x.Size),
+			100*(x.Ratio-1), what, 100*(x.Lo-1), 100*(x.Hi-1), x.P)
+		if !x.Significant {
+			s += " (not significant)"
+		}
+		if c, ok := by[fmt.Sprintf("%s|%s|%s|%d|cpu_per_unit", x.Path, x.Against, x.Mode, x.Size)]; ok {
+			s += fmt.Sprintf("; %+.3g CPU-s per %s (%+.1f%%%s)", c.Median-c.Base, x.Mode.Unit(), 100*(c.Ratio-1), sigWord(c))
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// groupsTable shows, per lane, the groups that spent the most CPU per unit of work (medians over trials).
+func groupsTable(w io.Writer, r Report) error {
+	if len(r.Trials) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nWhere the CPU went (CPU-s per unit of work, median over trials; the five largest groups)")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PATH\tMODE\tSIZE\tNODE\tGROUPS")
+	for _, l := range r.Lanes {
+		ts := trialsOf(r.Trials, l)
+		if len(ts) == 0 {
+			continue
+		}
+		per := map[string][]float64{}
+		for _, t := range ts {
+			for g, mc := range t.Groups {
+				per[g] = append(per[g], t.perUnit(mc))
+			}
+		}
+		type gv struct {
+			name string
+			v    float64
+		}
+		var gs []gv
+		for g, vs := range per {
+			gs = append(gs, gv{g, stats.MedianOf(vs)})
+		}
+		slices.SortFunc(gs, func(a, b gv) int {
+			if a.v != b.v {
+				return -cmp.Compare(a.v, b.v)
+			}
+			return strings.Compare(a.name, b.name)
+		})
+		var parts []string
+		for i, g := range gs {
+			if i == 5 {
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s %s", g.name, fmtValue(g.v)))
+		}
+		node := stats.MedianOf(values(ts, Metric{value: func(t Trial) float64 { return t.CPUPerUnit }}))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s per %s\t%s\n", l.Label(), l.Mode, FormatSize(l.Size), fmtValue(node), l.Mode.Unit(), strings.Join(parts, ", "))
+	}
+	return tw.Flush()
+}
+
+func metricTitle(name string, m Mode) string {
+	switch name {
+	case "gbps":
+		return "GBIT/S"
+	case "transactions_per_s":
+		return "RT/S"
+	case "p50_us":
+		return "P50 µs"
+	case "p99_us":
+		return "P99 µs"
+	}
+	return "CPU-s/" + m.Unit()
+}
+
+func lanesByModeSize(lanes []Lane) [][]Lane {
+	var out [][]Lane
+	for _, l := range lanes {
+		if n := len(out); n > 0 && out[n-1][0].Mode == l.Mode && out[n-1][0].Size == l.Size {
+			out[n-1] = append(out[n-1], l)
+			continue
+		}
+		out = append(out, []Lane{l})
+	}
+	return out
+}
+
+func trialsOf(ts []Trial, l Lane) []Trial {
+	var out []Trial
+	for _, t := range ts {
+		if t.Error == "" && t.Lane == l {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func values(ts []Trial, m Metric) []float64 {
+	var out []float64
+	for _, t := range ts {
+		out = append(out, m.value(t))
+	}
+	return out
+}
+
+func failures(ts []Trial) string {
+	var out []string
+	for _, t := range ts {
+		if t.Error != "" {
+			out = append(out, fmt.Sprintf("#%d %s %s %s: %s", t.Seq, t.Lane.Label(), t.Lane.Mode, FormatSize(t.Lane.Size), t.Error))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+func fmtValue(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "—"
+	case math.Abs(v) >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case math.Abs(v) >= 1:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
+func fmtP(q Ratio) string {
+	s := fmt.Sprintf("%.3g", q.P)
+	if q.Significant {
+		s += " *"
+	}
+	return s
+}
+
+func sigWord(r Ratio) string {
+	if r.Significant {
+		return fmt.Sprintf(", p = %.3g", r.P)
+	}
+	return ", not significant"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}

@@ -1,0 +1,441 @@
+package datapath
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tare-dev/tare/internal/kube"
+	"github.com/tare-dev/tare/internal/session"
+	"github.com/tare-dev/tare/internal/summary"
+)
+
+// Options say what a run measures.
+type Options struct {
+	Node      string // the node of the pods and of the host baseline; "" for the node named Host, else the only one
+	Host      string // the machine tare measures (sample.HostName)
+	Namespace string // created for the run and deleted after it; it must not exist
+	Image     string // holds iperf3 and sockperf
+	PullNever bool   // the image is on the nodes already (the lab's)
+	Paths     []Lane // from ParsePaths
+	Modes     []Mode
+	Sizes     []int
+	Rounds    int           // trials of every lane, interleaved
+	Duration  time.Duration // of every trial, whole seconds
+	Parallel  int           // streams of a stream mode
+	Seed      uint64        // orders the trials
+	Session   session.Options
+	// Exec runs a command in a pod's container (kube.Client.Exec); needed by the pod paths.
+	Exec func(ctx context.Context, ns, pod, container string, cmd []string, stdout, stderr io.Writer) error
+	// SetOverlay switches the tare lab's cross-node pod network between routed and VXLAN; nil when the
+	// cluster is not a tare lab (the vxlan path is then skipped).
+	SetOverlay func(vxlan bool) error
+	Say        func(format string, a ...any) // progress lines; nil discards them
+}
+
+// Report is a run's result.
+type Report struct {
+	Node       string            `json:"node"`
+	RemoteNode string            `json:"remote_node,omitempty"`
+	Baseline   string            `json:"baseline"`
+	Lanes      []Lane            `json:"lanes"`
+	Skipped    map[string]string `json:"skipped_paths,omitempty"` // path → why it was not measured
+	Rounds     int               `json:"rounds"`
+	Duration   string            `json:"duration"`
+	Parallel   int               `json:"parallel"`
+	Seed       uint64            `json:"seed"`
+	Started    time.Time         `json:"started"`
+	Took       string            `json:"took"`
+	Cancelled  bool              `json:"cancelled,omitempty"`
+	Trials     []Trial           `json:"trials"`
+	Ratios     []Ratio           `json:"ratios"`
+}
+
+// ErrNoPaths says no path asked for can be measured here.
+var ErrNoPaths = errors.New("no path can be measured")
+
+// Run measures every lane Rounds times in shuffled order, with the measuring session running during each
+// trial, and compares every path with the host. Everything it creates in the cluster lives in
+// o.Namespace, deleted before it returns, also on error or Ctrl-C; the host servers are stopped and the lab's
+// overlay is left routed. A run cut short returns the trials finished so far with ctx's error.
+func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error) {
+	say := o.Say
+	if say == nil {
+		say = func(string, ...any) {}
+	}
+	rep := Report{Node: o.Host, Baseline: string(Host), Rounds: o.Rounds, Duration: o.Duration.String(), Parallel: o.Parallel, Seed: o.Seed,
+		Started: time.Now(), Skipped: map[string]string{}}
+	if o.Duration < time.Second || o.Duration%time.Second != 0 {
+		return rep, fmt.Errorf("--duration %s: trials last whole seconds, at least 1s", o.Duration)
+	}
+	paths := map[Path]bool{}
+	for _, l := range o.Paths {
+		paths[l.Path] = true
+	}
+	if paths[Host] {
+		if err := toolsOnMachine(); err != nil {
+			return rep, err
+		}
+	}
+	podPaths := paths[HostNetPod] || paths[PodSameNode] || paths[PodCrossNode] || paths[VXLAN] || paths[ClusterIP]
+	if podPaths {
+		if cs == nil || o.Exec == nil {
+			return rep, errors.New("the pod paths need a cluster: give --kubeconfig (or start one with tare lab up), or measure --paths host only")
+		}
+		if err := pickNodes(ctx, cs, o, &rep, say); err != nil {
+			return rep, err
+		}
+		if rep.RemoteNode == "" {
+			for _, p := range []Path{PodCrossNode, VXLAN} {
+				if paths[p] {
+					rep.Skipped[string(p)] = "needs a second node that takes pods (a lab with tare lab up --nodes 2)"
+				}
+			}
+		}
+		if paths[VXLAN] && o.SetOverlay == nil {
+			if _, ok := rep.Skipped[string(VXLAN)]; !ok {
+				rep.Skipped[string(VXLAN)] = "switches the tare lab's overlay; on another cluster pod-cross-node measures what its CNI does"
+			}
+		}
+		for p := range rep.Skipped {
+			delete(paths, Path(p))
+		}
+	}
+	for p, why := range rep.Skipped {
+		say("skipping path %s: %s", p, why)
+	}
+	var lanes []Lane
+	for _, l := range o.Paths {
+		if paths[l.Path] {
+			lanes = append(lanes, l)
+		}
+	}
+	if len(lanes) == 0 {
+		var why []string
+		for _, p := range slices.Sorted(maps.Keys(rep.Skipped)) {
+			why = append(why, p+" "+rep.Skipped[p])
+		}
+		return rep, fmt.Errorf("%w: %s", ErrNoPaths, strings.Join(why, "; "))
+	}
+	plan := Plan(lanes, o.Modes, o.Sizes)
+	if err := CheckLanes(plan); err != nil {
+		return rep, err
+	}
+	rep.Lanes = plan
+	e := &endpoints{ips: map[string]string{}}
+	// The namespace's deletion waits for it to go: deferred first, it runs last, after the quick undoing
+	// of what the run changed on the machine.
+	if podPaths {
+		if err := kube.CreateRunNamespace(ctx, cs, o.Namespace, "tare datapath"); err != nil {
+			return rep, err
+		}
+		defer func() {
+			if err := kube.DeleteNamespace(context.WithoutCancel(ctx), cs, o.Namespace, time.Minute); err != nil {
+				say("warning: %v", err)
+			}
+		}()
+	}
+	crossNode := o.SetOverlay != nil && (paths[VXLAN] || paths[PodCrossNode])
+	defer func() {
+		e.stopHostServers()
+		if crossNode {
+			if err := o.SetOverlay(false); err != nil {
+				say("warning: switching the lab's overlay back to routed: %v (tare lab down removes it)", err)
+			}
+		}
+	}()
+	// Whatever the overlay was, the cross-node trials start routed: the run switches it for vxlan's.
+	if crossNode {
+		if err := o.SetOverlay(false); err != nil {
+			return finish(rep, fmt.Errorf("setting the lab's overlay to routed: %w", err))
+		}
+	}
+	if podPaths {
+		say("starting the servers' pods in namespace %s", o.Namespace)
+		made, err := createPods(ctx, cs, o.Namespace, o.Image, o.PullNever, podsFor(paths, rep.Node, rep.RemoteNode), paths[ClusterIP], 2*time.Minute)
+		if err != nil {
+			return finish(rep, err)
+		}
+		e.ips, e.svcIP = made.ips, made.svcIP
+		if paths[HostNetPod] {
+			// The hostNetwork pod's servers listen on the node's loopback only (no probe reaches them).
+			for _, port := range []int{hostNetIperfPort, hostNetSockperfPort} {
+				if err := waitListening(ctx, port, time.Minute); err != nil {
+					return finish(rep, fmt.Errorf("the hostNetwork pod's servers: %w", err))
+				}
+			}
+		}
+	}
+	if paths[Host] {
+		if err := e.startHostServers(ctx); err != nil {
+			return finish(rep, err)
+		}
+	}
+	slots := Order(plan, o.Rounds, rand.New(rand.NewPCG(o.Seed, o.Seed+1)))
+	vxlanOn := false
+	for i, sl := range slots {
+		if o.SetOverlay != nil && (sl.Lane.Path == VXLAN) != vxlanOn && (sl.Lane.Path == VXLAN || sl.Lane.Path == PodCrossNode) {
+			if err := o.SetOverlay(!vxlanOn); err != nil {
+				return finish(rep, fmt.Errorf("switching the lab's overlay: %w", err))
+			}
+			vxlanOn = !vxlanOn
+		}
+		t := runTrial(ctx, o, e, sl)
+		t.Seq = i + 1
+		cut := ctx.Err() != nil // before saying anything: a cancel from here on is the next trial's
+		say("trial %d/%d (round %d): %s %s %s: %s", i+1, len(slots), sl.Round, sl.Lane.Label(), sl.Lane.Mode, FormatSize(sl.Lane.Size), t.line())
+		if cut { // cut short: the trial's window is not whole
+			rep.Cancelled = true
+			return finish(rep, ctx.Err())
+		}
+		rep.Trials = append(rep.Trials, t)
+	}
+	return finish(rep, nil)
+}
+
+// finish completes the report with the comparisons of what was measured.
+func finish(rep Report, err error) (Report, error) {
+	rep.Took = time.Since(rep.Started).Round(time.Second).String()
+	rep.Ratios = Compare(rep.Trials, rep.Baseline)
+	return rep, err
+}
+
+// toolsOnMachine checks that the host path's programs are installed.
+func toolsOnMachine() error {
+	var missing []string
+	for _, t := range Tools {
+		if _, err := exec.LookPath(t); err != nil {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the host path runs %s on this machine and they are not installed: apt-get install %s (or tare lab install --datapath)",
+			strings.Join(missing, " and "), strings.Join(missing, " "))
+	}
+	return nil
+}
+
+// pickNodes chooses the node of the pods (o.Node, else the machine's own node, else the only one) and a
+// second node for the cross-node paths.
+func pickNodes(ctx context.Context, cs kubernetes.Interface, o Options, rep *Report, say func(string, ...any)) error {
+	nodes, err := kube.PodNodes(ctx, cs)
+	if err != nil {
+		return err
+	}
+	want := o.Node
+	if want == "" {
+		for _, n := range nodes {
+			if n.Name == o.Host {
+				want = n.Name
+			}
+		}
+	}
+	if want == "" {
+		if len(nodes) != 1 {
+			return fmt.Errorf("%d Ready nodes take pods and none is this machine (%s): give --node", len(nodes), o.Host)
+		}
+		want = nodes[0].Name
+	}
+	rep.Node = ""
+	for _, n := range nodes {
+		switch {
+		case n.Name == want:
+			rep.Node = n.Name
+		case rep.RemoteNode == "":
+			rep.RemoteNode = n.Name
+		}
+	}
+	if rep.Node == "" {
+		return fmt.Errorf("node %q is not a Ready node that takes pods (kubectl get nodes)", want)
+	}
+	if o.Host != "" && o.Host != rep.Node {
+		say("warning: tare measures this machine (%s) and the pods run on node %s: the CPU figures are this machine's", o.Host, rep.Node)
+	}
+	return nil
+}
+
+// runTrial runs the lane's client while the session measures the steady part of its run, and parses what
+// the tool reports. The window starts once the load has: iperf3 at once, sockperf when it prints that its
+// test starts (after about 2 s of warm-up, which its own figures leave out too); then it skips a margin
+// (client start through exec, connection set-up, sockperf's first 400 ms) and stops a margin before the
+// end (tear-down).
+func runTrial(ctx context.Context, o Options, e *endpoints, sl Slot) Trial {
+	t := Trial{Slot: sl, Groups: map[string]float64{}}
+	ep := e.endpointOf(sl.Lane.Path)
+	argv := clientCommand(sl.Lane, ep.addr, ep.iperfPort, ep.sockperfPort, o.Duration, o.Parallel)
+	head, tail := min(o.Duration/5, time.Second), min(o.Duration/5, time.Second)
+	marker := ""
+	if sl.Lane.Mode == TCPRR {
+		marker, head = sockperfStarts, max(head, sockperfWarmup)
+	}
+	sopts := o.Session
+	sopts.Duration = o.Duration - head - tail
+	// Opening the sampler takes a while (its sources, a first pass over every process): before the client
+	// starts, so that the window lies inside the client's run.
+	ses, err := session.Open(ctx, sopts)
+	if err != nil {
+		t.Error = fmt.Sprintf("measuring: %v", err)
+		return t
+	}
+	defer ses.Close()
+	stdout, stderr := newWatch(marker), newWatch("")
+	done := make(chan error, 1)
+	// The tools stop by themselves (--time); the bound is for an exec stream that stalls.
+	cctx, stop := context.WithTimeout(ctx, o.Duration+startWait+30*time.Second)
+	defer stop()
+	go func() {
+		if ep.pod == "" {
+			cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
+			cmd.Stdout, cmd.Stderr = stdout, stderr
+			done <- cmd.Run()
+			return
+		}
+		done <- o.Exec(cctx, o.Namespace, ep.pod, "iperf3", argv, stdout, stderr)
+	}()
+	var runErr error
+	finished := false
+	select {
+	case <-ctx.Done():
+	case <-stdout.seen:
+	case runErr = <-done: // ended before its load started: its output says why
+		finished = true
+	case <-time.After(startWait):
+		stop()
+		t.Error = fmt.Sprintf("%s did not start its load within %s (stopped: %v): %s", argv[0], startWait, <-done, lastLine(stdout.bytes()))
+		// In a pod, closing the exec stream does not end the tool: it ends by itself (--time), and the
+		// next trial must not find its server busy.
+		if ep.pod != "" {
+			select {
+			case <-ctx.Done():
+			case <-time.After(o.Duration + 5*time.Second):
+			}
+		}
+		return t
+	}
+	if !finished {
+		select {
+		case <-ctx.Done():
+		case <-time.After(head):
+		}
+		res, err := ses.Run(ctx)
+		t.measured(res, err)
+		runErr = <-done
+	}
+	out := stdout.bytes()
+	var o2 Outcome
+	var perr error
+	if sl.Lane.Mode.Stream() {
+		o2, perr = ParseIperf(out)
+	} else {
+		o2, perr = ParseSockperf(out)
+	}
+	switch {
+	case perr != nil && runErr != nil:
+		t.Error = fmt.Sprintf("%s: %v: %v %s", argv[0], runErr, perr, lastLine(stderr.bytes()))
+	case perr != nil:
+		t.Error = perr.Error()
+	case finished:
+		t.Error = fmt.Sprintf("%s ended before its load started", argv[0])
+	}
+	t.Outcome = o2
+	if t.Error == "" {
+		t.CPUPerUnit = t.perUnit(t.NodeBusy)
+	}
+	return t
+}
+
+// measured fills the trial's CPU from the session's result.
+func (t *Trial) measured(res session.Result, err error) {
+	switch {
+	case err != nil:
+		t.Error = fmt.Sprintf("measuring: %v", err)
+		return
+	case len(res.Samples) < 2:
+		t.Error = "the window was cut short before a whole interval"
+		return
+	}
+	sum := summary.Build(res.Meta, res.Samples, summary.Options{})
+	t.Start = sum.Window.Start
+	t.End = t.Start.Add(time.Duration(sum.Window.Seconds * float64(time.Second)))
+	t.NodeBusy = sum.Node.Busy.Mean
+	for _, g := range sum.Groups {
+		t.Groups[g.Name] += g.CPU.Mean
+	}
+	for _, w := range res.Warnings {
+		t.Warnings = append(t.Warnings, w.String())
+	}
+}
+
+// sockperf prints this line when its measured test begins, after its warm-up stage; the first 400 ms of
+// the test it leaves out of its own figures too.
+const (
+	startWait      = 30 * time.Second // for the client to start its load: exec, connecting, sockperf's warm-up
+	sockperfStarts = "Starting test"
+	sockperfWarmup = 450 * time.Millisecond
+)
+
+// watch keeps what a tool writes and closes seen when a line holding marker has been written (at once
+// when marker is empty).
+type watch struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	marker string
+	seen   chan struct{}
+	closed bool
+}
+
+func newWatch(marker string) *watch {
+	w := &watch{marker: marker, seen: make(chan struct{})}
+	if marker == "" {
+		w.closed = true
+		close(w.seen)
+	}
+	return w
+}
+
+func (w *watch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if !w.closed && bytes.Contains(w.buf.Bytes(), []byte(w.marker)) {
+		w.closed = true
+		close(w.seen)
+	}
+	return len(p), nil
+}
+
+func (w *watch) bytes() []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return bytes.Clone(w.buf.Bytes())
+}
+
+// line is a trial's one-line summary for the progress output.
+func (t Trial) line() string {
+	if t.Error != "" {
+		return "failed: " + t.Error
+	}
+	if t.Lane.Mode.Stream() {
+		return fmt.Sprintf("%.2f Gbit/s, node busy %.0fm, %.3f CPU-s per Gbit", t.Gbps, t.NodeBusy, t.CPUPerUnit)
+	}
+	return fmt.Sprintf("p50 %.1f µs, p99 %.1f µs, %.0f/s, node busy %.0fm", t.P50us, t.P99us, t.TPS, t.NodeBusy)
+}
+
+func lastLine(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}

@@ -1,0 +1,147 @@
+package lab
+
+import (
+	"archive/tar"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tare-dev/tare/internal/component"
+)
+
+// nodeRuntime is the containerd of one real node of a running lab.
+type nodeRuntime struct{ node, socket string }
+
+// ImportToolsImage makes ToolsImage available to the pods of the lab in labDir: it builds the image's
+// archive if needed (ToolsImageArchive) and imports it into the containerd of every real node of the lab,
+// node 1 and the extra nodes, together. A node whose containerd already holds this build of the image is
+// left alone, so a second call only checks (well under a second). The lab must run with nodes (not
+// control plane only) and every node's containerd must be running. Safe to call while pods run.
+func ImportToolsImage(ctx context.Context, labDir string) error {
+	dir, err := filepath.Abs(labDir)
+	if err != nil {
+		return err
+	}
+	st, err := LoadState(dir)
+	if err != nil {
+		return err
+	}
+	nodes, err := nodeRuntimes(dir, st)
+	if err != nil {
+		return err
+	}
+	ctr, err := exec.LookPath("ctr")
+	if err != nil {
+		return fmt.Errorf("importing the datapath tools image needs ctr on PATH (containerd's package): %w", ErrPrerequisite)
+	}
+	a, err := ToolsImageArchive(ctx)
+	if err != nil {
+		return err
+	}
+	want, err := archiveManifestDigest(a.Path)
+	if err != nil {
+		return err
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	for _, n := range nodes {
+		g.Go(func() error {
+			if got, err := imageDigest(ctx, ctr, n.socket, ToolsImage.Name); err == nil && got == want {
+				return nil
+			}
+			if err := importImages(ctx, ctr, n.socket, []string{a.Path}); err != nil {
+				return fmt.Errorf("node %s: %w", n.node, err)
+			}
+			got, err := imageDigest(ctx, ctr, n.socket, ToolsImage.Name)
+			if err == nil && got != want {
+				err = fmt.Errorf("it holds %s, not the imported %s", got, want)
+			}
+			if err != nil {
+				return fmt.Errorf("node %s: checking the imported %s: %w", n.node, ToolsImage.Name, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// nodeRuntimes lists the containerd of every real node the lab's state records, each of which must run.
+func nodeRuntimes(dir string, st *State) ([]nodeRuntime, error) {
+	p := paths{dir}
+	var out []nodeRuntime
+	for _, pr := range st.Processes {
+		if pr.Name != component.Containerd {
+			continue
+		}
+		n := nodeRuntime{node: st.Node, socket: p.containerdSocket()}
+		if pr.Node != "" {
+			n = nodeRuntime{node: pr.Node, socket: p.node(pr.Node).containerdSocket()}
+		}
+		if !alive(pr) {
+			return nil, fmt.Errorf("the containerd of node %s (pid %d) is not running: see tare lab status --dir %s", n.node, pr.PID, dir)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("the lab in %s runs no containerd (it is control plane only): the datapath tools need a lab with nodes (tare lab up as root): %w",
+			dir, ErrPrerequisite)
+	}
+	return out, nil
+}
+
+// archiveManifestDigest reads the digest of the one image manifest of an OCI archive from its index.json,
+// which writeOCIArchive writes near the start: containerd names the image it imports for that manifest.
+func archiveManifestDigest(archive string) (string, error) {
+	f, err := os.Open(archive)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return "", fmt.Errorf("%s has no index.json", archive)
+		}
+		if err != nil {
+			return "", fmt.Errorf("reading %s: %w", archive, err)
+		}
+		if h.Name != "index.json" {
+			continue
+		}
+		var index struct{ Manifests []ociDescriptor }
+		if err := json.NewDecoder(tr).Decode(&index); err != nil {
+			return "", fmt.Errorf("%s: reading index.json: %w", archive, err)
+		}
+		if len(index.Manifests) != 1 {
+			return "", fmt.Errorf("%s: index.json names %d manifests, not one", archive, len(index.Manifests))
+		}
+		return index.Manifests[0].Digest, nil
+	}
+}
+
+// imageDigest is the digest containerd (at socket, namespace k8s.io) has for the image ref, "" if none.
+func imageDigest(ctx context.Context, ctr, socket, ref string) (string, error) {
+	out, err := exec.CommandContext(ctx, ctr, "--address", socket, "-n", "k8s.io", "images", "ls", "name=="+ref).Output()
+	if err != nil {
+		return "", fmt.Errorf("ctr images ls: %w", err)
+	}
+	return parseImageDigest(string(out), ref), nil
+}
+
+// parseImageDigest reads the digest of ref from `ctr images ls` (REF TYPE DIGEST SIZE PLATFORMS LABELS).
+func parseImageDigest(out, ref string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[0] == ref && strings.HasPrefix(f[2], "sha256:") {
+			return f[2]
+		}
+	}
+	return ""
+}

@@ -1,6 +1,6 @@
 // Command datapath is the data-path benchmark (make bench-datapath): a default `tare datapath net` run on
 // a two-node lab (host, pod-same-node, vxlan and clusterip × tcp-stream and tcp-rr × 1k and 16k, 5
-// trials of 10 s each), timed, with each ratio's interval width and the smallest throughput difference
+// trials of 4 s each, the default), timed, with each ratio's interval width and the smallest throughput difference
 // the host path's own noise lets 5 + 5 trials detect (80% power, α = 0.05, Mann–Whitney's efficiency).
 package main
 

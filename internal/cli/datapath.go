@@ -80,7 +80,7 @@ like tare measure, and runs on the node it measures.`,
 	f.StringVar(&o.modes, "modes", "tcp-stream,tcp-rr", "loads: tcp-stream, udp-stream, tcp-rr")
 	f.StringVar(&o.sizes, "sizes", "1k,16k", "message sizes (bytes; k and m suffixes); tcp-rr and udp-stream take at most 65507")
 	f.IntVar(&o.trials, "trials", 5, "trials of every path, mode and size, interleaved")
-	f.DurationVar(&o.duration, "duration", 10*time.Second, "length of each trial, whole seconds")
+	f.DurationVar(&o.duration, "duration", 4*time.Second, "length of each trial, whole seconds (sockperf adds its own 2 s warm-up)")
 	f.IntVar(&o.parallel, "parallel", 1, "parallel streams of the stream modes")
 	f.StringVar(&o.node, "node", "", "the node of the pods (default: this machine's node, else the only one)")
 	f.StringVar(&o.namespace, "namespace", "tare-datapath", "namespace of the run's pods: created for the run and deleted after it")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -16,6 +17,10 @@ import (
 type BuildConfig struct {
 	HZ                int  // CONFIG_HZ, the scheduler tick /proc/stat samples at (0 if the file does not say)
 	IRQTimeAccounting bool // CONFIG_IRQ_TIME_ACCOUNTING: irq time is measured apart, not inside task time
+	// TicklessIdle: CONFIG_NO_HZ_IDLE or CONFIG_NO_HZ_FULL (CONFIG_NO_HZ in older kernels). /proc/stat's
+	// idle and iowait then come from the tickless idle clock, in nanoseconds (printed in USER_HZ units),
+	// not from sampled ticks.
+	TicklessIdle bool
 	// Source is the file the configuration was read from; "" when there was none.
 	Source string
 }
@@ -50,7 +55,8 @@ func ReadKernelConfig(procRoot, hostRoot, release string) (BuildConfig, error) {
 	return kc, nil
 }
 
-// parseKernelConfig reads CONFIG_HZ and CONFIG_IRQ_TIME_ACCOUNTING from a kernel .config.
+// parseKernelConfig reads CONFIG_HZ, CONFIG_IRQ_TIME_ACCOUNTING and the tickless idle options from a
+// kernel .config.
 func parseKernelConfig(b []byte) BuildConfig {
 	var kc BuildConfig
 	for len(b) > 0 {
@@ -61,6 +67,8 @@ func parseKernelConfig(b []byte) BuildConfig {
 			kc.HZ = parseKernelHZ(line)
 		case string(bytes.TrimSpace(line)) == "CONFIG_IRQ_TIME_ACCOUNTING=y":
 			kc.IRQTimeAccounting = true
+		case slices.Contains([]string{"CONFIG_NO_HZ_IDLE=y", "CONFIG_NO_HZ_FULL=y", "CONFIG_NO_HZ=y"}, string(bytes.TrimSpace(line))):
+			kc.TicklessIdle = true
 		}
 	}
 	return kc

@@ -20,11 +20,14 @@ func TestParseKernelConfig(t *testing.T) {
 		name, in string
 		want     BuildConfig
 	}{
-		{"this machine", string(seed), BuildConfig{HZ: 250}},
+		{"this machine", string(seed), BuildConfig{HZ: 250, TicklessIdle: true}},
 		{"irq time accounting", "CONFIG_HZ_1000=y\nCONFIG_HZ=1000\nCONFIG_IRQ_TIME_ACCOUNTING=y\n", BuildConfig{HZ: 1000, IRQTimeAccounting: true}},
 		{"first line", "CONFIG_IRQ_TIME_ACCOUNTING=y", BuildConfig{IRQTimeAccounting: true}},
 		{"not set", "# CONFIG_IRQ_TIME_ACCOUNTING is not set\nCONFIG_HAVE_IRQ_TIME_ACCOUNTING=y\n", BuildConfig{}},
 		{"no HZ", "CONFIG_HZ_250=y\n", BuildConfig{}},
+		{"tickless idle", "CONFIG_NO_HZ_COMMON=y\nCONFIG_NO_HZ_IDLE=y\n", BuildConfig{TicklessIdle: true}},
+		{"full dynticks", "CONFIG_NO_HZ_FULL=y\n", BuildConfig{TicklessIdle: true}},
+		{"periodic tick", "CONFIG_HZ_PERIODIC=y\n# CONFIG_NO_HZ_IDLE is not set\nCONFIG_NO_HZ_COMMON=y\n", BuildConfig{}},
 		{"bad HZ", "CONFIG_HZ=fast\n", BuildConfig{}},
 	} {
 		if diff := cmp.Diff(tc.want, parseKernelConfig([]byte(tc.in))); diff != "" {

@@ -126,6 +126,9 @@ type Meta struct {
 	NodeReference Reference `json:"node_reference,omitempty"`
 	KernelHZ      int       `json:"kernel_hz,omitempty"`           // CONFIG_HZ, the scheduler tick that /proc/stat samples
 	IRQTime       bool      `json:"irq_time_accounting,omitempty"` // irq time is not inside task time
+	// TicklessIdle: /proc/stat's idle and iowait come from the kernel's tickless idle clock (CONFIG_NO_HZ),
+	// exact but for their 10 ms print units. false in recordings of earlier tares.
+	TicklessIdle bool `json:"tickless_idle,omitempty"`
 	// KernelConfig is the file KernelHZ and IRQTime were read from, or KernelConfigAssumed when there was
 	// none ("" in recordings of earlier tares).
 	KernelConfig string `json:"kernel_config,omitempty"`

@@ -160,7 +160,8 @@ type Reconciliation struct {
 	Self           float64          `json:"self_millicores"`
 	Unattributed   float64          `json:"unattributed_millicores"`
 	Resolution     float64          `json:"resolution_millicores"`
-	// IRQ is irq and softirq time inside NodeBusy that may be charged to no process: unattributed may
+	// IRQ is irq and softirq time inside NodeBusy that may be charged to no process (without IRQ time
+	// accounting: the CPU on no task that node busy adds, see sample.BusyMeter.NoTask): unattributed may
 	// exceed the resolution by this much without a warning.
 	IRQ             float64 `json:"irq_no_process_millicores,omitempty"`
 	WithinTolerance bool    `json:"within_resolution"`

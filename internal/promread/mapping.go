@@ -15,6 +15,7 @@ var ErrNoAgents = errors.New("no tare agent was scraped")
 // Results are the vectors the Queries returned, field by field.
 type Results struct {
 	CPUs, Busy, Overhead, KubeletRuntime, Self, Groups, Memory, ControlPlane, Pods model.Vector
+	First, Samples                                                                 model.Vector // see Queries
 }
 
 // Map builds the figures of a Report from query results; the caller fills in where and when they were read.

@@ -33,6 +33,9 @@ type Queries struct {
 	Memory         string // sum by (node, group, group_kind, memory): every group's memory
 	ControlPlane   string // sum: the control plane's components, wherever they run
 	Pods           string // sum by (node, namespace, pod): every pod's CPU
+	// First and Samples say how much of the window each node's samples cover: the time of its first
+	// sample in the window (to the subquery's step) and how many samples the window holds.
+	First, Samples string
 }
 
 // overheadKinds are the group kinds a node costs before any workload.
@@ -81,7 +84,14 @@ func Build(window time.Duration, node string) Queries {
 		ControlPlane: "sum(" + rate(sel(metricGroupCPU, component, oneOf("group", ControlPlaneGroups()))) + ")",
 		Pods: "sum by (node, namespace, pod) (" +
 			rate(sel(metricGroupCPU, fmt.Sprintf("group_kind=%q", classify.KindPod))) + ")",
+		First:   "min by (node) (min_over_time(timestamp(" + sel(metricCPUs) + ")[" + w + ":" + coverageStep(window).String() + "]))",
+		Samples: "max by (node) (count_over_time(" + sel(metricCPUs) + "[" + w + "]))",
 	}
+}
+
+// coverageStep is the First query's resolution: a hundredth of the window, at least a second.
+func coverageStep(window time.Duration) model.Duration {
+	return model.Duration(max(time.Second, (window / 100).Truncate(time.Second)))
 }
 
 // oneOf is a regular-expression matcher for any of the values, which are plain names.

@@ -65,6 +65,7 @@ func Read(ctx context.Context, o Options) (Report, error) {
 	}{
 		{q.Busy, &r.Busy}, {q.Overhead, &r.Overhead}, {q.KubeletRuntime, &r.KubeletRuntime}, {q.Self, &r.Self},
 		{q.Groups, &r.Groups}, {q.Memory, &r.Memory}, {q.ControlPlane, &r.ControlPlane}, {q.Pods, &r.Pods},
+		{q.First, &r.First}, {q.Samples, &r.Samples},
 	}
 	ws := make([][]string, len(jobs))
 	g, gctx := errgroup.WithContext(ctx)
@@ -89,6 +90,7 @@ func Read(ctx context.Context, o Options) (Report, error) {
 	for _, w := range warnings {
 		rep.Warnings = append(rep.Warnings, "prometheus: "+w)
 	}
+	rep.Warnings = append(rep.Warnings, coverageWarnings(r, at, o.Window)...)
 	return rep, nil
 }
 

@@ -62,11 +62,13 @@ func TestAgentBurnerRate(t *testing.T) {
 func TestAgentSummaryAgreesWithMetrics(t *testing.T) {
 	r := startAgent(t, Options{Interval: 250 * time.Millisecond, Window: 10 * time.Second})
 	busyAt := map[int]float64{}
+	scrapes := map[int]scrape{}
 	record := func() {
 		seq := r.nextSample(t)
 		m := r.scrape(t)
 		if m.seq(t) == seq {
 			busyAt[seq], _ = m.sum("tare_node_busy_cpu_seconds_total")
+			scrapes[seq] = m
 		}
 	}
 	for len(busyAt) < 12 {
@@ -102,8 +104,20 @@ func TestAgentSummaryAgreesWithMetrics(t *testing.T) {
 		if math.Abs(inc-want) > res {
 			t.Errorf("/summary says %.1f mcore-s of node busy, the counter rose by %.1f (more than the resolution %.1f apart)", want, inc, res)
 		}
-		if s.Meta.TareVersion != "test" || len(s.Groups) == 0 {
-			t.Errorf("summary meta %+v, %d groups", s.Meta, len(s.Groups))
+		if s.Meta.TareVersion != "test" {
+			t.Errorf("summary meta %+v, want the agent's version", s.Meta)
+		}
+		// Each group's CPU over the window is its counter's increase between the same two samples.
+		for _, g := range s.Groups {
+			sel := fmt.Sprintf(`group=%q`, g.Name)
+			a, _ := scrapes[first].sum("tare_group_cpu_seconds_total", sel, fmt.Sprintf(`group_kind=%q`, g.Kind))
+			b, _ := scrapes[last].sum("tare_group_cpu_seconds_total", sel, fmt.Sprintf(`group_kind=%q`, g.Kind))
+			if got := g.CPU.Mean * s.Window.Seconds; math.Abs((b-a)*1000-got) > res {
+				t.Errorf("group %s: /summary says %.1f mcore-s, its counter rose by %.1f", g.Name, got, (b-a)*1000)
+			}
+		}
+		if len(s.Groups) == 0 {
+			t.Error("the summary has no groups")
 		}
 		return
 	}

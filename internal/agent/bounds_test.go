@@ -1,10 +1,11 @@
 package agent
 
 import (
-	"bufio"
 	"context"
+	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -107,26 +108,11 @@ func liveProcesses(t *testing.T) int {
 func TestAgentPodSeriesExpire(t *testing.T) {
 	testenv.NeedRoot(t, "a pod cgroup needs root")
 	const uid = "0d6f2c1e-3b4a-4c5d-8e9f-a0b1c2d3e4f5"
-	cmd := testload.Command("burn", "100")
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ended := false
-	stopBurner := func() {
-		if !ended {
-			ended = true
-			_ = stdin.Close()
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	}
-	t.Cleanup(stopBurner)
-	if line, _ := bufio.NewReader(stdout).ReadString('\n'); strings.TrimSpace(line) != "ready" {
+	burner := testload.Launch(t, "burn", "100")
+	if line := burner.Line(t, 10*time.Second); line != "ready" {
 		t.Fatalf("the burner printed %q", line)
 	}
-	testload.KubepodsCgroup(t, uid, "ctr0123456789abcdef", cmd.Process.Pid)
+	testload.KubepodsCgroup(t, uid, "ctr0123456789abcdef", burner.Pid())
 	const window = 2 * time.Second
 	r := startAgent(t, Options{Interval: 100 * time.Millisecond, Window: window})
 	pod := `pod="` + uid + `"`
@@ -146,14 +132,28 @@ func TestAgentPodSeriesExpire(t *testing.T) {
 		}
 	}
 	waitSeries(true)
-	m := r.scrape(t)
-	if v, n := m.sum("tare_group_cpu_seconds_total", pod); n != 1 || v <= 0 {
-		t.Errorf("the pod's CPU: %v in %d series, want one series rising", v, n)
+	// The peer: the pod cgroup's own CPU account, read at each scrape. Between two scrapes 1.5 s apart the
+	// pod's counter must rise by what the cgroup used, within one sample interval of the burner at each
+	// end (the scrape shows the last sample) and 10%.
+	root := "/sys/fs/cgroup/cpuacct"
+	if _, err := os.Stat(filepath.Join(root, "cpuacct.usage")); err != nil {
+		root = "/sys/fs/cgroup"
+	}
+	usage := testload.CgroupUsage(t, filepath.Join(root, "kubepods", "burstable", "pod"+uid))
+	m0, u0 := r.scrape(t), usage()
+	time.Sleep(1500 * time.Millisecond)
+	m, u1 := r.scrape(t), usage()
+	v0, _ := m0.sum("tare_group_cpu_seconds_total", pod)
+	v, n := m.sum("tare_group_cpu_seconds_total", pod)
+	want := (u1 - u0).Seconds()
+	t.Logf("between two scrapes: the pod's counter rose %.3f s, its cgroup %.3f s", v-v0, want)
+	if n != 1 || math.Abs((v-v0)-want) > 2*0.1*0.1+0.1*want {
+		t.Errorf("the pod's CPU rose %.3f s in %d series between two scrapes; its cgroup used %.3f s", v-v0, n, want)
 	}
 	if _, n := m.sum("tare_group_memory_bytes", pod, `memory="rss"`); n != 1 {
 		t.Errorf("the pod's rss: %d series, want 1", n)
 	}
-	stopBurner()
+	burner.Stop()
 	gone := time.Now()
 	waitSeries(false) // no series names the pod: neither its group's nor its process's
 	if d := time.Since(gone); d < window {

@@ -15,6 +15,8 @@
 //   - server.go: the HTTP server and the loop that ties the session to it; options.go: its options and
 //     the stated memory bound.
 //
-// It imports internal/session, internal/sample, internal/summary, internal/redact and
-// prometheus/client_golang; internal/cli's agent verb is its only caller.
+// It imports internal/session, internal/sample, internal/summary, internal/classify (the group kinds of its
+// labels), internal/redact and prometheus/client_golang; internal/cli's agent verb is its only caller. A
+// new metric goes in collector.go, with its state in state.go; its name and labels are then part of the
+// contract (the README's table, and deploy/prometheus when the rules use it).
 package agent

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tare-dev/tare/internal/deploy"
 	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/output"
 	"github.com/tare-dev/tare/internal/promconf"
 )
 
@@ -122,4 +123,4 @@ func (v promFilesView) Table(w io.Writer) error {
 	return err
 }
 
-func (v promFilesView) JSON(w io.Writer) error { return writeJSON(w, v) }
+func (v promFilesView) JSON(w io.Writer) error { return output.JSON(w, v) }

@@ -26,6 +26,7 @@ type densityOptions struct {
 	runtimeClass string
 	handler      string
 	seed         uint64
+	maxPods      int
 }
 
 // newDensity is `tare density`: what one more pod costs the node (issue 15).
@@ -43,7 +44,9 @@ cgroups (what kubectl top and cgroup-based tools see) or outside them (container
 
 From the per-pod costs outside the pod cgroups of the node's agents, runtime and per-pod runtime
 processes, at the upper end of their intervals, it prints a RuntimeClass whose overhead.podFixed charges
-them to every pod that uses it (KEP-688).
+them to every pod that uses it (KEP-688). From the same components' CPU and PSS, read at --max-pods
+pods (default: the node's pod limit) at the upper end of the line's 95% interval, it recommends a
+kube-reserved, beside what the EKS, GKE and AKS formulas reserve for a node of this size.
 
 The pods run in --namespace, created for the run and deleted after it, also on error or Ctrl-C (which
 keeps and prints the steps measured so far). --image pause (the default) is the lab's pause image, never
@@ -71,6 +74,7 @@ the run with the kubelet's reason. Needs root, like tare measure.`,
 	f.StringVar(&o.runtimeClass, "runtime-class", "tare-measured", "name of the RuntimeClass printed")
 	f.StringVar(&o.handler, "handler", "runc", "the RuntimeClass's handler: the CRI runtime handler its pods run with")
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the step order and the bootstrap (default: from the clock)")
+	f.IntVar(&o.maxPods, "max-pods", 0, "pod limit the kube-reserved recommendation is sized for (default: the node's)")
 	return cmd
 }
 
@@ -84,6 +88,8 @@ func runDensity(cmd *cobra.Command, s streams, g *globalOptions, o *densityOptio
 		return usageError("--settle %v: want 0 or more", o.settle)
 	case o.namespace == "":
 		return usageError("--namespace: give one")
+	case o.maxPods < 0:
+		return usageError("--max-pods %d: want 1 or more (0 for the node's own limit)", o.maxPods)
 	}
 	if err := density.CheckCounts(o.pods, 0, 0); err != nil {
 		return usageError("--pods: %w", err)
@@ -103,7 +109,7 @@ func runDensity(cmd *cobra.Command, s streams, g *globalOptions, o *densityOptio
 	}
 	rep, err := density.Run(cmd.Context(), cs, density.Options{
 		Node: o.node, Host: sample.HostName(g.procRoot), Namespace: o.namespace, Image: image, PullNever: pullNever, Counts: o.pods, Trials: o.trials,
-		Window: o.window, Settle: o.settle, Seed: seed,
+		Window: o.window, Settle: o.settle, Seed: seed, MaxPods: o.maxPods,
 		Session: session.Options{
 			Sampler:  g.sampleOptions(sample.Options{Interval: time.Second, Detail: 5 * time.Second}),
 			Duration: o.window, Version: Version,

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -98,7 +99,7 @@ func TestDensityOnLab(t *testing.T) {
 	const top = 6
 	start := time.Now()
 	out, errOut, err := run(ctx, "density", "--kubeconfig", kc, "--pods", "0,3,"+strconv.Itoa(top), "--trials", "2",
-		"--window", "4s", "--settle", "2s", "-o", "json")
+		"--window", "4s", "--settle", "2s", "--max-pods", strconv.Itoa(top), "-o", "json")
 	if err != nil {
 		t.Fatalf("density: %v\n%s", err, errOut)
 	}
@@ -133,6 +134,20 @@ func TestDensityOnLab(t *testing.T) {
 	if perShim < lo-0.1*perShim || perShim > hi+0.1*perShim {
 		t.Errorf("tare's shim memory per pod %.2f MiB [%.2f, %.2f] disagrees with the shims' own %.2f MiB (%.2f to %.2f)",
 			shim.Private.Marginal/(1<<20), lo/(1<<20), hi/(1<<20), perShim/(1<<20), least/(1<<20), most/(1<<20))
+	}
+	// Ground truth for kube-reserved, read at --max-pods 6: with shimPrivate's 6 pods running, the PSS of
+	// the components it is made from, summed from their own smaps_rollup, against the line's mean at 6
+	// pods. PSS moves with each process's garbage collector and age (the shims' above by up to ~7%, the
+	// kubelet's more): within 20%.
+	kr := got.KubeReserved
+	if kr == nil || kr.MaxPods != top || kr.Extrapolated || kr.Measured.Memory < kr.Mean.Memory || kr.Measured.CPU < kr.Mean.CPU {
+		t.Fatalf("kube-reserved %+v: want one for %d pods, its upper end above its mean", kr, top)
+	}
+	own := componentPSS(t, kr.From)
+	t.Logf("kube-reserved at %d pods from %v: mean %.1f MiB, upper end %.1f MiB; their own smaps_rollup %.1f MiB; EKS %.0f MiB",
+		top, kr.From, kr.Mean.Memory/(1<<20), kr.Measured.Memory/(1<<20), own/(1<<20), kr.Providers[0].Memory/(1<<20))
+	if math.Abs(own-kr.Mean.Memory) > 0.2*own {
+		t.Errorf("kube-reserved's PSS at %d pods is %.1f MiB; the components' own smaps_rollup say %.1f MiB", top, kr.Mean.Memory/(1<<20), own/(1<<20))
 	}
 	if got.RuntimeClass == nil || got.RuntimeClass.Overhead == nil {
 		t.Fatalf("no RuntimeClass overhead in %+v", got.RuntimeClass)
@@ -173,6 +188,19 @@ func TestDensityOnLab(t *testing.T) {
 	with := checkFitAgainstScheduler(ctx, t, kc, cs, request, got.RuntimeClass.Name, corev1.ResourceMemory)
 	if with >= without.Fits {
 		t.Errorf("fit %s: %d pods with the RuntimeClass's overhead %s, %d without: want fewer with it", request, with, mem.String(), without.Fits)
+	}
+	// The stored result gives fit the same overhead, and so the count the scheduler placed with it.
+	stored := filepath.Join(t.TempDir(), "density.json")
+	if err := os.WriteFile(stored, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fromFile, errOut, err := run(ctx, "fit", "--kubeconfig", kc, "--request", request, "--density", stored, "-o", "json")
+	var pred fit.Output
+	if err != nil || json.Unmarshal([]byte(fromFile), &pred) != nil {
+		t.Fatalf("fit --density: %v\n%s%s", err, errOut, fromFile)
+	}
+	if o := pred.Overhead[corev1.ResourceMemory]; pred.Fits != with || o.Cmp(mem) != 0 {
+		t.Errorf("fit --density: %d pods with overhead %v; the scheduler placed %d with the RuntimeClass's %s", pred.Fits, pred.Overhead, with, mem.String())
 	}
 }
 
@@ -356,6 +384,40 @@ func shimPIDs(t *testing.T) map[int]bool {
 		}
 	}
 	return out
+}
+
+// componentPSS sums the PSS of every process of the named components, found by their command name
+// (containerd's shims by the prefix their truncated name keeps), from their own smaps_rollup.
+func componentPSS(t *testing.T, names []string) float64 {
+	t.Helper()
+	pids, err := kernel.ListPIDs("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, pid := range pids {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		if err != nil {
+			continue
+		}
+		comm := strings.TrimSpace(string(b))
+		if !slices.ContainsFunc(names, func(n string) bool {
+			return comm == n || n == component.ContainerdShim && strings.HasPrefix(comm, "containerd-shim")
+		}) {
+			continue
+		}
+		b, err = os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps_rollup")
+		if err != nil {
+			continue // exited
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) == 3 && f[0] == "Pss:" {
+				kb, _ := strconv.ParseFloat(f[1], 64)
+				sum += kb * 1024
+			}
+		}
+	}
+	return sum
 }
 
 func waitNamespaceGone(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string) {

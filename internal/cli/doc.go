@@ -1,3 +1,8 @@
 // Package cli wires tare's verbs (cobra commands) to the domain packages. Every verb is a function of a
 // context, arguments and streams, so tests run the whole CLI in-process. It holds no measurement logic.
+//
+// It may import every domain package and cobra; only cmd/tare imports it. A new verb is a file named for it
+// holding newVerb(s, g) (flags into an options value, no globals) registered in newRoot (root.go); it
+// parses and checks its flags, returning usageError for bad ones (exit status 2), calls the domain
+// packages, and prints through render (render.go), so -o json and -o table mean the same everywhere.
 package cli

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
+	"math/bits"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/tare-dev/tare/internal/experiment"
 	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/stats"
 )
 
 func writeSpec(t *testing.T, yaml string) string {
@@ -203,13 +206,87 @@ sweep: {flag: etcd.snapshot-count, values: [100000, 10000, 5000, 500]}
 	if !ok || len(x.Cells) != 4 {
 		t.Fatalf("etcd-cpu row: %+v", x)
 	}
+	// Each value's p against the baseline, recomputed here from the trials' raw etcd-cpu by enumerating
+	// the 70 ways to split 4 + 4 values (an exact permutation test with its own arithmetic).
+	byVariant := map[string][]float64{}
+	for _, tr := range r.Trials {
+		if v, ok := tr.Metrics["etcd-cpu"]; ok && tr.Status == "ok" {
+			byVariant[tr.Variant] = append(byVariant[tr.Variant], v)
+		}
+	}
 	for _, c := range x.Cells[1:] {
-		if c.Shift == nil || c.Median.N != 4 || c.Shift.P <= 0 || c.Shift.P > 1 {
+		if c.Shift == nil || c.Median.N != 4 {
 			t.Errorf("value %s: %+v", c.Variant, c)
+			continue
+		}
+		if want, ok := splitP(byVariant[x.Cells[0].Variant], byVariant[c.Variant]); ok && math.Abs(c.Shift.P-want) > 1e-9 {
+			t.Errorf("value %s: p = %v, the 70 splits of its trials give %v", c.Variant, c.Shift.P, want)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(out, "lab")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the finished experiment left its lab directory: %v", err)
+	}
+}
+
+// splitP is the two-sided p of the rank-sum statistic of a against b over every way to split their pooled
+// values into groups of their sizes: the share of splits whose U lies at least as far from its mean as
+// theirs. ok is false when a value repeats (ties make the exact count differ from the rank test's).
+func splitP(a, b []float64) (p float64, ok bool) {
+	pooled := append(append([]float64{}, a...), b...)
+	seen := map[float64]bool{}
+	for _, v := range pooled {
+		if seen[v] {
+			return 0, false
+		}
+		seen[v] = true
+	}
+	u := func(in []bool) float64 {
+		n := 0.0
+		for i, x := range pooled {
+			for j, y := range pooled {
+				if in[i] && !in[j] && x > y {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	na, n := len(a), len(pooled)
+	in := make([]bool, n)
+	for i := range na {
+		in[i] = true
+	}
+	mean := float64(na*len(b)) / 2
+	observed := math.Abs(u(in) - mean)
+	far, all := 0, 0
+	for mask := 0; mask < 1<<n; mask++ {
+		if bits.OnesCount(uint(mask)) != na {
+			continue
+		}
+		for i := range n {
+			in[i] = mask&(1<<i) != 0
+		}
+		all++
+		if math.Abs(u(in)-mean) >= observed-1e-9 {
+			far++
+		}
+	}
+	return float64(far) / float64(all), true
+}
+
+func TestSplitP(t *testing.T) {
+	t.Parallel()
+	// Complete separation of 5 against 5: 2 of the C(10, 5) = 252 splits are as extreme.
+	if p, ok := splitP([]float64{46, 47, 45, 48, 46.5}, []float64{36, 35, 37, 36.5, 35.5}); !ok || math.Abs(p-2.0/252) > 1e-12 {
+		t.Errorf("splitP = %v, %v; want 2/252", p, ok)
+	}
+	if _, ok := splitP([]float64{1, 2}, []float64{2, 3}); ok {
+		t.Error("a tie was counted exactly")
+	}
+	// What the sweep test relies on: without ties, 4 against 4 is the rank test's exact p.
+	a, b := []float64{10.2, 11.7, 9.4, 12.9}, []float64{11.1, 13.3, 12.2, 14.0}
+	if p, _ := splitP(a, b); math.Abs(p-stats.MannWhitney(a, b, 0.05).P) > 1e-9 {
+		t.Errorf("splitP = %v, stats.MannWhitney's p = %v", p, stats.MannWhitney(a, b, 0.05).P)
 	}
 }
 
@@ -296,13 +373,16 @@ func TestDiffRecordings(t *testing.T) {
 	if c.Shift == nil || !c.Shift.Significant || c.Shift.Estimate < 160 || c.Shift.Estimate > 240 || c.Median.N < 5 {
 		t.Errorf("node busy with a 200m burner: %+v %+v", c, c.Shift)
 	}
-	table, _, err := run(context.Background(), "diff", a, a2, "--block", "1s")
+	// Idle against idle: whatever the diff finds is noise, under half of what the 200m burner moved.
+	out, errOut, err = run(context.Background(), "diff", a, a2, "--block", "1s", "-o", "json")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("diff: %v\n%s", err, errOut)
 	}
-	if !strings.Contains(table, "node-busy (m)") {
-		t.Errorf("diff table:\n%s", table)
+	x, ok = row(decodeResults(t, out), "node-busy")
+	if !ok || x.Cells[1].Shift == nil || math.Abs(x.Cells[1].Shift.Estimate) > c.Shift.Estimate/2 {
+		t.Errorf("idle against idle: node busy moved %+v, the burner %.1fm", x, c.Shift.Estimate)
 	}
+	t.Logf("node busy: the 200m burner moved it %.1fm; idle against idle %.1fm (p=%.2f)", c.Shift.Estimate, x.Cells[1].Shift.Estimate, x.Cells[1].Shift.P)
 	if _, _, err := run(context.Background(), "diff", a, b, "--block", "1h"); err == nil || !strings.Contains(err.Error(), "shorter than one 1h0m0s block") {
 		t.Errorf("block longer than the recording: %v", err)
 	}

@@ -7,13 +7,14 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tare-dev/tare/internal/density"
 	"github.com/tare-dev/tare/internal/fit"
 	"github.com/tare-dev/tare/internal/kube"
 )
 
 // newFit is `tare fit`: how many pods of a request fit a node (issue 15).
 func newFit(s streams, g *globalOptions) *cobra.Command {
-	var request, overhead, runtimeClass, node string
+	var request, overhead, runtimeClass, stored, node string
 	var pods int
 	cmd := &cobra.Command{
 		Use:   "fit --request cpu=500m,memory=1Gi | --pods N",
@@ -21,20 +22,22 @@ func newFit(s streams, g *globalOptions) *cobra.Command {
 		Long: `Count, the way the scheduler does, how many pods of --request fit a node: its allocatable (capacity
 minus kube-reserved, system-reserved and the eviction threshold, as the kubelet reports it), minus what
 the pods already on it request (DaemonSets' shown apart), divided by the request plus each pod's overhead:
---overhead (e.g. the per-pod cost tare density measured) or a RuntimeClass's overhead.podFixed
-(--runtime-class, as admission adds it to pods that use it). It says which resource binds first; the
+--overhead, a RuntimeClass's overhead.podFixed (--runtime-class, as admission adds it to pods that use
+it), or the per-pod cost a tare density run measured (--density FILE, its -o json; its node unless
+--node). It says which resource binds first; the
 node's pod limit counts too. With --pods N it prints the inverse: the largest cpu and memory request
 that still fits N pods.`,
 		Example: `  tare fit --request cpu=500m,memory=1Gi
   tare fit --request cpu=250m,memory=512Mi --runtime-class tare-measured --node worker-2
-  tare fit --pods 30 --overhead cpu=2m,memory=4Mi`,
+  tare fit --pods 30 --overhead cpu=2m,memory=4Mi
+  tare density -o json > density.json && tare fit --request cpu=100m --density density.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if request == "" && pods == 0 {
 				return usageError("give --request cpu=500m,memory=1Gi, or --pods N for the largest request that fits N")
 			}
-			if overhead != "" && runtimeClass != "" {
-				return usageError("--overhead and --runtime-class both give the overhead: give one")
+			if given := countNonEmpty(overhead, runtimeClass, stored); given > 1 {
+				return usageError("--overhead, --runtime-class and --density each give the overhead: give one")
 			}
 			if pods < 0 {
 				return usageError("--pods %d: want 1 or more", pods)
@@ -49,6 +52,15 @@ that still fits N pods.`,
 			if overhead != "" {
 				if over, err = fit.ParseList(overhead); err != nil {
 					return usageError("--overhead: %w", err)
+				}
+			}
+			if stored != "" {
+				var measuredOn string
+				if over, measuredOn, err = density.ReadOverhead(stored); err != nil {
+					return usageError("--density: %w", err)
+				}
+				if node == "" {
+					node = measuredOn
 				}
 			}
 			c, err := kube.NewClient(g.kubeconfig, kube.Options{UserAgent: "tare-fit", Timeout: 30 * time.Second})
@@ -88,7 +100,19 @@ that still fits N pods.`,
 	f.StringVar(&request, "request", "", "one pod's request, e.g. cpu=500m,memory=1Gi")
 	f.StringVar(&overhead, "overhead", "", "per-pod overhead added to the request, e.g. cpu=2m,memory=4Mi (tare density measures it)")
 	f.StringVar(&runtimeClass, "runtime-class", "", "take the overhead from this RuntimeClass's overhead.podFixed")
+	f.StringVar(&stored, "density", "", "take the overhead (and the node) from a tare density -o json result")
 	f.StringVar(&node, "node", "", "the node (default: the cluster's only Ready node that takes pods)")
 	f.IntVar(&pods, "pods", 0, "print the largest request that fits this many pods")
 	return cmd
+}
+
+// countNonEmpty counts the strings that are not empty.
+func countNonEmpty(ss ...string) int {
+	n := 0
+	for _, s := range ss {
+		if s != "" {
+			n++
+		}
+	}
+	return n
 }

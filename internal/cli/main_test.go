@@ -1,13 +1,10 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -58,62 +55,24 @@ func summaryJSON(t *testing.T, verb string, args ...string) summary.Summary {
 	return s
 }
 
-// helper is a running testload process; Stop closes its stdin and waits.
-type helper struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	out   *bufio.Reader
-}
+// helper is a running testload process (testload.Proc), under the short names the CLI tests use.
+type helper struct{ *testload.Proc }
 
 func startHelper(t *testing.T, mode string, args ...string) *helper {
 	t.Helper()
-	cmd := testload.Command(mode, args...)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s helper: %v", mode, err)
-	}
-	h := &helper{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
-	t.Cleanup(h.stop)
-	return h
+	return &helper{testload.Launch(t, mode, args...)}
 }
 
-func (h *helper) pid() int { return h.cmd.Process.Pid }
+func (h *helper) pid() int { return h.Pid() }
 
 // line reads one line of the helper's output, failing after the deadline.
 func (h *helper) line(t *testing.T, timeout time.Duration) string {
 	t.Helper()
-	ch := make(chan string, 1)
-	go func() {
-		s, _ := h.out.ReadString('\n')
-		ch <- strings.TrimSpace(s)
-	}()
-	select {
-	case s := <-ch:
-		return s
-	case <-time.After(timeout):
-		t.Fatalf("helper %d printed nothing within %s", h.pid(), timeout)
-		return ""
-	}
+	return h.Line(t, timeout)
 }
 
-func (h *helper) stop() {
-	h.stdin.Close()
-	done := make(chan struct{})
-	go func() { _ = h.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = h.cmd.Process.Kill()
-		<-done
-	}
-}
+// stop closes the helper's stdin and waits for it to end.
+func (h *helper) stop() { h.Stop() }
 
 func findProcess(s summary.Summary, pid int) (summary.Process, bool) {
 	for _, p := range s.Processes {

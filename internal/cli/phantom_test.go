@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -42,7 +41,7 @@ func TestMeasurePhantomChildren(t *testing.T) {
 				done <- result{out, errOut, err}
 			}()
 			time.Sleep(1500 * time.Millisecond) // inside the window: C exits and P reaps it
-			fmt.Fprintln(p.stdin, "go")
+			p.Send(t, "go")
 			if got := p.line(t, 10*time.Second); got != "reaped" {
 				t.Fatalf("nest helper printed %q, want reaped", got)
 			}

@@ -1,8 +1,9 @@
 package cli
 
 import (
-	"encoding/json"
 	"io"
+
+	"github.com/tare-dev/tare/internal/output"
 )
 
 // rendered is a result that prints as a table or as JSON (a summary, explain's report, an experiment's
@@ -29,14 +30,8 @@ type view[T any] struct {
 // viewOf is v rendered as indented JSON, or as a table drawn by table.
 func viewOf[T any](v T, table func(io.Writer, T) error) rendered { return view[T]{v: v, table: table} }
 
-func (v view[T]) JSON(w io.Writer) error  { return writeJSON(w, v.v) }
+func (v view[T]) JSON(w io.Writer) error  { return output.JSON(w, v.v) }
 func (v view[T]) Table(w io.Writer) error { return v.table(w, v.v) }
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
 
 // checkTop refuses a --top that would show no rows (the summary would silently show its default).
 func checkTop(n int) error {

@@ -9,4 +9,8 @@
 // The package is pure (no client-go: the HTML report reads its View): view.go and categories.go build the
 // view from the agents' summaries, table.go prints it; internal/cluster/agents reads them through the
 // API server.
+//
+// It imports summary (the agents' payload), classify and component (which category a group falls in),
+// stats and output; never client-go or kube. A new category is one entry in categories.go; a new column of
+// the table goes in table.go and, when the HTML page shows it, in internal/htmlreport/cluster.go.
 package cluster

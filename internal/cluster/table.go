@@ -1,20 +1,17 @@
 package cluster
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/tare-dev/tare/internal/summary"
+	"github.com/tare-dev/tare/internal/output"
 )
 
 // JSON writes the view as indented JSON.
 func (v View) JSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return output.JSON(w, v)
 }
 
 // Table writes the view for people, kubectl style: CPU per node and category, memory likewise, the
@@ -37,18 +34,18 @@ func (v View) Table(w io.Writer) error {
 			fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
 			continue
 		}
-		cols = append(cols, fmt.Sprint(n.CPUs), fmt.Sprint(n.Pods), mc(n.Busy.Mean), mc(n.Busy.P95), fmt.Sprint(n.Busy.N))
+		cols = append(cols, fmt.Sprint(n.CPUs), fmt.Sprint(n.Pods), output.Millicores(n.Busy.Mean), output.Millicores(n.Busy.P95), fmt.Sprint(n.Busy.N))
 		for _, c := range cats {
-			cols = append(cols, mc(n.CPU[c]))
+			cols = append(cols, output.Millicores(n.CPU[c]))
 		}
-		cols = append(cols, mc(n.PerPod.CPU))
+		cols = append(cols, output.Millicores(n.PerPod.CPU))
 		fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
 	}
-	cols := []string{"CLUSTER", fmt.Sprintf("%d/%d", v.Totals.Measured, v.Totals.Nodes), fmt.Sprint(v.Totals.CPUs), fmt.Sprint(v.Totals.Pods), mc(v.Totals.Busy), "", ""}
+	cols := []string{"CLUSTER", fmt.Sprintf("%d/%d", v.Totals.Measured, v.Totals.Nodes), fmt.Sprint(v.Totals.CPUs), fmt.Sprint(v.Totals.Pods), output.Millicores(v.Totals.Busy), "", ""}
 	for _, c := range cats {
-		cols = append(cols, mc(v.Totals.CPU[c]))
+		cols = append(cols, output.Millicores(v.Totals.CPU[c]))
 	}
-	cols = append(cols, mc(v.Totals.PerPod.CPU))
+	cols = append(cols, output.Millicores(v.Totals.PerPod.CPU))
 	fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
 	_ = tw.Flush()
 
@@ -66,10 +63,10 @@ func (v View) Table(w io.Writer) error {
 		cols := []string{name}
 		for _, c := range cats {
 			if c != Unattributed {
-				cols = append(cols, summary.Bytes(m[c]))
+				cols = append(cols, output.Bytes(m[c]))
 			}
 		}
-		cols = append(cols, summary.Bytes(per))
+		cols = append(cols, output.Bytes(per))
 		fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
 	}
 	for _, n := range v.Nodes {
@@ -96,7 +93,7 @@ func (v View) Table(w io.Writer) error {
 	}
 	notes = append(notes, v.Warnings...)
 	notes = append(notes, fmt.Sprintf("CPU in millicores, means over each node's window (N intervals; P95 of node busy per interval); "+
-		"the cluster's figures resolve to ±%s. Per-pod: the pod runtime's processes (shims, pause, runc, CNI) per running pod.", mc(v.Totals.Resolution)))
+		"the cluster's figures resolve to ±%s. Per-pod: the pod runtime's processes (shims, pause, runc, CNI) per running pod.", output.Millicores(v.Totals.Resolution)))
 	fmt.Fprintln(&b, "\nNotes:")
 	for _, n := range notes {
 		fmt.Fprintln(&b, "  - "+n)
@@ -129,12 +126,4 @@ func (v View) shownCategories() []Category {
 		}
 	}
 	return out
-}
-
-// mc formats millicores as tare's tables do.
-func mc(v float64) string {
-	if v > -10 && v < 10 {
-		return fmt.Sprintf("%.1fm", v)
-	}
-	return fmt.Sprintf("%.0fm", v)
 }

@@ -72,12 +72,32 @@ func compareRow(metric string, guard bool, names []string, vals map[string][]flo
 			sh := stats.MannWhitney(base, vals[v], alpha)
 			c.Shift = &sh
 			c.DeltaPct, c.LoPct, c.HiPct = Num(pctOf(sh.Estimate, bm.Median)), Num(pctOf(sh.Lo, bm.Median)), Num(pctOf(sh.Hi, bm.Median))
-			mde := stats.MDE(len(base), len(vals[v]), pooledSD(base, vals[v]), alpha)
-			c.MDE, c.MDEPct = Num(mde), Num(pctOf(mde, bm.Median))
+			mde, why := minDetectable(base, vals[v], alpha)
+			c.MDE, c.MDEPct, c.MDENote = Num(mde), Num(pctOf(mde, bm.Median)), why
+			if why == "" && bm.Median == 0 {
+				c.MDENote = "the baseline median is 0, so no change is a percentage of it"
+			}
 		}
 		row.Cells = append(row.Cells, c)
 	}
 	return row
+}
+
+// minDetectable is the smallest shift a comparison of a and b could detect (stats.MDE at their pooled
+// standard deviation) or, when there is no such number, NaN and why: a metric that did not vary in any trial
+// has no noise to size a change against, which is not the same as being able to detect any change.
+func minDetectable(a, b []float64, alpha float64) (float64, string) {
+	if math.IsInf(stats.MDE(len(a), len(b), 1, alpha), 1) {
+		return math.Inf(1), "" // no change at this number of trials; MDEText says so
+	}
+	switch sd := pooledSD(a, b); {
+	case math.IsNaN(sd):
+		return math.NaN(), "too few trials to estimate the noise (fewer than 2 on each side)"
+	case sd == 0:
+		return math.NaN(), "the metric did not vary in any trial"
+	default:
+		return stats.MDE(len(a), len(b), sd, alpha), ""
+	}
 }
 
 func pooledSD(a, b []float64) float64 {
@@ -141,7 +161,7 @@ func verdicts(r *Results, names []string, counts, failed map[string]int) []Verdi
 		case primary == nil || primary.Shift == nil:
 			vd.Summary = "no " + r.Primary + " to compare"
 		case !primary.Shift.Significant:
-			vd.Summary = fmt.Sprintf("no significant change in %s (p=%.2f; this run could detect %s)", r.Primary, primary.Shift.P, mdeText(*primary))
+			vd.Summary = fmt.Sprintf("no significant change in %s (p=%.2f; this run could detect %s)", r.Primary, primary.Shift.P, MDEText(*primary))
 		case primary.Shift.Estimate < 0:
 			vd.Summary = fmt.Sprintf("%s %+.1f%% [%+.1f%%, %+.1f%%], p=%.3f", r.Primary, primary.DeltaPct, primary.LoPct, primary.HiPct, primary.Shift.P)
 			vd.Recommended = vd.GuardOK
@@ -159,9 +179,16 @@ func verdicts(r *Results, names []string, counts, failed map[string]int) []Verdi
 	return out
 }
 
-func mdeText(c Cell) string {
-	if math.IsInf(float64(c.MDE), 1) || math.IsNaN(float64(c.MDE)) {
+// MDEText says what change a cell's comparison could detect: "±4.6%" of the baseline's median, "no change
+// at this number of trials", or "n/a" with the reason there is no such number.
+func MDEText(c Cell) string {
+	switch {
+	case math.IsInf(float64(c.MDE), 1):
 		return "no change at this number of trials"
+	case c.MDENote != "":
+		return "n/a: " + c.MDENote
+	case math.IsNaN(float64(c.MDEPct)):
+		return "n/a"
 	}
 	return fmt.Sprintf("±%.1f%%", c.MDEPct)
 }

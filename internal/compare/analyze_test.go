@@ -128,3 +128,36 @@ func TestTrialWarningsGrouped(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// TestConstantMetricHasNoDetectableChange: a metric that is the same in every trial has a pooled standard
+// deviation of 0; what this run could detect is then not ±0% (any change at all) but undefined, and the
+// verdict says why. Its drift check has nothing that moved with time.
+func TestConstantMetricHasNoDetectableChange(t *testing.T) {
+	t.Parallel()
+	d := Design{Name: "x", Variants: []string{"a", "b"}, Alpha: 0.05, Tolerance: 20}
+	var trials []Trial
+	for i := 0; i < 10; i++ {
+		trials = append(trials, Trial{Seq: i + 1, Variant: []string{"a", "b"}[i%2], Status: "ok",
+			Metrics: map[string]float64{"control-plane-cpu": 7}})
+	}
+	r := Analyze(d, trials)
+	c := r.Rows[0].Cells[1]
+	if !math.IsNaN(float64(c.MDE)) || !math.IsNaN(float64(c.MDEPct)) || c.MDENote != "the metric did not vary in any trial" {
+		t.Errorf("constant metric: MDE %v (%v%%), note %q; want NaN and why", c.MDE, c.MDEPct, c.MDENote)
+	}
+	want := "no significant change in control-plane-cpu (p=1.00; this run could detect n/a: the metric did not vary in any trial)"
+	if got := r.Verdicts[1].Summary; got != want {
+		t.Errorf("verdict %q, want %q", got, want)
+	}
+	for _, w := range r.Warnings {
+		if strings.HasPrefix(w, "drift") {
+			t.Errorf("a constant metric drifted: %s", w)
+		}
+	}
+	var js strings.Builder
+	if err := r.JSON(&js); err != nil || !strings.Contains(js.String(), `"min_detectable": null,
+          "min_detectable_percent": null,
+          "min_detectable_note": "the metric did not vary in any trial"`) {
+		t.Errorf("JSON: %v\n%s", err, js.String())
+	}
+}

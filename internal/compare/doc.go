@@ -8,8 +8,8 @@
 // report (internal/htmlreport) draws Results.
 //
 // What it may import: the statistics (internal/stats, gonum), a window's summary (internal/summary), the
-// recording and sample types (internal/record, internal/sample) and the session's warning type
-// (internal/session). It must not import internal/experiment, internal/lab, internal/kube or client-go:
+// recording and sample types (internal/record, internal/sample), the session's warning type
+// (internal/session) and the component registry (internal/component, for the per-component metrics). It must not import internal/experiment, internal/lab, internal/kube or client-go:
 // tare diff and the HTML report build without the lab and the Kubernetes client, and a test
 // (TestImportsNoRunner) keeps it so.
 //

@@ -75,8 +75,9 @@ type Cell struct {
 	DeltaPct Num          `json:"delta_percent"`   // shift / baseline median
 	LoPct    Num          `json:"ci_low_percent"`
 	HiPct    Num          `json:"ci_high_percent"`
-	MDE      Num          `json:"min_detectable"`         // smallest shift this run could detect (80% power); null: none could
-	MDEPct   Num          `json:"min_detectable_percent"` // of the baseline median
+	MDE      Num          `json:"min_detectable"`                // smallest shift this run could detect (80% power); null: none could
+	MDEPct   Num          `json:"min_detectable_percent"`        // of the baseline median
+	MDENote  string       `json:"min_detectable_note,omitempty"` // why MDE or MDEPct is null when it is not the number of trials
 }
 
 // Num is a number that may be undefined (a percentage of zero) or infinite (an effect no number of trials

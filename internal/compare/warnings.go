@@ -103,7 +103,10 @@ func drift(trials []Trial, primary string) (rho, p float64, n int) {
 		return 0, 1, n
 	}
 	rho = stat.Correlation(ranks(seq), ranks(res), nil)
-	if math.IsNaN(rho) || math.Abs(rho) >= 1 {
+	if math.IsNaN(rho) {
+		return rho, 1, n // the residuals never varied: nothing moved with time
+	}
+	if math.Abs(rho) >= 1 {
 		return rho, 0, n
 	}
 	tv := rho * math.Sqrt(float64(n-2)/(1-rho*rho))

@@ -1,6 +1,7 @@
 package density
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -35,6 +36,16 @@ func TheilSen(xs, ys []float64, rng *rand.Rand) Fit {
 	f.Marginal = b
 	f.Fixed = intercept(xs, ys, b)
 	f.R2 = rSquared(xs, ys, f.Fixed, b)
+	if boot := bootstrap(xs, ys, rng, slope); len(boot) > 0 {
+		f.Lo = stat.Quantile(0.025, stat.Empirical, boot, nil)
+		f.Hi = stat.Quantile(0.975, stat.Empirical, boot, nil)
+	}
+	return f
+}
+
+// bootstrap returns est over bootstrapRounds resamples of the points, sorted (resamples est refuses, such
+// as those with a single x, are redrawn, up to 20 times as many).
+func bootstrap(xs, ys []float64, rng *rand.Rand, est func(xs, ys []float64) (float64, bool)) []float64 {
 	n := len(xs)
 	bx, by := make([]float64, n), make([]float64, n)
 	var boot []float64
@@ -43,16 +54,31 @@ func TheilSen(xs, ys []float64, rng *rand.Rand) Fit {
 			j := rng.IntN(n)
 			bx[i], by[i] = xs[j], ys[j]
 		}
-		if s, ok := slope(bx, by); ok {
-			boot = append(boot, s)
+		if v, ok := est(bx, by); ok {
+			boot = append(boot, v)
 		}
 	}
-	if len(boot) > 0 {
-		slices.Sort(boot)
-		f.Lo = stat.Quantile(0.025, stat.Empirical, boot, nil)
-		f.Hi = stat.Quantile(0.975, stat.Empirical, boot, nil)
+	slices.Sort(boot)
+	return boot
+}
+
+// Predict is the Theil–Sen line's value at x, and the upper end of its 95% interval (the 97.5th percentile
+// over bootstrap resamples of the points): the mean cost at x pods, and a bound it stays under. NaN
+// without two distinct x.
+func Predict(xs, ys []float64, x float64, rng *rand.Rand) (mid, hi float64) {
+	at := func(xs, ys []float64) (float64, bool) {
+		b, ok := slope(xs, ys)
+		return intercept(xs, ys, b) + b*x, ok
 	}
-	return f
+	mid, ok := at(xs, ys)
+	if !ok {
+		return math.NaN(), math.NaN()
+	}
+	boot := bootstrap(xs, ys, rng, at)
+	if len(boot) == 0 {
+		return mid, math.NaN()
+	}
+	return mid, stat.Quantile(0.975, stat.Empirical, boot, nil)
 }
 
 // slope is the median of pairwise slopes; false without two distinct x.
@@ -106,4 +132,72 @@ func median(v []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// MarshalJSON writes a figure that could not be fitted (NaN) as null, which JSON can hold.
+func (f Fit) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Fixed    *float64 `json:"fixed"`
+		Marginal *float64 `json:"marginal"`
+		Lo       *float64 `json:"marginal_lo"`
+		Hi       *float64 `json:"marginal_hi"`
+		R2       *float64 `json:"r2"`
+		N        int      `json:"n"`
+	}{finite(f.Fixed), finite(f.Marginal), finite(f.Lo), finite(f.Hi), finite(f.R2), f.N})
+}
+
+// UnmarshalJSON reads null as NaN.
+func (f *Fit) UnmarshalJSON(b []byte) error {
+	var v struct {
+		Fixed    *float64 `json:"fixed"`
+		Marginal *float64 `json:"marginal"`
+		Lo       *float64 `json:"marginal_lo"`
+		Hi       *float64 `json:"marginal_hi"`
+		R2       *float64 `json:"r2"`
+		N        int      `json:"n"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*f = Fit{Fixed: orNaN(v.Fixed), Marginal: orNaN(v.Marginal), Lo: orNaN(v.Lo), Hi: orNaN(v.Hi), R2: orNaN(v.R2), N: v.N}
+	return nil
+}
+
+// MarshalJSON writes a cost that could not be fitted (NaN) as null.
+func (c Cost) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		CPU     *float64 `json:"cpu_millicores"`
+		RSS     *float64 `json:"rss_bytes"`
+		PSS     *float64 `json:"pss_bytes"`
+		Private *float64 `json:"private_bytes"`
+	}{finite(c.CPU), finite(c.RSS), finite(c.PSS), finite(c.Private)})
+}
+
+// UnmarshalJSON reads null as NaN.
+func (c *Cost) UnmarshalJSON(b []byte) error {
+	var v struct {
+		CPU     *float64 `json:"cpu_millicores"`
+		RSS     *float64 `json:"rss_bytes"`
+		PSS     *float64 `json:"pss_bytes"`
+		Private *float64 `json:"private_bytes"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*c = Cost{CPU: orNaN(v.CPU), RSS: orNaN(v.RSS), PSS: orNaN(v.PSS), Private: orNaN(v.Private)}
+	return nil
+}
+
+func finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+func orNaN(v *float64) float64 {
+	if v == nil {
+		return math.NaN()
+	}
+	return *v
 }

@@ -2,10 +2,8 @@ package density
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 	"text/tabwriter"
 
@@ -13,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/tare-dev/tare/internal/deploy"
+	"github.com/tare-dev/tare/internal/output"
 )
 
 // Output is what tare density prints: the report and the RuntimeClass made from it.
@@ -23,9 +22,7 @@ type Output struct {
 
 // JSON writes the output as indented JSON.
 func (o Output) JSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(o)
+	return output.JSON(w, o)
 }
 
 // Table writes the per-pod model, a row per component, then the RuntimeClass as YAML.
@@ -34,7 +31,7 @@ func (o Output) Table(w io.Writer) error {
 		o.Node, o.Counts, o.Image, o.Trials, o.Seed, o.Window, len(o.Steps), o.Took)
 	m := o.Model
 	fmt.Fprintf(w, "Node busy: %s at 0 pods, %s per pod [95%% CI %s, %s], R² %.2f\n\n",
-		mc(m.Busy.Fixed), mc(m.Busy.Marginal), mc(m.Busy.Lo), mc(m.Busy.Hi), m.Busy.R2)
+		output.MillicoresFixed(m.Busy.Fixed, 2), output.MillicoresFixed(m.Busy.Marginal, 2), output.MillicoresFixed(m.Busy.Lo, 2), output.MillicoresFixed(m.Busy.Hi, 2), m.Busy.R2)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	// R² of a robust line can be below zero: the line then fits worse than the mean (noise, no trend).
 	fmt.Fprintln(tw, "COMPONENT\tCHARGED TO\tCPU AT 0\tCPU PER POD [95% CI]\tR²\tPRIVATE PER POD [95% CI]\tPSS PER POD\tRSS AT 0")
@@ -43,19 +40,26 @@ func (o Output) Table(w io.Writer) error {
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s [%s, %s]\t%.2f\t%s [%s, %s]\t%s\t%s\n", c.Name, c.ChargedTo,
-			mc(c.CPU.Fixed), mc(c.CPU.Marginal), mc(c.CPU.Lo), mc(c.CPU.Hi), c.CPU.R2,
-			mib(c.Private.Marginal), mib(c.Private.Lo), mib(c.Private.Hi), mib(c.PSS.Marginal), mib(c.RSS.Fixed))
+			output.MillicoresFixed(c.CPU.Fixed, 2), output.MillicoresFixed(c.CPU.Marginal, 2), output.MillicoresFixed(c.CPU.Lo, 2), output.MillicoresFixed(c.CPU.Hi, 2), c.CPU.R2,
+			output.MiBFixed(c.Private.Marginal, 2), output.MiBFixed(c.Private.Lo, 2), output.MiBFixed(c.Private.Hi, 2), output.MiBFixed(c.PSS.Marginal, 2), output.MiBFixed(c.RSS.Fixed, 2))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\nPer pod outside the pod cgroups (%s together): %s CPU [95%% CI %s, %s], %s private memory [%s, %s].\n",
-		strings.Join(m.OverheadFrom, ", "), mc(m.OverheadCPU.Marginal), mc(m.OverheadCPU.Lo), mc(m.OverheadCPU.Hi),
-		mib(m.OverheadPrivate.Marginal), mib(m.OverheadPrivate.Lo), mib(m.OverheadPrivate.Hi))
+		strings.Join(m.OverheadFrom, ", "), output.MillicoresFixed(m.OverheadCPU.Marginal, 2), output.MillicoresFixed(m.OverheadCPU.Lo, 2), output.MillicoresFixed(m.OverheadCPU.Hi, 2),
+		output.MiBFixed(m.OverheadPrivate.Marginal, 2), output.MiBFixed(m.OverheadPrivate.Lo, 2), output.MiBFixed(m.OverheadPrivate.Hi, 2))
+	if o.KubeReserved != nil {
+		fmt.Fprintln(w)
+		if err := o.KubeReserved.table(w); err != nil {
+			return err
+		}
+	}
 	if o.RuntimeClass == nil {
 		_, err := fmt.Fprintln(w, "No RuntimeClass: the per-pod overhead needs windows at two pod counts or more.")
 		return err
 	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "A RuntimeClass that charges it to every pod, at the intervals' upper ends (kubectl apply -f -; pods opt in with runtimeClassName):")
 	fmt.Fprintln(w)
 	var b bytes.Buffer
@@ -64,19 +68,4 @@ func (o Output) Table(w io.Writer) error {
 	}
 	_, err := w.Write(b.Bytes())
 	return err
-}
-
-func mc(v float64) string { return twoPlaces(v) + "m" }
-
-func mib(v float64) string { return twoPlaces(v/(1<<20)) + " MiB" }
-
-// twoPlaces prints v with two decimals, "-" for NaN, and 0 without a sign when it rounds to zero.
-func twoPlaces(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "-"
-	case math.Abs(v) < 0.005:
-		return "0.00"
-	}
-	return fmt.Sprintf("%.2f", v)
 }

@@ -31,6 +31,7 @@ type Options struct {
 	Window    time.Duration // measured at each step
 	Settle    time.Duration // waited after the pods are Running, before measuring
 	Seed      uint64        // orders the steps and seeds the bootstrap
+	MaxPods   int           // the pod limit kube-reserved is sized for; 0 for the node's own
 	Session   session.Options
 	Say       func(format string, a ...any) // progress lines; nil discards them
 }
@@ -47,6 +48,9 @@ type Report struct {
 	Took    string    `json:"took"`
 	Steps   []Window  `json:"steps"`
 	Model   Model     `json:"model"`
+	// KubeReserved is the recommendation for the node's pod limit (--max-pods, else the node's own),
+	// nil when the model has too few pod counts.
+	KubeReserved *Reserved `json:"kube_reserved"`
 }
 
 // podLabel marks the run's pods.
@@ -91,6 +95,12 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 	finish := func(err error) (Report, error) {
 		rep.Took = time.Since(rep.Started).Round(time.Second).String()
 		rep.Model = Fitted(rep.Steps, chargedTo(charged), o.Seed)
+		limit := o.MaxPods
+		if limit <= 0 {
+			limit = maxPods
+		}
+		rep.KubeReserved = KubeReserved(rep.Steps, rep.Model.OverheadFrom, limit,
+			node.Capacity.Cpu().AsApproximateFloat64(), node.Capacity.Memory().AsApproximateFloat64(), o.Seed)
 		return rep, err
 	}
 	for i, st := range steps {

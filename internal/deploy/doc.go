@@ -7,4 +7,7 @@
 // the manifest runs by default, into its containerd, so the manifest applies to the lab as it is. The
 // objects are typed k8s.io/api structs, serialised with sigs.k8s.io/yaml: what the API server decodes is
 // what the tests check.
+//
+// It imports k8s.io/api and, of tare's, only output. A new object of the agent's deployment goes in Objects
+// (with its test against what the API server accepts); a new output format next to encode.go.
 package deploy

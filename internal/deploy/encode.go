@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
+
+	"github.com/tare-dev/tare/internal/output"
 )
 
 // WriteYAML writes objs as one multi-document YAML stream, what `kubectl apply -f -` reads. Fields a
@@ -54,9 +56,7 @@ func WriteJSON(w io.Writer, objs []runtime.Object) error {
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(m)
+	return output.JSON(w, m)
 }
 
 // manifestFields is obj as generic JSON fields without what only the server fills in: its status and

@@ -6,6 +6,6 @@
 // function there, ranked by estimated CPU, with evidence, a change and how to verify it) and their rendering (table, JSON). It
 // reads; it never measures: what explain collects from the node and the cluster (profiles, API view,
 // cluster facts) lives in explain/collect. It may import summary, sample (the sample model), kernel
-// (resource types), audit, pprof, stats and component; never kube, cli, lab or session: the cluster facts
+// (resource types), audit, pprof, stats, component and output; never kube, cli, lab or session: the cluster facts
 // it reads are its own plain type (ClusterFacts), which kube fills.
 package explain

@@ -1,20 +1,18 @@
 package explain
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/tare-dev/tare/internal/output"
 	"github.com/tare-dev/tare/internal/summary"
 )
 
 // JSON writes the report as indented JSON.
 func (r Report) JSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return output.JSON(w, r)
 }
 
 type printer struct {
@@ -241,7 +239,7 @@ func (r Report) tableUSE(p *printer) {
 		if i == 8 {
 			break
 		}
-		rows = append(rows, fmt.Sprintf("%s\t%s/s\t%s/s", x.Group, human(x.WriteBps), human(x.ReadBps)))
+		rows = append(rows, fmt.Sprintf("%s\t%s/s\t%s/s", x.Group, output.Bytes(x.WriteBps), output.Bytes(x.ReadBps)))
 	}
 	p.table("GROUP\tWRITES\tREADS", rows)
 	if u.Note != "" {

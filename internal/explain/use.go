@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/tare-dev/tare/internal/kernel"
+	"github.com/tare-dev/tare/internal/output"
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/summary"
 )
@@ -83,7 +84,7 @@ func BuildUSE(samples []sample.Sample, sum summary.Summary) USE {
 			QueueDepth:  round(float64(d.WeightedMs-p.WeightedMs)/(secs*1000), 2)}
 		u.Disks = append(u.Disks, du)
 		row := USERow{Resource: "disk " + d.Name, UtilPct: du.UtilPct,
-			Utilisation: fmt.Sprintf("%.1f%% busy; %.0f r/s %.0f w/s, %s/s written, %.1f flushes/s", du.UtilPct, du.ReadIOPS, du.WriteIOPS, human(du.WriteBps), du.FlushPerSec),
+			Utilisation: fmt.Sprintf("%.1f%% busy; %.0f r/s %.0f w/s, %s/s written, %.1f flushes/s", du.UtilPct, du.ReadIOPS, du.WriteIOPS, output.Bytes(du.WriteBps), du.FlushPerSec),
 			Saturation:  fmt.Sprintf("queue %.2f", du.QueueDepth) + psi(sum, "io"),
 			Errors:      "not exposed by /proc/diskstats (see dmesg, smartctl)"}
 		row.Verdict = verdict(du.UtilPct, du.QueueDepth > 1 || psiSome(sum, "io") > saturatedPSI, false)
@@ -100,10 +101,10 @@ func BuildUSE(samples []sample.Sample, sum summary.Summary) USE {
 		}
 		bps := float64((n.RxBytes-p.RxBytes)+(n.TxBytes-p.TxBytes)) / secs
 		row := USERow{Resource: "net " + n.Name, UtilPct: -1,
-			Utilisation: fmt.Sprintf("%s/s in, %s/s out; link speed unknown", human(rate(n.RxBytes-p.RxBytes, secs)), human(rate(n.TxBytes-p.TxBytes, secs)))}
+			Utilisation: fmt.Sprintf("%s/s in, %s/s out; link speed unknown", output.Bytes(rate(n.RxBytes-p.RxBytes, secs)), output.Bytes(rate(n.TxBytes-p.TxBytes, secs)))}
 		if n.SpeedMbps > 0 {
 			row.UtilPct = round(bps*8/(float64(n.SpeedMbps)*1e6)*100, 2)
-			row.Utilisation = fmt.Sprintf("%.2f%% of %d Mb/s (%s/s in, %s/s out)", row.UtilPct, n.SpeedMbps, human(rate(n.RxBytes-p.RxBytes, secs)), human(rate(n.TxBytes-p.TxBytes, secs)))
+			row.Utilisation = fmt.Sprintf("%.2f%% of %d Mb/s (%s/s in, %s/s out)", row.UtilPct, n.SpeedMbps, output.Bytes(rate(n.RxBytes-p.RxBytes, secs)), output.Bytes(rate(n.TxBytes-p.TxBytes, secs)))
 		}
 		drops := (n.RxDrop - p.RxDrop) + (n.TxDrop - p.TxDrop)
 		errs := (n.RxErrs - p.RxErrs) + (n.TxErrs - p.TxErrs)
@@ -146,7 +147,7 @@ func memRow(first, last *kernel.Resources, sum summary.Summary, secs float64) US
 	majors := rate(last.VM.PgMajFault-first.VM.PgMajFault, secs)
 	ooms := last.VM.OOMKill - first.VM.OOMKill
 	return USERow{Resource: "memory", UtilPct: util,
-		Utilisation: fmt.Sprintf("%.1f%% used (%s of %s available)", util, human(float64(last.MemAvailable)), human(float64(last.MemTotal))),
+		Utilisation: fmt.Sprintf("%.1f%% used (%s of %s available)", util, output.Bytes(float64(last.MemAvailable)), output.Bytes(float64(last.MemTotal))),
 		Saturation:  fmt.Sprintf("%d pages swapped, %.1f major faults/s", swaps, majors) + psi(sum, "memory"),
 		Errors:      fmt.Sprintf("%d OOM kills", ooms),
 		Verdict:     verdict(util, swaps > 0 || psiSome(sum, "memory") > saturatedPSI, ooms > 0)}
@@ -179,16 +180,4 @@ func rate(n uint64, secs float64) float64 {
 		return 0
 	}
 	return round(float64(n)/secs, 1)
-}
-
-func human(b float64) string {
-	switch {
-	case b >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", b/(1<<30))
-	case b >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", b/(1<<20))
-	case b >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", b/(1<<10))
-	}
-	return fmt.Sprintf("%.0f B", b)
 }

@@ -2,7 +2,7 @@
 // Grafana or Prometheus (promtool tsdb create-blocks-from openmetrics).
 //
 // It owns the series a recording exports (one list of metric families, with their labels: each label
-// means one thing on every metric) and the three encoders. It imports record, sample and summary (node
-// busy comes from summary's BusyMeter, so export and report agree). A new series is one entry in
+// means one thing on every metric) and the three encoders. It imports record, sample, summary and output (node
+// busy comes from sample's BusyMeter, the one definition report uses too, so export and report agree). A new series is one entry in
 // series.go; a new format is one encoder file.
 package export

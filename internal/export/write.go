@@ -3,7 +3,6 @@ package export
 import (
 	"bufio"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tare-dev/tare/internal/output"
 	"github.com/tare-dev/tare/internal/sample"
 )
 
@@ -23,9 +23,7 @@ func Write(w io.Writer, format string, meta sample.Meta, series []Series) error 
 	case "csv":
 		return writeCSV(w, series)
 	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
+		return output.JSON(w, struct {
 			Meta   sample.Meta `json:"meta"`
 			Series []Series    `json:"series"`
 		}{meta, orEmpty(series)})

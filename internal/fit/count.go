@@ -13,6 +13,7 @@ import (
 // Node is what the scheduler weighs on one node.
 type Node struct {
 	Name        string              `json:"name"`
+	Capacity    corev1.ResourceList `json:"capacity"`
 	Allocatable corev1.ResourceList `json:"allocatable"`
 	// Used sums the requests and overhead of the pods already on the node (not succeeded or failed), the
 	// DaemonSets' among them; Pods counts them.

@@ -4,4 +4,7 @@
 // pod's request plus its per-pod overhead (a RuntimeClass's, or one tare density measured); and the
 // inverse, the largest request that still fits N pods. `tare fit` calls it. count.go is pure; read.go
 // reads the node, its pods and a RuntimeClass from the API server.
+//
+// It imports kube (the client) and output, and client-go's types; nothing of the lab or the sampler. A new
+// resource to count goes in count.go (pure, table-tested); a new source of per-pod overhead in read.go.
 package fit

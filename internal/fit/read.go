@@ -24,7 +24,7 @@ func ReadNode(ctx context.Context, cs kubernetes.Interface, name string) (Node, 
 	if err != nil {
 		return Node{}, fmt.Errorf("listing the pods of node %s: %w", node.Name, err)
 	}
-	n := Node{Name: node.Name, Allocatable: node.Status.Allocatable.DeepCopy(), Used: corev1.ResourceList{}, DaemonSet: corev1.ResourceList{}}
+	n := Node{Name: node.Name, Capacity: node.Status.Capacity.DeepCopy(), Allocatable: node.Status.Allocatable.DeepCopy(), Used: corev1.ResourceList{}, DaemonSet: corev1.ResourceList{}}
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {

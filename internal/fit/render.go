@@ -1,7 +1,6 @@
 package fit
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -9,6 +8,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tare-dev/tare/internal/output"
 )
 
 // Output is what tare fit prints: the count, and with --pods the largest request that fits that many.
@@ -20,9 +21,7 @@ type Output struct {
 
 // JSON writes the output as indented JSON.
 func (o Output) JSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(o)
+	return output.JSON(w, o)
 }
 
 // Table writes the node, the count and the binding resource, and the inverse when asked.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tare-dev/tare/internal/audit"
 	"github.com/tare-dev/tare/internal/explain"
+	"github.com/tare-dev/tare/internal/output"
 	"github.com/tare-dev/tare/internal/pprof"
 )
 
@@ -95,7 +96,7 @@ func profileSections(rep explain.Report) []Section {
 	for i, p := range rep.Profiles {
 		s := Section{ID: fmt.Sprintf("profile-%d", i), Title: "CPU profile: " + p.Component,
 			Intro: fmt.Sprintf("%.0f ms of CPU in %.0f s (%s), %d samples, over the measured window. Flame graph: callers at the bottom, callees above, width proportional to CPU; hover a frame for its share.",
-				p.TotalMs, p.Seconds, mcText(p.Mc), p.Samples)}
+				p.TotalMs, p.Seconds, output.Millicores(p.Mc), p.Samples)}
 		if d, ok := flame(p); ok {
 			s.Charts = append(s.Charts, Chart{ID: fmt.Sprintf("chart-flame-%d", i), Kind: "flame", Height: min(900, 40+18*(d.Depth+1)), Data: d})
 		}

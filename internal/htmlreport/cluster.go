@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare/internal/cluster"
-	"github.com/tare-dev/tare/internal/summary"
+	"github.com/tare-dev/tare/internal/output"
 )
 
 // perNodeGroups is how many of a node's busiest groups its chart shows.
@@ -34,10 +34,10 @@ func Cluster(v cluster.View, version string) Page {
 		p.Thin = "No node's agent answered: see the notes for what each said."
 	}
 	p.Cards = []Card{
-		{Label: "Cluster busy", Value: mcText(v.Totals.Busy), Detail: fmt.Sprintf("on %d kernels, %d CPUs", v.Totals.Kernels, v.Totals.CPUs)},
-		{Label: "Control plane", Value: mcText(v.Totals.CPU[cluster.ControlPlane]), Detail: summary.Bytes(v.Totals.Memory[cluster.ControlPlane])},
-		{Label: "Kubelet+runtime", Value: mcText(v.Totals.CPU[cluster.NodeAgents]), Detail: summary.Bytes(v.Totals.Memory[cluster.NodeAgents])},
-		{Label: "Per pod", Value: mcText(v.Totals.PerPod.CPU), Detail: summary.Bytes(v.Totals.PerPod.Memory) + " in the pod runtime"},
+		{Label: "Cluster busy", Value: output.Millicores(v.Totals.Busy), Detail: fmt.Sprintf("on %d kernels, %d CPUs", v.Totals.Kernels, v.Totals.CPUs)},
+		{Label: "Control plane", Value: output.Millicores(v.Totals.CPU[cluster.ControlPlane]), Detail: output.Bytes(v.Totals.Memory[cluster.ControlPlane])},
+		{Label: "Kubelet+runtime", Value: output.Millicores(v.Totals.CPU[cluster.NodeAgents]), Detail: output.Bytes(v.Totals.Memory[cluster.NodeAgents])},
+		{Label: "Per pod", Value: output.Millicores(v.Totals.PerPod.CPU), Detail: output.Bytes(v.Totals.PerPod.Memory) + " in the pod runtime"},
 	}
 	if missing := v.Totals.Nodes - v.Totals.Measured; missing > 0 {
 		p.Cards = append(p.Cards, Card{Label: warningLabel, Value: fmt.Sprintf("%d not measured", missing), Detail: "see the notes"})
@@ -93,17 +93,17 @@ func clusterSection(v cluster.View) Section {
 			t.Rows = append(t.Rows, append(row, make([]string, len(t.Head)-2)...))
 			continue
 		}
-		row = append(row, fmt.Sprint(n.CPUs), fmt.Sprint(n.Pods), mcText(n.Busy.Mean), mcText(n.Busy.P95), fmt.Sprint(n.Busy.N))
+		row = append(row, fmt.Sprint(n.CPUs), fmt.Sprint(n.Pods), output.Millicores(n.Busy.Mean), output.Millicores(n.Busy.P95), fmt.Sprint(n.Busy.N))
 		for _, c := range cluster.Categories {
-			row = append(row, mcText(n.CPU[c]))
+			row = append(row, output.Millicores(n.CPU[c]))
 		}
-		t.Rows = append(t.Rows, append(row, mcText(n.PerPod.CPU)))
+		t.Rows = append(t.Rows, append(row, output.Millicores(n.PerPod.CPU)))
 	}
-	total := []string{"cluster", fmt.Sprintf("%d/%d", v.Totals.Measured, v.Totals.Nodes), fmt.Sprint(v.Totals.CPUs), fmt.Sprint(v.Totals.Pods), mcText(v.Totals.Busy), "", ""}
+	total := []string{"cluster", fmt.Sprintf("%d/%d", v.Totals.Measured, v.Totals.Nodes), fmt.Sprint(v.Totals.CPUs), fmt.Sprint(v.Totals.Pods), output.Millicores(v.Totals.Busy), "", ""}
 	for _, c := range cluster.Categories {
-		total = append(total, mcText(v.Totals.CPU[c]))
+		total = append(total, output.Millicores(v.Totals.CPU[c]))
 	}
-	t.Rows = append(t.Rows, append(total, mcText(v.Totals.PerPod.CPU)))
+	t.Rows = append(t.Rows, append(total, output.Millicores(v.Totals.PerPod.CPU)))
 	mem := Table{Caption: "Memory per node (PSS where readable, else RSS)", Head: []string{"node"}, Right: []bool{false}}
 	for _, c := range cluster.Categories {
 		if c != cluster.Unattributed {
@@ -115,10 +115,10 @@ func clusterSection(v cluster.View) Section {
 		row := []string{name}
 		for _, c := range cluster.Categories {
 			if c != cluster.Unattributed {
-				row = append(row, summary.Bytes(m[c]))
+				row = append(row, output.Bytes(m[c]))
 			}
 		}
-		return append(row, summary.Bytes(per))
+		return append(row, output.Bytes(per))
 	}
 	for _, n := range measured {
 		mem.Rows = append(mem.Rows, memRow(n.Name, n.Memory, n.PerPod.Memory))
@@ -142,7 +142,7 @@ func clusterNodeSection(n cluster.Node) Section {
 		bars.Rows = append(bars.Rows, barRow{Name: g.Name, Value: g.CPU.Mean})
 	}
 	intro := fmt.Sprintf("%s: %d CPUs, busy %s (p95 %s over %d intervals, %s), %d running pods.",
-		n.Name, n.CPUs, mcText(n.Busy.Mean), mcText(n.Busy.P95), n.Busy.N, orDash(n.Reference), n.Pods)
+		n.Name, n.CPUs, output.Millicores(n.Busy.Mean), output.Millicores(n.Busy.P95), n.Busy.N, orDash(n.Reference), n.Pods)
 	if len(n.SharesWith) > 0 {
 		intro += " Shares its kernel with " + strings.Join(n.SharesWith, ", ") + "."
 	}
@@ -152,7 +152,7 @@ func clusterNodeSection(n cluster.Node) Section {
 
 func clusterNotes(v cluster.View) Section {
 	s := Section{ID: "notes", Title: "How this was measured"}
-	s.Items = append(s.Items, fmt.Sprintf("Each node's tare agent summarised the trailing %s; figures are window means. The cluster's figures resolve to ±%s.", v.Window, mcText(v.Totals.Resolution)))
+	s.Items = append(s.Items, fmt.Sprintf("Each node's tare agent summarised the trailing %s; figures are window means. The cluster's figures resolve to ±%s.", v.Window, output.Millicores(v.Totals.Resolution)))
 	for _, n := range v.Nodes {
 		if n.Status != cluster.StatusOK {
 			s.Items = append(s.Items, fmt.Sprintf("%s not measured (%s): %s", n.Name, n.Status, n.Reason))

@@ -101,11 +101,7 @@ func resultsSection(r compare.Results) Section {
 			for i, c := range row.Cells {
 				cols = append(cols, compare.MedianText(c))
 				if i > 0 {
-					mde := "–"
-					if v := float64(c.MDEPct); !math.IsNaN(v) && !math.IsInf(v, 0) {
-						mde = fmt.Sprintf("±%.1f%%", v)
-					}
-					cols = append(cols, compare.ChangeText(c), mde)
+					cols = append(cols, compare.ChangeText(c), compare.MDEText(c))
 				}
 			}
 			t.Rows = append(t.Rows, cols)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare/internal/explain"
+	"github.com/tare-dev/tare/internal/output"
 	"github.com/tare-dev/tare/internal/summary"
 )
 
@@ -82,10 +83,10 @@ func nodeCards(rep explain.Report, sum summary.Summary) []Card {
 	}
 	r := sum.Reconcile
 	cards := []Card{
-		{Label: "node busy", Value: mcText(r.NodeBusy), Detail: fmt.Sprintf("%.1f%% of %d CPUs (%s)", sum.Node.BusyPercent, sum.Node.CPUs, r.Reference)},
-		{Label: "groups", Value: mcText(r.Groups), Detail: fmt.Sprintf("%d groups", len(sum.Groups))},
-		{Label: "unattributed", Value: mcText(r.Unattributed), Detail: fmt.Sprintf("resolution ±%s", mcText(r.Resolution))},
-		{Label: "tare itself", Value: mcText(r.Self), Detail: "apart from every group"},
+		{Label: "node busy", Value: output.Millicores(r.NodeBusy), Detail: fmt.Sprintf("%.1f%% of %d CPUs (%s)", sum.Node.BusyPercent, sum.Node.CPUs, r.Reference)},
+		{Label: "groups", Value: output.Millicores(r.Groups), Detail: fmt.Sprintf("%d groups", len(sum.Groups))},
+		{Label: "unattributed", Value: output.Millicores(r.Unattributed), Detail: fmt.Sprintf("resolution ±%s", output.Millicores(r.Resolution))},
+		{Label: "tare itself", Value: output.Millicores(r.Self), Detail: "apart from every group"},
 	}
 	for _, w := range r.Warnings {
 		cards = append(cards, Card{Label: warningLabel, Value: w.Code, Detail: fmt.Sprintf("%s: %s; likely cause: %s", w.Figure, w.Message, w.Cause)})
@@ -165,7 +166,7 @@ func busySection(rep explain.Report, sum summary.Summary) Section {
 		d.Groups = append(d.Groups, namedLine{Name: fmt.Sprintf("%d other groups", len(names)-stackedGroups), Series: rest})
 	}
 	for _, s := range a.Spikes {
-		label := fmt.Sprintf("peak %s", mcText(s.PeakMc))
+		label := fmt.Sprintf("peak %s", output.Millicores(s.PeakMc))
 		if len(s.Groups) > 0 {
 			label += ": " + s.Groups[0].Group
 		}
@@ -173,7 +174,7 @@ func busySection(rep explain.Report, sum summary.Summary) Section {
 	}
 	intro := fmt.Sprintf("Node busy (%s) per %.3g s interval, the black line; the groups' CPU stacked under it (the busiest %d one by one). "+
 		"The gap between the stack and the line is tare itself and CPU no process was credited with. Shaded: spikes above the baseline (median %s + 4 MAD, at least %s above it).",
-		orDash(a.Source), a.IntervalSeconds, stackedGroups, mcText(a.Baseline.Median), mcText(20))
+		orDash(a.Source), a.IntervalSeconds, stackedGroups, output.Millicores(a.Baseline.Median), output.Millicores(20))
 	s := Section{ID: "busy", Title: "Node busy over time", Intro: intro,
 		Charts: []Chart{{ID: "chart-busy", Kind: "busy", Height: 420, Data: d}}}
 	if len(a.Spikes) > 0 {
@@ -192,7 +193,7 @@ func busySection(rep explain.Report, sum summary.Summary) Section {
 				}
 				started = append(started, summary.Clip(c, 120))
 			}
-			t.Rows = append(t.Rows, []string{sp.At.Format("15:04:05.000"), fmt.Sprintf("%.2f", sp.Seconds), mcText(sp.PeakMc),
+			t.Rows = append(t.Rows, []string{sp.At.Format("15:04:05.000"), fmt.Sprintf("%.2f", sp.Seconds), output.Millicores(sp.PeakMc),
 				fmt.Sprintf("%.0f ms", sp.ExcessMs), strings.Join(who, ", "), strings.Join(started, "; ")})
 		}
 		s.Tables = append(s.Tables, t)
@@ -205,9 +206,9 @@ func componentsSection(sum summary.Summary) Section {
 		Head:  []string{"group", "kind", "procs", "CPU mean", "p95", "max", "children", "share of busy", "RSS", "PSS", "private", "threads", "read/s", "write/s"},
 		Right: []bool{false, false, true, true, true, true, true, true, true, true, true, true, true, true}}
 	for _, x := range sum.Groups {
-		g.Rows = append(g.Rows, []string{x.Name, x.Kind, fmt.Sprint(x.Processes), mcText(x.CPU.Mean), mcText(x.CPU.P95), mcText(x.CPU.Max),
-			mcText(x.ChildrenCPU), fmt.Sprintf("%.1f%%", x.SharePct), summary.Bytes(x.RSS), summary.Bytes(x.PSS), summary.Bytes(x.Private),
-			fmt.Sprint(x.Threads), summary.Bytes(x.ReadBps), summary.Bytes(x.WriteBps)})
+		g.Rows = append(g.Rows, []string{x.Name, x.Kind, fmt.Sprint(x.Processes), output.Millicores(x.CPU.Mean), output.Millicores(x.CPU.P95), output.Millicores(x.CPU.Max),
+			output.Millicores(x.ChildrenCPU), fmt.Sprintf("%.1f%%", x.SharePct), output.Bytes(x.RSS), output.Bytes(x.PSS), output.Bytes(x.Private),
+			fmt.Sprint(x.Threads), output.Bytes(x.ReadBps), output.Bytes(x.WriteBps)})
 	}
 	p := Table{Caption: "Processes, busiest first", Head: []string{"pid", "group", "command", "CPU mean", "p95", "max", "RSS", "private", "life"},
 		Right: []bool{true, false, false, true, true, true, true, true}}
@@ -224,12 +225,12 @@ func componentsSection(sum summary.Summary) Section {
 		case x.Exited:
 			life = "exited in the window"
 		}
-		p.Rows = append(p.Rows, []string{fmt.Sprint(x.PID), x.Group, summary.Clip(x.Cmdline, 200), mcText(x.CPU.Mean), mcText(x.CPU.P95),
-			mcText(x.CPU.Max), summary.Bytes(x.RSS), summary.Bytes(x.Private), life})
+		p.Rows = append(p.Rows, []string{fmt.Sprint(x.PID), x.Group, summary.Clip(x.Cmdline, 200), output.Millicores(x.CPU.Mean), output.Millicores(x.CPU.P95),
+			output.Millicores(x.CPU.Max), output.Bytes(x.RSS), output.Bytes(x.Private), life})
 	}
 	r := sum.Reconcile
 	intro := fmt.Sprintf("CPU in millicores (1000m = one core busy). Reconciliation: groups %s + tare %s + unattributed %s = node busy %s (%s; resolution ±%s). %s.",
-		mcText(r.Groups), mcText(r.Self), mcText(r.Unattributed), mcText(r.NodeBusy), r.Reference, mcText(r.Resolution), r.Explanation)
+		output.Millicores(r.Groups), output.Millicores(r.Self), output.Millicores(r.Unattributed), output.Millicores(r.NodeBusy), r.Reference, output.Millicores(r.Resolution), r.Explanation)
 	for _, w := range r.Warnings {
 		intro += fmt.Sprintf(" Warning (%s): %s; likely cause: %s.", w.Code, w.Message, w.Cause)
 	}
@@ -248,7 +249,7 @@ func childrenSection(rep explain.Report, sum summary.Summary) (Section, bool) {
 		for _, x := range rep.Activity.Pollers {
 			t.Rows = append(t.Rows, []string{fmt.Sprintf("%d %s", x.ParentPID, summary.Clip(x.ParentCmdline, 80)), summary.Clip(x.Cmdline, 160),
 				fmt.Sprint(x.Runs), fmt.Sprintf("%.2f s", x.PeriodSeconds), fmt.Sprintf("%.0f%%", 100*x.Irregularity),
-				fmt.Sprintf("%.1f ms", x.CPUPerRunMs), mcText(x.CPUMc), fmt.Sprintf("%.1f%%", x.SharePct)})
+				fmt.Sprintf("%.1f ms", x.CPUPerRunMs), output.Millicores(x.CPUMc), fmt.Sprintf("%.1f%%", x.SharePct)})
 		}
 		s.Tables = append(s.Tables, t)
 	}
@@ -264,7 +265,7 @@ func childrenSection(rep explain.Report, sum summary.Summary) (Section, bool) {
 				gap = fmt.Sprintf("%.2f s", x.PeriodSeconds)
 			}
 			t.Rows = append(t.Rows, []string{fmt.Sprintf("%d %s", x.ParentPID, summary.Clip(x.ParentCmdline, 80)), x.Group, summary.Clip(x.Cmdline, 160),
-				fmt.Sprint(x.Runs), fmt.Sprintf("%.1f", x.PerMinute), gap, fmt.Sprintf("%.1f ms", x.CPUPerRunMs), mcText(x.CPU), fmt.Sprintf("%.1f%%", x.SharePct)})
+				fmt.Sprint(x.Runs), fmt.Sprintf("%.1f", x.PerMinute), gap, fmt.Sprintf("%.1f ms", x.CPUPerRunMs), output.Millicores(x.CPU), fmt.Sprintf("%.1f%%", x.SharePct)})
 		}
 		s.Tables = append(s.Tables, t)
 	}
@@ -280,7 +281,7 @@ func useSection(u explain.USE) Section {
 	if len(u.Writers) > 0 {
 		w := Table{Caption: "Disk traffic by group", Head: []string{"group", "writes/s", "reads/s"}, Right: []bool{false, true, true}}
 		for _, x := range u.Writers {
-			w.Rows = append(w.Rows, []string{x.Group, summary.Bytes(x.WriteBps), summary.Bytes(x.ReadBps)})
+			w.Rows = append(w.Rows, []string{x.Group, output.Bytes(x.WriteBps), output.Bytes(x.ReadBps)})
 		}
 		s.Tables = append(s.Tables, w)
 	}
@@ -305,13 +306,6 @@ func notesSection(rep explain.Report, sum summary.Summary) Section {
 		s.Items = append(s.Items, "Note: "+n)
 	}
 	return s
-}
-
-func mcText(v float64) string {
-	if v != 0 && v > -10 && v < 10 {
-		return fmt.Sprintf("%.1fm", v)
-	}
-	return fmt.Sprintf("%.0fm", v)
 }
 
 func stamp(t time.Time) string {

@@ -53,10 +53,19 @@ func TestThin(t *testing.T) {
 			t.Errorf("%+v: %q, want it to say %q", c.w, got, c.want)
 		}
 	}
-	// A page of nothing at all still renders: the thin banner and the notes, no chart.
+	// A page of nothing at all still renders: the banner that says there are no samples, and no chart.
+	empty := Node(explain.Report{}, "recording x.db", "test")
+	if !strings.Contains(empty.Thin, "holds no samples") {
+		t.Errorf("empty report's banner %q, want it to say the recording holds no samples", empty.Thin)
+	}
+	for _, s := range empty.Sections {
+		if len(s.Charts) > 0 {
+			t.Errorf("empty report has a chart in %q", s.Title)
+		}
+	}
 	var b bytes.Buffer
-	if err := Write(&b, Node(explain.Report{}, "recording x.db", "test")); err != nil || !strings.Contains(b.String(), `id="thin"`) {
-		t.Errorf("empty report: %v", err)
+	if err := Write(&b, empty); err != nil || !strings.Contains(b.String(), "holds no samples") {
+		t.Errorf("empty report: %v; the page lacks the banner", err)
 	}
 	b.Reset()
 	design := compare.Design{Name: "x", Variants: []string{"a", "b"}, Alpha: 0.05, Tolerance: 20}

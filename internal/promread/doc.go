@@ -3,4 +3,8 @@
 // calls it. The PromQL it sends is built in one place (queries.go), and the shipped recording rules
 // (deploy/prometheus/rules.yml) are the same expressions over a one-minute window, which a test checks. Reading
 // (read.go) is split from mapping the API's vectors to a Report (mapping.go), which is pure.
+//
+// It imports classify and component (which groups are the control plane, the kubelet and the runtime),
+// output, and Prometheus's API client; never client-go. A new figure is a query in queries.go (and its
+// recording rule in deploy/prometheus/rules.yml), mapped in mapping.go and drawn in render.go.
 package promread

@@ -55,22 +55,6 @@ func TestRulesMatchQueries(t *testing.T) {
 	}
 }
 
-func TestBuildNodeFilter(t *testing.T) {
-	t.Parallel()
-	q := promread.Build(10*time.Minute, "worker-2")
-	for name, expr := range map[string]string{
-		"cpus": q.CPUs, "busy": q.Busy, "overhead": q.Overhead, "kubelet+runtime": q.KubeletRuntime, "self": q.Self,
-		"groups": q.Groups, "memory": q.Memory, "control plane": q.ControlPlane, "pods": q.Pods,
-	} {
-		if !strings.Contains(expr, `node="worker-2"`) {
-			t.Errorf("%s query %s does not select the node", name, expr)
-		}
-		if name != "memory" && !strings.Contains(expr, "[10m]") {
-			t.Errorf("%s query %s does not use the window", name, expr)
-		}
-	}
-}
-
 func TestGroupLists(t *testing.T) {
 	t.Parallel()
 	if diff := cmp.Diff([]string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "cloud-controller-manager"},

@@ -1,19 +1,18 @@
 package promread
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/tare-dev/tare/internal/output"
 )
 
 // JSON writes the report as indented JSON: every group and pod, CPU in cores, memory in bytes.
 func (r Report) JSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
+	return output.JSON(w, r)
 }
 
 // Table writes the report for people: one row per node, each node's busiest groups, then the cluster.
@@ -89,5 +88,5 @@ func mib(m map[string]int64, kind string) string {
 	if !ok {
 		return "-"
 	}
-	return fmt.Sprintf("%.1f MiB", float64(v)/(1<<20))
+	return output.MiBFixed(float64(v), 1)
 }

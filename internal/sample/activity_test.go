@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -42,26 +41,6 @@ func newFilteredSampler(t *testing.T, opts Options) *Sampler {
 	return s
 }
 
-func startIdle(t *testing.T, n int) {
-	t.Helper()
-	cmds := make([]*exec.Cmd, 0, n)
-	t.Cleanup(func() {
-		for _, c := range cmds {
-			_ = c.Process.Kill()
-		}
-		for _, c := range cmds {
-			_ = c.Wait()
-		}
-	})
-	for range n {
-		c := exec.Command("sleep", "3600")
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds = append(cmds, c)
-	}
-}
-
 func selfCPU() time.Duration {
 	var ru unix.Rusage
 	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru)
@@ -76,7 +55,7 @@ func TestActivityFilterSkipsIdleProcesses(t *testing.T) {
 	}
 	// Enough idle processes that the reads the filter saves (about 2.5 µs each) outweigh the sample's fixed
 	// cost (the node's files, about 1 ms) and this machine's background work.
-	startIdle(t, 2000)
+	testload.Sleepers(t, 2000)
 	// One-second interval, no detail sample after the baseline: without the filter every process is read
 	// at every sample. Samples are taken back to back, alternating with and without the filter.
 	s := newFilteredSampler(t, Options{Interval: time.Second, Detail: time.Hour})
@@ -115,7 +94,7 @@ func TestActivityFilterGroundTruth(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 500 processes; timing")
 	}
-	startIdle(t, 500)
+	testload.Sleepers(t, 500)
 	for _, tc := range []struct{ mode, rate string }{{"burn", "200"}, {"churn", "300"}} {
 		t.Run(tc.mode, func(t *testing.T) {
 			pid, _ := testload.Start(t, tc.mode, tc.rate)

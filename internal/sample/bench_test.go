@@ -2,13 +2,13 @@ package sample
 
 import (
 	"context"
-	"os"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/testenv"
+	"github.com/tare-dev/tare/internal/testload"
 )
 
 // BenchmarkSample measures one sample of this machine, with idle sleepers added up to 300 and 3,000
@@ -21,7 +21,7 @@ func BenchmarkSample(b *testing.B) {
 			name := "procs=" + strconv.Itoa(n) + "/filter=" + map[bool]string{true: "on", false: "off"}[filter]
 			b.Run(name, func(b *testing.B) {
 				if have := countProcs(); have < n {
-					startIdleB(b, n-have)
+					testload.Sleepers(b, n-have)
 				}
 				s, err := New(context.Background(), Options{Interval: time.Second, Detail: 5 * time.Second}, nil)
 				if err != nil {
@@ -64,7 +64,7 @@ func BenchmarkBaseline(b *testing.B) {
 	for _, n := range []int{300, 3000} {
 		b.Run("procs="+strconv.Itoa(n), func(b *testing.B) {
 			if have := countProcs(); have < n {
-				startIdleB(b, n-have)
+				testload.Sleepers(b, n-have)
 			}
 			before := selfCPU()
 			for b.Loop() {
@@ -79,26 +79,6 @@ func BenchmarkBaseline(b *testing.B) {
 			}
 			b.ReportMetric(float64(selfCPU()-before)/float64(b.N), "cpu-ns/op")
 		})
-	}
-}
-
-func startIdleB(b *testing.B, n int) {
-	b.Helper()
-	var pids []*os.Process
-	b.Cleanup(func() {
-		for _, p := range pids {
-			_ = p.Kill()
-		}
-		for _, p := range pids {
-			_, _ = p.Wait()
-		}
-	})
-	for range n {
-		p, err := os.StartProcess("/bin/sleep", []string{"sleep", "3600"}, &os.ProcAttr{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		pids = append(pids, p)
 	}
 }
 

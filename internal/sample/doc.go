@@ -17,7 +17,8 @@
 //     (BusyMeter).
 //   - host.go: the measured host's name and kernel configuration in Meta; model.go: the sample types.
 //
-// It imports internal/kernel for every read of the machine and internal/classify to name processes. The
+// It imports internal/kernel for every read of the machine, internal/taskiter for the activity filter and
+// internal/classify to name processes. The
 // session package (internal/session) drives a Sampler for measure, explain and experiment; the record
 // package stores its samples and the summary package analyses them. A new kernel reader goes in
 // internal/kernel, not here; a new figure of a sample goes in model.go with the pass that fills it.

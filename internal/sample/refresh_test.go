@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tare-dev/tare/internal/testload"
 )
 
 // TestDetailSampleSkipsIdleProcesses: with the task iterator, a detail sample reads only the processes that
@@ -15,7 +17,7 @@ func TestDetailSampleSkipsIdleProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 1,500 processes")
 	}
-	startIdle(t, 1500)
+	testload.Sleepers(t, 1500)
 	s := newFilteredSampler(t, Options{Interval: time.Second, Detail: time.Second}) // every sample is a detail one
 	base, err := s.Sample()
 	if err != nil {

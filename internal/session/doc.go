@@ -6,4 +6,8 @@
 // the errors that stop the measurement, so a broken recording never costs the measurement itself.
 //
 // The measure, explain and experiment verbs call it; it is the only place a window is sampled.
+//
+// It imports sample (the sampler), record (the recording sink) and progress (the status line sink). A new
+// destination for samples is a Sink of its own, in the package it belongs to; a new fact of every
+// measurement goes in the metadata built here.
 package session

@@ -1,3 +1,8 @@
-// Package stats holds the descriptive statistics tare reports next to every number: n, mean, percentiles
-// and maximum. It leans on gonum for the mathematics. The summary package calls it.
+// Package stats holds the statistics tare reports next to every number: n, mean, percentiles and maximum
+// (describe.go), medians with distribution-free intervals, the Mann–Whitney test with the Hodges–Lehmann
+// shift and the smallest detectable change (rank.go), comparisons of two sets (compare.go), and shuffled
+// rounds of trials (rounds.go). It leans on gonum for the mathematics and imports nothing of tare's.
+// summary, compare, cluster, density and datapath call it; the benchmarks use the same functions.
+//
+// A new statistic goes in the file of its family, tested against values worked out by hand in the test.
 package stats

@@ -1,19 +1,18 @@
 package summary
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/tare-dev/tare/internal/output"
 )
 
 // JSON writes the summary as indented JSON.
 func (s Summary) JSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(s)
+	return output.JSON(w, s)
 }
 
 // Table writes the summary for people, kubectl style.
@@ -81,8 +80,8 @@ func (s Summary) tableGroups(w *errWriter) {
 	fmt.Fprintln(tw, "GROUP\tKIND\tPROCS\tCPU(m)\tP95(m)\tMAX(m)\tCHILDREN(m)\tSHARE\tRSS\tPSS\tPRIVATE\tREAD/s\tWRITE/s\tTHREADS")
 	for _, g := range s.Groups {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%d\n", g.Name, g.Kind, g.Processes,
-			g.CPU.Mean, g.CPU.P95, g.CPU.Max, g.ChildrenCPU, g.SharePct, Bytes(g.RSS), Bytes(g.PSS), Bytes(g.Private),
-			Bytes(g.ReadBps), Bytes(g.WriteBps), g.Threads)
+			g.CPU.Mean, g.CPU.P95, g.CPU.Max, g.ChildrenCPU, g.SharePct, output.Bytes(g.RSS), output.Bytes(g.PSS), output.Bytes(g.Private),
+			output.Bytes(g.ReadBps), output.Bytes(g.WriteBps), g.Threads)
 	}
 	w.err = firstErr(w.err, tw.Flush())
 }
@@ -94,7 +93,7 @@ func (s Summary) tableProcesses(w *errWriter) {
 	fmt.Fprintln(tw, "PID\tGROUP\tCPU(m)\tP95(m)\tMAX(m)\tCHILDREN(m)\tRSS\tPSS\tPRIVATE\tREAD/s\tWRITE/s\tTHREADS\tCOMMAND")
 	for _, p := range procs[:min(s.top, len(procs))] {
 		fmt.Fprintf(tw, "%d\t%s\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%d\t%s%s\n", p.PID, p.Group, p.CPU.Mean, p.CPU.P95, p.CPU.Max,
-			p.ChildrenCPU, Bytes(p.RSS), Bytes(p.PSS), Bytes(p.Private), Bytes(p.ReadBps), Bytes(p.WriteBps), p.Threads,
+			p.ChildrenCPU, output.Bytes(p.RSS), output.Bytes(p.PSS), output.Bytes(p.Private), output.Bytes(p.ReadBps), output.Bytes(p.WriteBps), p.Threads,
 			lifeMark(p), Clip(p.Cmdline, 100))
 	}
 	w.err = firstErr(w.err, tw.Flush())
@@ -136,7 +135,7 @@ func (s Summary) tableSelf(w *errWriter) {
 	}
 	p := s.Self
 	w.printf("\nTARE ITSELF (not in any group)  cpu %.1fm  p95 %.1fm  max %.1fm  rss %s  pss %s  private %s  threads %d\n",
-		p.CPU.Mean, p.CPU.P95, p.CPU.Max, Bytes(p.RSS), Bytes(p.PSS), Bytes(p.Private), p.Threads)
+		p.CPU.Mean, p.CPU.P95, p.CPU.Max, output.Bytes(p.RSS), output.Bytes(p.PSS), output.Bytes(p.Private), p.Threads)
 }
 
 func (s Summary) tableReconcile(w *errWriter) {
@@ -151,20 +150,6 @@ func (s Summary) tableReconcile(w *errWriter) {
 	if s.Filter != "" {
 		w.printf("  filter %q applies to the tables only; node totals and reconciliation cover every process\n", s.Filter)
 	}
-}
-
-// Bytes is a byte count for a table: 1024-based units, no space (12.3MiB).
-func Bytes(b float64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
-	i := 0
-	for b >= 1024 && i < len(units)-1 {
-		b /= 1024
-		i++
-	}
-	if i == 0 {
-		return fmt.Sprintf("%.0f%s", b, units[i])
-	}
-	return fmt.Sprintf("%.1f%s", b, units[i])
 }
 
 // Clip shortens s to n bytes, marking the cut with an ellipsis.

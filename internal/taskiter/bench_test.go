@@ -8,6 +8,7 @@ import (
 
 	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/taskiter"
+	"github.com/tare-dev/tare/internal/testload"
 )
 
 // BenchmarkChanged measures one pass of the iterator on a quiet machine filled with idle sleepers up to
@@ -82,7 +83,7 @@ func passes(b *testing.B, pass func() (int, error)) {
 func fillTo(b *testing.B, n int) {
 	b.Helper()
 	if have := countProcs(); have < n {
-		startSleepers(b, n-have)
+		testload.Sleepers(b, n-have)
 	}
 }
 

@@ -1,11 +1,14 @@
 package taskiter
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -38,10 +41,51 @@ func TestCaptureFixture(t *testing.T) {
 	if err := os.WriteFile("testdata/all_pass.bin", b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The peer: each group's /proc/PID/stat, read right after the pass, as "pid ppid starttime num_threads".
+	gs, _, err := parseGroups(b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var peer strings.Builder
+	for _, g := range gs {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", g.TGID))
+		if err != nil {
+			continue // exited since the pass
+		}
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		fmt.Fprintf(&peer, "%d %s %s %s\n", g.TGID, f[1], f[19], f[17])
+	}
+	if err := os.WriteFile("testdata/all_pass.proc", []byte(peer.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// procPeer reads testdata/all_pass.proc: what /proc/PID/stat said of each group right after the captured
+// pass, by PID.
+func procPeer(t *testing.T) map[int]Group {
+	t.Helper()
+	b, err := os.ReadFile("testdata/all_pass.proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]Group{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var pid, ppid, threads int
+		var start uint64
+
+		if _, err := fmt.Sscan(line, &pid, &ppid, &start, &threads); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		out[pid] = Group{TGID: pid, PPID: ppid, StartNs: start, Threads: threads}
+	}
+	return out
 }
 
 // TestParseCapturedPass decodes a pass captured on this machine (a 2-CPU VM, Linux 6.18): every record
-// decodes, and the first ones are the kernel threads that start every Linux system, in PID order.
+// decodes, the first ones are the kernel threads that start every Linux system, in PID order, and each
+// group agrees with what /proc/PID/stat said of it right after the pass (testdata/all_pass.proc): the same
+// parent, the same start time in USER_HZ ticks (starttime is the start in ns cut to 10 ms), and for kernel
+// threads, which never grow threads, the same thread count.
 func TestParseCapturedPass(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile("testdata/all_pass.bin")
@@ -55,6 +99,8 @@ func TestParseCapturedPass(t *testing.T) {
 	if len(rest) != 0 || len(gs) != len(b)/recordSize {
 		t.Fatalf("%d bytes: %d groups and %d bytes left over", len(b), len(gs), len(rest))
 	}
+	peer := procPeer(t)
+	checked := 0
 	kthreadd := gs[0]
 	if kthreadd.TGID != 2 || kthreadd.PPID != 0 || !kthreadd.Kernel || kthreadd.Threads != 1 {
 		t.Errorf("first group %+v, want kthreadd (pid 2, a kernel thread)", kthreadd)
@@ -63,12 +109,20 @@ func TestParseCapturedPass(t *testing.T) {
 		if i > 0 && g.TGID <= gs[i-1].TGID {
 			t.Errorf("group %d (pid %d) after pid %d: the iterator walks PIDs in order", i, g.TGID, gs[i-1].TGID)
 		}
-		if g.Threads < 1 || g.StartNs == 0 {
-			t.Errorf("group %+v: want at least one thread and a start time", g)
+		p, ok := peer[g.TGID]
+		if !ok {
+			continue // exited between the pass and the read of /proc
+		}
+		checked++
+		if g.PPID != p.PPID || g.StartNs/1e7 != p.StartNs || g.Kernel && g.Threads != p.Threads {
+			t.Errorf("group %+v; /proc/%d/stat: parent %d, start %d ticks, %d threads", g, g.TGID, p.PPID, p.StartNs, p.Threads)
 		}
 		if g.Kernel && g.TGID != 2 && g.PPID != 2 {
 			t.Errorf("kernel thread %+v not a child of kthreadd", g)
 		}
+	}
+	if checked < len(gs)*9/10 {
+		t.Errorf("only %d of %d groups had a /proc peer: recapture with -capture", checked, len(gs))
 	}
 }
 

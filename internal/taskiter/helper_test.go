@@ -189,30 +189,6 @@ func (r *reporterProc) do(t testing.TB, cmd string) uint64 {
 	return v
 }
 
-// startSleepers starts n idle `sleep` processes and ends them when the test ends.
-func startSleepers(t testing.TB, n int) []int {
-	t.Helper()
-	cmds := make([]*exec.Cmd, 0, n)
-	t.Cleanup(func() {
-		for _, c := range cmds {
-			_ = c.Process.Kill()
-		}
-		for _, c := range cmds {
-			_ = c.Wait()
-		}
-	})
-	pids := make([]int, 0, n)
-	for range n {
-		c := exec.Command("sleep", "3600")
-		if err := c.Start(); err != nil {
-			t.Fatalf("starting sleeper %d of %d: %v", len(cmds)+1, n, err)
-		}
-		cmds = append(cmds, c)
-		pids = append(pids, c.Process.Pid)
-	}
-	return pids
-}
-
 // stat is what the tests compare from /proc/PID/stat.
 type stat struct {
 	comm   string

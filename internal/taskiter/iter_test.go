@@ -13,6 +13,7 @@ import (
 
 	"github.com/tare-dev/tare/internal/taskiter"
 	"github.com/tare-dev/tare/internal/testenv"
+	"github.com/tare-dev/tare/internal/testload"
 )
 
 // openIter opens the iterator, skipping (or failing, in CI) where the kernel does not support it.
@@ -109,7 +110,7 @@ func TestAllSeesEveryProcess(t *testing.T) {
 // previous pass is reported, and the CPU of a thread that exited stays in its process's total.
 func TestChangedFollowsWork(t *testing.T) {
 	it := openIter(t)
-	sleepers := startSleepers(t, 20)
+	sleepers := testload.Sleepers(t, 20)
 	burners := []*reporterProc{startReporter(t), startReporter(t)}
 	truth := make([]uint64, len(burners))
 	for i, b := range burners {
@@ -135,7 +136,7 @@ func TestChangedFollowsWork(t *testing.T) {
 		b.do(t, "burn 2 150ms")
 		truth[i] = b.do(t, "thread 100ms")
 	}
-	born := startSleepers(t, 1)[0]
+	born := testload.Sleepers(t, 1)[0]
 	gs, err := it.Changed(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -258,7 +259,7 @@ func TestManyGroupsAcrossReads(t *testing.T) {
 	if _, err := it.Changed(nil); err != nil {
 		t.Fatal(err)
 	}
-	sleepers := startSleepers(t, 1500)
+	sleepers := testload.Sleepers(t, 1500)
 	time.Sleep(500 * time.Millisecond) // let them reach their sleep
 	first, err := it.Changed(nil)
 	if err != nil {

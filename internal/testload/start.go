@@ -1,9 +1,7 @@
 package testload
 
 import (
-	"bufio"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -23,40 +21,6 @@ func StartBurner(t testing.TB, mc int) int {
 // when the test ends. It returns the helper's PID and that line.
 func Start(t testing.TB, mode string, args ...string) (pid int, firstLine string) {
 	t.Helper()
-	cmd := Command(mode, args...)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting the %s helper: %v", mode, err)
-	}
-	t.Cleanup(func() {
-		_ = stdin.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	type first struct {
-		line string
-		err  error
-	}
-	ready := make(chan first, 1)
-	go func() {
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		ready <- first{strings.TrimSpace(line), err}
-	}()
-	select {
-	case f := <-ready:
-		if f.err != nil && f.line == "" {
-			t.Fatalf("the %s helper ended before printing a line: %v", mode, f.err)
-		}
-		return cmd.Process.Pid, f.line
-	case <-time.After(10 * time.Second):
-		t.Fatalf("the %s helper printed nothing within 10s", mode)
-		return 0, ""
-	}
+	p := Launch(t, mode, args...)
+	return p.Pid(), p.Line(t, 10*time.Second)
 }

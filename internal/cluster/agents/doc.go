@@ -2,4 +2,8 @@
 // window through the API server's pod proxy (client-go), waiting for agents that started less than the
 // window ago; internal/cluster folds what they said into the cluster view. It is apart from cluster so
 // that the view's readers (the HTML report) do not pull in client-go.
+//
+// It imports cluster, summary, kube (the client and the pods) and deploy (the agents' labels and port). A
+// new way to reach the agents (another proxy, a direct address) goes here, returning the same per-node
+// results.
 package agents

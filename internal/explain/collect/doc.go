@@ -7,4 +7,7 @@
 // import the lab, client-go or the recording store. The explain verb (internal/cli) calls Discover and
 // then Collect, once; a new source of evidence goes here, as a goroutine of Collect's errgroup that reports
 // failure as a note and returns when its context is cancelled.
+//
+// It imports explain (the types it fills), kube and lab (where the cluster and its endpoints are), pprof,
+// audit, record, sample and summary.
 package collect

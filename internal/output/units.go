@@ -1,0 +1,54 @@
+package output
+
+import (
+	"fmt"
+	"math"
+)
+
+// Millicores formats a CPU figure given in millicores as tare's tables do: one decimal below 10m ("4.2m"),
+// none from there ("350m"), "0m" for zero and "-" for NaN (a figure that could not be measured).
+func Millicores(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "-"
+	case v == 0:
+		return "0m"
+	case v > -10 && v < 10:
+		return fmt.Sprintf("%.1fm", v)
+	}
+	return fmt.Sprintf("%.0fm", v)
+}
+
+// MillicoresFixed formats millicores with a fixed number of decimals ("0.53m"), for slopes and intervals
+// that are fractions of a millicore; "-" for NaN.
+func MillicoresFixed(v float64, places int) string { return fixed(v, places, "m") }
+
+// MiBFixed formats a byte count as MiB with a fixed number of decimals ("2.63 MiB"), for figures compared
+// with one another in one unit; "-" for NaN.
+func MiBFixed(bytes float64, places int) string { return fixed(bytes/(1<<20), places, " MiB") }
+
+// Bytes formats a byte count in the largest 1024-based unit it reaches, without a space ("12.3MiB",
+// "512B"), as the tables' memory and I/O columns do.
+func Bytes(b float64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	i := 0
+	for b >= 1024 && i < len(units)-1 {
+		b /= 1024
+		i++
+	}
+	if i == 0 {
+		return fmt.Sprintf("%.0f%s", b, units[i])
+	}
+	return fmt.Sprintf("%.1f%s", b, units[i])
+}
+
+// fixed prints v with places decimals and its unit, "-" for NaN, and 0 without a sign when it rounds to zero.
+func fixed(v float64, places int, unit string) string {
+	switch {
+	case math.IsNaN(v):
+		return "-"
+	case math.Abs(v) < 0.5*math.Pow(10, -float64(places)):
+		v = 0
+	}
+	return fmt.Sprintf("%.*f%s", places, v, unit)
+}

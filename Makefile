@@ -18,13 +18,15 @@ apt_install = ./scripts/asroot.sh "make $@ installs $(1) with apt-get" \
 
 # deps installs the peers the tests compare against (pidstat from sysstat), the browser the HTML
 # report is tested in (Debian's chromium, driven headless), promtool (Debian's prometheus) that lints tare
-# agent's /metrics, and the exporters bench-agent runs it beside.
+# agent's /metrics, the exporters bench-agent runs it beside, and gcc, which builds tare profile's test
+# program with a known hot function.
 deps:
 	@command -v pidstat >/dev/null || $(call apt_install,sysstat)
 	@command -v chromium >/dev/null || $(call apt_install,chromium)
 	@command -v promtool >/dev/null || $(call apt_install,prometheus)
 	@command -v prometheus-node-exporter >/dev/null || $(call apt_install,prometheus-node-exporter)
 	@command -v prometheus-process-exporter >/dev/null || $(call apt_install,prometheus-process-exporter)
+	@command -v gcc >/dev/null || $(call apt_install,gcc)
 
 # measure is the README's main command: build tare, install the lab's components, start the lab, measure it
 # (DURATION, default 60s) and print the overhead report, then stop the lab. KEEP=1 leaves it running; a lab

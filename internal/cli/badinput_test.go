@@ -111,6 +111,7 @@ func TestBadInput(t *testing.T) {
 		{"fit density not one", []string{"fit", "--request", "cpu=1", "--density", garbage}, 2, "not the output of tare density"},
 		{"fit density and overhead", []string{"fit", "--request", "cpu=1", "--density", garbage, "--overhead", "cpu=1m"}, 2, "give one"},
 		{"density negative max pods", []string{"density", "--max-pods", "-1"}, 2, "--max-pods -1"},
+		{"density no containers", []string{"density", "--containers-per-pod", "0"}, 2, "--containers-per-pod 0: want 1 to 64"},
 		{"measure top 0 with a short detail interval", []string{"measure", "--duration", "1s", "--interval", "500ms", "--detail-interval", "100ms", "--top", "0"}, 2, "--top 0: want 1 or more"},
 		{"report negative top", []string{"report", garbage, "--top", "-1"}, 2, "--top -1: want 1 or more"},
 		{"explain top 0", []string{"explain", "--top", "0"}, 2, "--top 0: want 1 or more"},

@@ -27,6 +27,7 @@ type densityOptions struct {
 	handler      string
 	seed         uint64
 	maxPods      int
+	containers   int
 }
 
 // newDensity is `tare density`: what one more pod costs the node (issue 15).
@@ -74,6 +75,7 @@ the run with the kubelet's reason. Needs root, like tare measure.`,
 	f.StringVar(&o.runtimeClass, "runtime-class", "tare-measured", "name of the RuntimeClass printed")
 	f.StringVar(&o.handler, "handler", "runc", "the RuntimeClass's handler: the CRI runtime handler its pods run with")
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the step order and the bootstrap (default: from the clock)")
+	f.IntVar(&o.containers, "containers-per-pod", 1, "containers of the image in each pod (a sidecar-heavy pod runs several)")
 	f.IntVar(&o.maxPods, "max-pods", 0, "pod limit the kube-reserved recommendation is sized for (default: the node's)")
 	return cmd
 }
@@ -88,6 +90,8 @@ func runDensity(cmd *cobra.Command, s streams, g *globalOptions, o *densityOptio
 		return usageError("--settle %v: want 0 or more", o.settle)
 	case o.namespace == "":
 		return usageError("--namespace: give one")
+	case o.containers < 1 || o.containers > 64:
+		return usageError("--containers-per-pod %d: want 1 to 64", o.containers)
 	case o.maxPods < 0:
 		return usageError("--max-pods %d: want 1 or more (0 for the node's own limit)", o.maxPods)
 	}
@@ -109,7 +113,7 @@ func runDensity(cmd *cobra.Command, s streams, g *globalOptions, o *densityOptio
 	}
 	rep, err := density.Run(cmd.Context(), cs, density.Options{
 		Node: o.node, Host: sample.HostName(g.procRoot), Namespace: o.namespace, Image: image, PullNever: pullNever, Counts: o.pods, Trials: o.trials,
-		Window: o.window, Settle: o.settle, Seed: seed, MaxPods: o.maxPods,
+		Window: o.window, Settle: o.settle, Seed: seed, MaxPods: o.maxPods, Containers: o.containers,
 		Session: session.Options{
 			Sampler:  g.sampleOptions(sample.Options{Interval: time.Second, Detail: 5 * time.Second}),
 			Duration: o.window, Version: Version,

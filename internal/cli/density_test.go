@@ -88,11 +88,17 @@ func TestDensityOnLab(t *testing.T) {
 	// Cut short: the run ends, prints what it measured, and removes its pods.
 	// Six steps of at least 3 s each cannot end within 12 s; the first (no pod to start) ends well within it.
 	short, stop := context.WithTimeout(ctx, 12*time.Second)
-	out, _, err := run(short, "density", "--kubeconfig", kc, "--pods", "0,1", "--trials", "3", "--window", "3s", "--settle", "0s", "-o", "json")
+	// Its pods run two containers each (--containers-per-pod): the first trial's two steps, one of them a
+	// pod's, are measured within the 12 s.
+	out, _, err := run(short, "density", "--kubeconfig", kc, "--pods", "0,1", "--trials", "3", "--window", "3s", "--settle", "0s",
+		"--containers-per-pod", "2", "-o", "json")
 	stop()
 	var cut density.Output
 	if err == nil || json.Unmarshal([]byte(out), &cut) != nil || len(cut.Steps) == 0 || len(cut.Steps) == 6 {
 		t.Errorf("a run cut short: %v, %d steps: want an error and the steps measured so far\n%s", err, len(cut.Steps), out)
+	}
+	if cut.Containers != 2 || !slices.ContainsFunc(cut.Steps, func(w density.Window) bool { return w.Pods == 1 }) {
+		t.Errorf("a run of two-container pods: %d containers a pod, steps %+v; want 2 and a step with its pod", cut.Containers, cut.Steps)
 	}
 	noNamespace("a run cut short")
 

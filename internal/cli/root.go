@@ -154,7 +154,7 @@ reconcile against the node's counters.`,
 		}
 		return nil
 	}
-	root.AddCommand(newMeasure(s, g), newReport(s, g), newExplain(s, g), newExperiment(s, g), newDiff(s, g), newExport(s, g), newLab(s, g), newAgent(s, g), newCluster(s, g), newDensity(s, g), newFit(s, g), newDatapath(s, g))
+	root.AddCommand(newMeasure(s, g), newReport(s, g), newExplain(s, g), newExperiment(s, g), newDiff(s, g), newExport(s, g), newLab(s, g), newAgent(s, g), newCluster(s, g), newDensity(s, g), newFit(s, g), newDatapath(s, g), newProfile(s, g))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return asUsage(err) })
 	usageArgs(root)
 	return root

@@ -134,28 +134,32 @@ func median(v []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// MarshalJSON writes a figure that could not be fitted (NaN) as null, which JSON can hold.
+// fitJSON and costJSON are Fit and Cost as JSON holds them: a figure that could not be fitted (NaN) is
+// null, which JSON can hold.
+type fitJSON struct {
+	Fixed    *float64 `json:"fixed"`
+	Marginal *float64 `json:"marginal"`
+	Lo       *float64 `json:"marginal_lo"`
+	Hi       *float64 `json:"marginal_hi"`
+	R2       *float64 `json:"r2"`
+	N        int      `json:"n"`
+}
+
+type costJSON struct {
+	CPU     *float64 `json:"cpu_millicores"`
+	RSS     *float64 `json:"rss_bytes"`
+	PSS     *float64 `json:"pss_bytes"`
+	Private *float64 `json:"private_bytes"`
+}
+
+// MarshalJSON writes NaN as null.
 func (f Fit) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Fixed    *float64 `json:"fixed"`
-		Marginal *float64 `json:"marginal"`
-		Lo       *float64 `json:"marginal_lo"`
-		Hi       *float64 `json:"marginal_hi"`
-		R2       *float64 `json:"r2"`
-		N        int      `json:"n"`
-	}{finite(f.Fixed), finite(f.Marginal), finite(f.Lo), finite(f.Hi), finite(f.R2), f.N})
+	return json.Marshal(fitJSON{finite(f.Fixed), finite(f.Marginal), finite(f.Lo), finite(f.Hi), finite(f.R2), f.N})
 }
 
 // UnmarshalJSON reads null as NaN.
 func (f *Fit) UnmarshalJSON(b []byte) error {
-	var v struct {
-		Fixed    *float64 `json:"fixed"`
-		Marginal *float64 `json:"marginal"`
-		Lo       *float64 `json:"marginal_lo"`
-		Hi       *float64 `json:"marginal_hi"`
-		R2       *float64 `json:"r2"`
-		N        int      `json:"n"`
-	}
+	var v fitJSON
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
@@ -163,24 +167,14 @@ func (f *Fit) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// MarshalJSON writes a cost that could not be fitted (NaN) as null.
+// MarshalJSON writes NaN as null.
 func (c Cost) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		CPU     *float64 `json:"cpu_millicores"`
-		RSS     *float64 `json:"rss_bytes"`
-		PSS     *float64 `json:"pss_bytes"`
-		Private *float64 `json:"private_bytes"`
-	}{finite(c.CPU), finite(c.RSS), finite(c.PSS), finite(c.Private)})
+	return json.Marshal(costJSON{finite(c.CPU), finite(c.RSS), finite(c.PSS), finite(c.Private)})
 }
 
 // UnmarshalJSON reads null as NaN.
 func (c *Cost) UnmarshalJSON(b []byte) error {
-	var v struct {
-		CPU     *float64 `json:"cpu_millicores"`
-		RSS     *float64 `json:"rss_bytes"`
-		PSS     *float64 `json:"pss_bytes"`
-		Private *float64 `json:"private_bytes"`
-	}
+	var v costJSON
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}

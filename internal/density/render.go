@@ -27,8 +27,12 @@ func (o Output) JSON(w io.Writer) error {
 
 // Table writes the per-pod model, a row per component, then the RuntimeClass as YAML.
 func (o Output) Table(w io.Writer) error {
+	image := o.Image
+	if o.Containers > 1 {
+		image = fmt.Sprintf("%d containers of %s", o.Containers, o.Image)
+	}
 	fmt.Fprintf(w, "Node %s: %v idle pods of %s, %d trials in shuffled order (--seed %d), %s windows (n = %d, took %s)\n\n",
-		o.Node, o.Counts, o.Image, o.Trials, o.Seed, o.Window, len(o.Steps), o.Took)
+		o.Node, o.Counts, image, o.Trials, o.Seed, o.Window, len(o.Steps), o.Took)
 	m := o.Model
 	fmt.Fprintf(w, "Node busy: %s at 0 pods, %s per pod [95%% CI %s, %s], R² %.2f\n\n",
 		output.MillicoresFixed(m.Busy.Fixed, 2), output.MillicoresFixed(m.Busy.Marginal, 2), output.MillicoresFixed(m.Busy.Lo, 2), output.MillicoresFixed(m.Busy.Hi, 2), m.Busy.R2)

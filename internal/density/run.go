@@ -32,22 +32,26 @@ type Options struct {
 	Settle    time.Duration // waited after the pods are Running, before measuring
 	Seed      uint64        // orders the steps and seeds the bootstrap
 	MaxPods   int           // the pod limit kube-reserved is sized for; 0 for the node's own
-	Session   session.Options
-	Say       func(format string, a ...any) // progress lines; nil discards them
+	// Containers is how many containers of Image each pod runs (0 counts as 1).
+	Containers int
+	Session    session.Options
+	Say        func(format string, a ...any) // progress lines; nil discards them
 }
 
 // Report is a density run's result.
 type Report struct {
-	Node    string    `json:"node"`
-	Image   string    `json:"image"`
-	Counts  []int     `json:"pod_counts"`
-	Trials  int       `json:"trials"`
-	Window  string    `json:"window"`
-	Seed    uint64    `json:"seed"` // repeats the step order and the bootstrap (--seed)
-	Started time.Time `json:"started"`
-	Took    string    `json:"took"`
-	Steps   []Window  `json:"steps"`
-	Model   Model     `json:"model"`
+	Node  string `json:"node"`
+	Image string `json:"image"`
+	// Containers is how many containers of Image each pod runs.
+	Containers int       `json:"containers_per_pod"`
+	Counts     []int     `json:"pod_counts"`
+	Trials     int       `json:"trials"`
+	Window     string    `json:"window"`
+	Seed       uint64    `json:"seed"` // repeats the step order and the bootstrap (--seed)
+	Started    time.Time `json:"started"`
+	Took       string    `json:"took"`
+	Steps      []Window  `json:"steps"`
+	Model      Model     `json:"model"`
 	// KubeReserved is the recommendation for the node's pod limit (--max-pods, else the node's own),
 	// nil when the model has too few pod counts.
 	KubeReserved *Reserved `json:"kube_reserved"`
@@ -89,7 +93,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 			say("warning: %v", err)
 		}
 	}()
-	rep := Report{Node: node.Name, Image: o.Image, Counts: o.Counts, Trials: o.Trials, Window: o.Window.String(), Seed: o.Seed, Started: time.Now()}
+	rep := Report{Node: node.Name, Image: o.Image, Containers: max(1, o.Containers), Counts: o.Counts, Trials: o.Trials, Window: o.Window.String(), Seed: o.Seed, Started: time.Now()}
 	steps := Order(o.Counts, o.Trials, rand.New(rand.NewPCG(o.Seed, o.Seed+1)))
 	charged := map[string]map[bool]bool{}
 	finish := func(err error) (Report, error) {
@@ -185,20 +189,25 @@ func scale(ctx context.Context, cs kubernetes.Interface, o Options, node string,
 	}
 }
 
-// idlePod is one of the run's pods: one container of the image, on the node, tolerating every taint.
+// idlePod is one of the run's pods: o.Containers containers of the image (at least one), on the node,
+// tolerating every taint.
 func idlePod(o Options, node, name string) *corev1.Pod {
 	pull := corev1.PullIfNotPresent
 	if o.PullNever {
 		pull = corev1.PullNever
 	}
 	zero, no := int64(0), false
+	containers := make([]corev1.Container, max(1, o.Containers))
+	for i := range containers {
+		containers[i] = corev1.Container{Name: "idle-" + strconv.Itoa(i), Image: o.Image, ImagePullPolicy: pull}
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{podLabel: "idle"}},
 		Spec: corev1.PodSpec{
 			NodeName: node, TerminationGracePeriodSeconds: &zero, AutomountServiceAccountToken: &no,
 			EnableServiceLinks: &no,
 			Tolerations:        []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-			Containers:         []corev1.Container{{Name: "idle", Image: o.Image, ImagePullPolicy: pull}},
+			Containers:         containers,
 		},
 	}
 }

@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tare-dev/tare/internal/testenv"
+)
+
+// TestProfileBadInput: each bad flag or file is refused with a message that says what to do.
+func TestProfileBadInput(t *testing.T) {
+	dir := t.TempDir()
+	notProfile := filepath.Join(dir, "not.pb.gz")
+	if err := os.WriteFile(notProfile, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"profile", "--frequency", "0"}, "--frequency 0: want 1 to 10000"},
+		{[]string{"profile", "--duration", "0s"}, "--duration must be positive"},
+		{[]string{"profile", "--pod", "a/b/c"}, `--pod "a/b/c": want NAMESPACE/NAME`},
+		{[]string{"profile", "--html", "/nonexistent/x.html"}, "directory /nonexistent does not exist"},
+		{[]string{"profile", "diff", "a.pb.gz"}, "accepts 2 arg(s)"},
+		{[]string{"profile", "diff", filepath.Join(dir, "missing.pb.gz"), notProfile}, "no such file"},
+		{[]string{"profile", "diff", notProfile, notProfile}, "is it a pprof profile (tare profile --pprof)?"},
+	} {
+		_, stderr, err := run(context.Background(), c.args...)
+		if err == nil || !strings.Contains(stderr, c.want) {
+			t.Errorf("tare %s: err %v, stderr %q; want it to say %q", strings.Join(c.args, " "), err, stderr, c.want)
+		}
+	}
+}
+
+// TestProfileNode profiles the node for a few seconds: the table shows groups and tare's own cost, the
+// pprof file holds labelled samples, the HTML report is written, tare profile diff compares two runs, and
+// no perf event is left open.
+func TestProfileNode(t *testing.T) {
+	testenv.NeedRoot(t, "sampling every CPU needs CAP_PERFMON")
+	dir := t.TempDir()
+	a, b, page := filepath.Join(dir, "a.pb.gz"), filepath.Join(dir, "b.pb.gz"), filepath.Join(dir, "p.html")
+	stdout, stderr, err := run(context.Background(), "profile", "--duration", "3s", "--pprof", a, "--html", page)
+	if err != nil {
+		t.Fatalf("tare profile: %v\nstderr: %s", err, stderr)
+	}
+	t.Logf("stdout:\n%s", stdout)
+	for _, want := range []string{"samples of cpu-clock at 99 Hz on", "tare's own cost: ", "tare (self): ", "own %", "with callees %"} {
+		if !strings.Contains(stdout, want) && !strings.Contains(stdout, strings.Replace(want, "cpu-clock", "cycles", 1)) {
+			t.Errorf("stdout lacks %q", want)
+		}
+	}
+	if !strings.Contains(stderr, "pprof profile: "+a) || !strings.Contains(stderr, "HTML report: "+page) {
+		t.Errorf("stderr: %s", stderr)
+	}
+	html, err := os.ReadFile(page)
+	if err != nil || !bytes.Contains(html, []byte(`"kind":"flame"`)) || !bytes.Contains(html, []byte("tare (self)")) {
+		t.Errorf("HTML report lacks the flame graph of groups (err %v)", err)
+	}
+	if _, stderr, err := run(context.Background(), "profile", "--duration", "1s", "--pprof", b, "--group", "tare (self)"); err != nil {
+		t.Fatalf("tare profile --group: %v\n%s", err, stderr)
+	}
+	diff, stderr, err := run(context.Background(), "profile", "diff", a, b)
+	if err != nil || !strings.Contains(diff, "tare (self)") || !strings.Contains(diff, "function (own CPU)") {
+		t.Errorf("tare profile diff: %v\n%s\n%s", err, diff, stderr)
+	}
+	if goBin, err := exec.LookPath("go"); err == nil {
+		out, err := exec.Command(goBin, "tool", "pprof", "-top", "-tagfocus", `group=tare \(self\)`, a).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "runtime.") {
+			t.Errorf("go tool pprof -tagfocus group=tare (self): %v\n%s", err, out)
+		}
+	}
+	if n := perfFDs(t); n != 0 {
+		t.Errorf("%d perf event descriptors left open", n)
+	}
+}
+
+// TestProfileInterrupt cancels a profile as Ctrl-C does: tare stops at once, prints what it has, and
+// leaves no perf event open.
+func TestProfileInterrupt(t *testing.T) {
+	testenv.NeedRoot(t, "sampling every CPU needs CAP_PERFMON")
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	stdout, stderr, err := run(ctx, "profile", "--duration", "1m")
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("tare profile took %s after Ctrl-C at 1.5s", d)
+	}
+	if err != nil || !strings.Contains(stdout, "samples of") {
+		t.Errorf("interrupted profile: %v\nstdout: %s\nstderr: %s", err, stdout, stderr)
+	}
+	if n := perfFDs(t); n != 0 {
+		t.Errorf("%d perf event descriptors left open after Ctrl-C", n)
+	}
+}
+
+// TestProfileNoPermission runs tare profile as the user nobody, who may not sample other processes
+// (perf_event_paranoid above -1, no CAP_PERFMON): the error names the sysctl and the capability.
+func TestProfileNoPermission(t *testing.T) {
+	testenv.NeedRoot(t, "to switch to another user")
+	b, err := os.ReadFile("/proc/sys/kernel/perf_event_paranoid")
+	if err != nil || strings.TrimSpace(string(b)) == "-1" {
+		testenv.Unavailable(t, "perf_event_paranoid is -1 (or unreadable): every user may sample every CPU")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "tare-nonroot") // t.TempDir's parent is private to root
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "tare-under-test")
+	copyFile(t, self, bin)
+	var out, errOut bytes.Buffer
+	cmd := exec.Command(bin, "profile", "--duration", "1s")
+	cmd.Env = append(os.Environ(), envRunCLI+"=1")
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if err := cmd.Run(); err == nil {
+		t.Fatalf("tare profile as nobody succeeded:\n%s", out.String())
+	}
+	for _, want := range []string{"perf events not permitted", "CAP_PERFMON", "kernel.perf_event_paranoid=-1", "(now " + strings.TrimSpace(string(b)) + ")"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
+		}
+	}
+}
+
+// perfFDs counts this process's open perf event descriptors.
+func perfFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && strings.Contains(l, "perf_event") {
+			n++
+		}
+	}
+	return n
+}

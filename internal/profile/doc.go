@@ -1,0 +1,15 @@
+// Package profile samples the call stacks of every CPU with perf events and writes them as a pprof
+// profile labelled with tare's groups.
+//
+// It opens one perf event per CPU (hardware cycles where the machine has them, else the cpu-clock software
+// event) with kernel and user call chains (frame pointers), drains each CPU's mmap ring buffer with
+// golang.org/x/sys/unix, names kernel frames from /proc/kallsyms and user frames from each binary's ELF
+// symbol table (cached per binary, opened through /proc/PID/root so containers' binaries are found), and
+// labels every sample with the process's group as internal/classify decides it, its pod, container and
+// command. The perf binary is not needed.
+//
+// The profile verb (internal/cli/profile.go) calls Record (with Symbolizer.Prepare), then Build;
+// Summarize and WriteTable make the table, GroupedByGroup the flame graph of the HTML report
+// (internal/htmlreport/profile.go), Compare and WriteDiff tare profile diff. Readers of /proc take the procfs root and
+// split into read and pure parse (parseKallsyms, parseMaps, parseRecord).
+package profile

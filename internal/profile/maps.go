@@ -2,10 +2,10 @@ package profile
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
 // Mapping is one executable mapping of a process's memory (a line of /proc/PID/maps with x permission).
@@ -18,12 +18,18 @@ type Mapping struct {
 }
 
 // ReadMaps reads the executable mappings of a process from procRoot/PID/maps. The read takes the process's
-// memory-map lock and can block behind it, so it uses ordinary system calls (os.ReadFile), which do not pin
-// the Go scheduler.
+// memory-map lock and can block behind it (the classic ps hang), so it goes through the shared blocking
+// reader: ordinary system calls with a deadline, after which the process's frames are [unknown] and the
+// profile goes on.
 func ReadMaps(procRoot string, pid int) ([]Mapping, error) {
-	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "maps"))
+	b, err := kernel.BlockingReads(procRoot).Read(pid, "", "maps")
 	if err != nil {
 		return nil, fmt.Errorf("reading the memory map of process %d: %w", pid, err)
+	}
+	// The reader returns at most 1 MiB: a longer map (tens of thousands of mappings) is cut, so keep its
+	// whole lines.
+	if i := strings.LastIndexByte(string(b), '\n'); i >= 0 && i < len(b)-1 {
+		b = b[:i+1]
 	}
 	return parseMaps(b)
 }

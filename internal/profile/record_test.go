@@ -114,6 +114,9 @@ func record(t *testing.T, ctx context.Context, d time.Duration) (*Raw, *Symboliz
 // samples name tare_hot_spin, their share of the node matches the burner's own CPU time, kernel frames
 // are named, and go tool pprof reads the profile.
 func TestRecordBurner(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the burner's share against its own CPU time runs in the pass without the race detector, one package at a time")
+	}
 	testenv.NeedRoot(t, "sampling every CPU needs CAP_PERFMON")
 	pid := startBurner(t, buildBurner(t))
 	before := cpuTicks(t, pid)

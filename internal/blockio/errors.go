@@ -1,0 +1,68 @@
+package blockio
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// ErrUnavailable means block I/O cannot be traced here: a process without CAP_BPF and CAP_PERFMON (or
+// CAP_SYS_ADMIN), a kernel without BTF, or one older than 6.5 (no block_io_start tracepoint). The error
+// wrapping it says which and what to do. Callers fall back to the byte counts of /proc/PID/io and say so.
+var ErrUnavailable = errors.New("block I/O tracing unavailable")
+
+// Capabilities from include/uapi/linux/capability.h.
+const (
+	capSysAdmin = 21
+	capPerfmon  = 38
+	capBPF      = 39
+)
+
+// kernelBTF is where the kernel exposes its own BTF, which CO-RE and tp_btf programs need.
+const kernelBTF = "/sys/kernel/btf/vmlinux"
+
+// privileged reports whether this process may load and attach tracing BPF programs: CAP_BPF with
+// CAP_PERFMON (Linux 5.8 and later), or CAP_SYS_ADMIN, in its effective set. Asking first gives a clear
+// error where the kernel's EPERM would surface, through the loader's feature probes, as "not supported".
+func privileged() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return false
+	}
+	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
+	return has(capSysAdmin) || (has(capBPF) && has(capPerfmon))
+}
+
+// Check tells cheaply, without loading anything, whether Open can work here: the privileges, and the kernel
+// BTF. The error matches ErrUnavailable. Open can still fail (a kernel older than 6.5).
+func Check() error { return check(privileged(), kernelBTF) }
+
+func check(privileged bool, btfPath string) error {
+	if !privileged {
+		return fmt.Errorf("%w: loading BPF programs needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN: run as root", ErrUnavailable)
+	}
+	if _, err := os.Stat(btfPath); err != nil {
+		return fmt.Errorf("%w: no kernel BTF (%w): needs a kernel built with CONFIG_DEBUG_INFO_BTF", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// loadError classifies a failure to load or attach the programs: missing privileges, a kernel without BTF,
+// or one without the block tracepoints all mean that tracing is unavailable here, and say why.
+func loadError(what string, err error) error {
+	switch {
+	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
+		return fmt.Errorf("%w: %s: %w: needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN (run as root), and no lockdown or seccomp policy forbidding BPF", ErrUnavailable, what, err)
+	case errors.Is(err, ebpf.ErrNotSupported), errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%w: %s: %w: needs kernel BTF (CONFIG_DEBUG_INFO_BTF) and Linux 6.5 or later (the block_io_start tracepoint)", ErrUnavailable, what, err)
+	}
+	var verr *ebpf.VerifierError
+	if errors.As(err, &verr) {
+		return fmt.Errorf("%w: the kernel's verifier refused the block I/O programs (needs Linux 6.5 or later): %w", ErrUnavailable, err)
+	}
+	return fmt.Errorf("%w: %s: %w", ErrUnavailable, what, err)
+}

@@ -25,6 +25,7 @@ type measureOptions struct {
 	html         string
 	top          int
 	unprivileged bool
+	blockIO      bool
 }
 
 func newMeasure(s streams, g *globalOptions) *cobra.Command {
@@ -68,6 +69,7 @@ tare measures what it can and lists what it could not read and why.`,
 	f.IntVar(&o.top, "top", 20, "processes and children rows shown in the table")
 	htmlFlag(f, &o.html)
 	f.BoolVar(&o.unprivileged, "unprivileged", false, "use only sources that work without root (schedstat, cutime), even as root")
+	f.BoolVar(&o.blockIO, "block-io", false, "count every process's block I/O requests and their device and queue time with BPF (about 25 ms of CPU to load)")
 	return cmd
 }
 
@@ -118,7 +120,7 @@ func runMeasure(ctx context.Context, s streams, g *globalOptions, o *measureOpti
 	if err != nil {
 		return err
 	}
-	sum := summary.Build(res.Meta, res.Samples, summary.Options{Match: match, Top: o.top})
+	sum := summary.Build(res.Meta, res.Samples, summary.Options{Match: match, Top: o.top, BlockIO: res.BlockIO})
 	if err := render(s, g, sum); err != nil {
 		return err
 	}
@@ -143,6 +145,7 @@ func (o *measureOptions) sessionOptions(g *globalOptions, names func(uid, ctr st
 		Duration:  o.duration,
 		Version:   Version,
 		OnWarning: func(w session.Warning) { warn(w.Message) },
+		BlockIO:   o.blockIO,
 	}
 }
 

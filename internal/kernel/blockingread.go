@@ -176,7 +176,9 @@ func (r *BlockingReader) read(pid int, comm, name string) ([]byte, error) {
 // Read returns root/PID/name as read does, for readers outside this package of files that take the
 // process's memory-map lock (tare profile's maps): with the reader's deadline, and the process remembered
 // as stuck when it does not answer.
-func (r *BlockingReader) Read(pid int, comm, name string) ([]byte, error) { return r.read(pid, comm, name) }
+func (r *BlockingReader) Read(pid int, comm, name string) ([]byte, error) {
+	return r.read(pid, comm, name)
+}
 
 // answered forgets a read that answered after its caller gave up, so that the process is read again.
 func (r *BlockingReader) answered(pid int, p *pendingRead) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tare-dev/tare/internal/blockio"
 	"github.com/tare-dev/tare/internal/sample"
 )
 
@@ -23,6 +24,10 @@ type Options struct {
 	// OnWarning, when set, is called with each warning as it arises, from the goroutine that opens or runs
 	// the session: to print it. Every warning is also in Result.Warnings.
 	OnWarning func(Warning)
+	// BlockIO counts every process's block I/O over the window from the kernel's block tracepoints
+	// (blockio), where BPF is allowed; where it is not, a warning says so and the window has /proc/PID/io's
+	// bytes only.
+	BlockIO bool
 }
 
 // Result is what a session measured.
@@ -37,13 +42,17 @@ type Result struct {
 	// SinkErr joins the first error of each sink that failed (nil when all kept up): what it holds is
 	// incomplete, the samples above are not.
 	SinkErr error
+	// BlockIO is the block I/O of the window, from just after the baseline to just after the closing
+	// sample; nil unless Options.BlockIO and the tracer opened.
+	BlockIO *blockio.Snapshot
 }
 
 // Session is an open sampler and the window it is to measure. It is not safe for concurrent use.
 type Session struct {
 	opts     Options
 	smp      *sample.Sampler
-	next     int // the Seq of the sample being taken, for the warnings
+	blockio  *blockio.Tracer // nil unless Options.BlockIO and BPF is allowed
+	next     int             // the Seq of the sample being taken, for the warnings
 	warnings []Warning
 }
 
@@ -59,6 +68,11 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 		return nil, err
 	}
 	s.smp = smp
+	if o.BlockIO {
+		if s.blockio, err = blockio.Open(blockio.Options{}); err != nil {
+			s.warn(0, Source, err.Error()+"; block I/O is /proc/PID/io's bytes only (no requests, no latency)")
+		}
+	}
 	return s, nil
 }
 
@@ -72,8 +86,13 @@ func Measure(ctx context.Context, o Options, sinks ...Sink) (Result, error) {
 	return s.Run(ctx, sinks...)
 }
 
-// Close releases the sampler's files and sockets.
-func (s *Session) Close() { s.smp.Close() }
+// Close releases the sampler's files and sockets, and detaches the block I/O tracer.
+func (s *Session) Close() {
+	s.smp.Close()
+	if s.blockio != nil {
+		_ = s.blockio.Close()
+	}
+}
 
 // Run measures the window, once per session: it samples every interval until the duration has passed or
 // ctx is cancelled (Ctrl-C), and then takes a closing sample so that what came before is measured too.
@@ -96,8 +115,12 @@ func (s *Session) Run(ctx context.Context, sinks ...Sink) (Result, error) {
 	keepCtx := context.WithoutCancel(ctx)
 	failed := make([]error, len(sinks))
 	var samples []sample.Sample
+	var io0 *blockio.Snapshot
 	keep := func(x sample.Sample) {
 		samples = append(samples, x)
+		if x.Seq == 0 {
+			io0 = s.readBlockIO(x.Seq)
+		}
 		for i, k := range sinks {
 			if failed[i] != nil {
 				continue
@@ -110,6 +133,11 @@ func (s *Session) Run(ctx context.Context, sinks ...Sink) (Result, error) {
 		s.next = x.Seq + 1
 	}
 	loopErr := sample.Loop(ctx, s.smp, s.opts.Duration, s.opts.Sampler.Interval, keep, func(msg string) { s.warn(s.next, Skipped, msg) })
+	var io *blockio.Snapshot
+	if io1 := s.readBlockIO(s.next - 1); io0 != nil && io1 != nil {
+		d := io1.Sub(*io0)
+		io = &d
+	}
 	final := begin
 	if len(samples) > 0 {
 		final = s.meta(samples[0].Time)
@@ -120,12 +148,25 @@ func (s *Session) Run(ctx context.Context, sinks ...Sink) (Result, error) {
 			failed[i] = err
 		}
 	}
-	res := Result{Meta: final, Warnings: s.warnings, SinkErr: errors.Join(failed...)}
+	res := Result{Meta: final, Warnings: s.warnings, SinkErr: errors.Join(failed...), BlockIO: io}
 	if loopErr != nil {
 		return res, loopErr
 	}
 	res.Samples = samples
 	return res, nil
+}
+
+// readBlockIO reads the block I/O tracer; nil without one, or when the read fails (a warning says so).
+func (s *Session) readBlockIO(seq int) *blockio.Snapshot {
+	if s.blockio == nil {
+		return nil
+	}
+	snap, err := s.blockio.Read()
+	if err != nil {
+		s.warn(seq, Source, "reading the block I/O tracer: "+err.Error())
+		return nil
+	}
+	return &snap
 }
 
 // meta is the metadata as it stands: the sampler's grows as it meets files it cannot read.

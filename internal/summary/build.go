@@ -90,6 +90,7 @@ func Build(meta sample.Meta, samples []sample.Sample, opts Options) Summary {
 		}
 	}
 	s.assemble(procs, samples, secs, opts)
+	s.BlockIO = buildBlockIO(opts.BlockIO, procs)
 	return s
 }
 

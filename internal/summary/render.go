@@ -23,6 +23,7 @@ func (s Summary) Table(w io.Writer) error {
 		s.tableGroups(ew)
 		s.tableProcesses(ew)
 		s.tableChildren(ew)
+		s.tableBlockIO(ew)
 		s.tableSelf(ew)
 		s.tableReconcile(ew)
 	}

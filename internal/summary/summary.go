@@ -6,6 +6,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/tare-dev/tare/internal/blockio"
+
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/stats"
 )
@@ -23,6 +25,8 @@ const EffortNote = "idle time is the better effort metric: load average counts r
 type Options struct {
 	Match *regexp.Regexp // keep only processes (and their groups) whose command line, comm or group matches
 	Top   int            // processes and children shown in tables (0: 20); JSON keeps all
+	// BlockIO is the window's block I/O from the session's tracer (session.Result.BlockIO); nil for none.
+	BlockIO *blockio.Snapshot
 }
 
 // Summary is the result of a measurement. All CPU figures are millicores (1000 = one core busy).
@@ -36,6 +40,7 @@ type Summary struct {
 	Children       []Children     `json:"short_lived_children"`
 	Self           *Process       `json:"self,omitempty"`
 	Reconcile      Reconciliation `json:"reconciliation"`
+	BlockIO        *BlockIO       `json:"block_io,omitempty"` // nil unless the session traced block I/O
 	Filter         string         `json:"filter,omitempty"`
 	Warnings       []string       `json:"warnings,omitempty"`
 	top            int

@@ -45,7 +45,8 @@ few trials, outliers and drift. A variant is recommended when its primary metric
 no guard worsened beyond the tolerance. A sweep adds a chart of the primary metric against the values.
 
 Ready-made specs: examples/experiments/ (upstream vs tuned, leader election on vs off, etcd
---snapshot-count sweep).`,
+--snapshot-count sweep, lab running vs paused). A variant with pause: true is measured with the lab paused
+(tare lab pause after the guard and warm-up, unpause after the window).`,
 		Example: `  sudo tare experiment examples/experiments/leader-election.yaml
   sudo tare experiment examples/experiments/etcd-snapshot-count.yaml --out snap
   sudo tare experiment --resume snap          # after Ctrl-C

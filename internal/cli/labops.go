@@ -107,8 +107,11 @@ func printStatus(w io.Writer, st labStatus) error {
 	fmt.Fprintln(tw, "COMPONENT\tPID\tSTATE")
 	for _, c := range r.Components {
 		state := "running"
-		if !c.Running {
+		switch {
+		case !c.Running:
 			state = "NOT RUNNING (log: " + c.Log + ")"
+		case c.Frozen:
+			state = "frozen (paused)"
 		}
 		name := c.Name
 		if c.Node != "" {

@@ -264,6 +264,12 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 func (r *Runner) window(ctx context.Context, t *Trial, _ kubernetes.Interface, cl *kube.Cluster) error {
 	spec := r.Store.Spec
 	before, berr := scrape(ctx, cl)
+	if spec.variant(t.Variant).Pause {
+		if _, err := lab.Pause(ctx, r.LabDir()); err != nil {
+			return err
+		}
+		r.say("  lab paused for the window")
+	}
 	t.Recording = filepath.Join(r.Store.Dir, fmt.Sprintf("trial-%03d.db", t.Seq))
 	_ = os.Remove(t.Recording) // a trial interrupted before is measured again
 	defer r.Live.Start(fmt.Sprintf("trial %d %s: stopping", t.Seq, t.Variant), 0)
@@ -275,6 +281,12 @@ func (r *Runner) window(ctx context.Context, t *Trial, _ kubernetes.Interface, c
 		OnWarning: func(w session.Warning) { r.say("  warning: %s", w) },
 	}, session.Recorder(t.Recording), session.Progress(r.Live, fmt.Sprintf("trial %d %s: window", t.Seq, t.Variant)))
 	t.Warnings = res.Warnings
+	if spec.variant(t.Variant).Pause {
+		// Thawed before anything asks the API again: the request rate and the guard's clean-up need it.
+		if _, uerr := lab.Unpause(context.WithoutCancel(ctx), r.LabDir()); uerr != nil && err == nil {
+			err = uerr
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -69,6 +69,9 @@ type Variant struct {
 	Baseline bool     `json:"baseline,omitempty"`
 	Set      []string `json:"set,omitempty"`   // COMPONENT.FLAG=VALUE
 	Scale    []string `json:"scale,omitempty"` // NAMESPACE/DEPLOYMENT=REPLICAS
+	// Pause freezes the lab's control plane and node agents (tare lab pause) for the window: the lab is
+	// paused after the guard and the warm-up, measured, and unpaused before the next trial. Lab target only.
+	Pause bool `json:"pause,omitempty"`
 }
 
 // Duration reads "10s" or "1m" in YAML.
@@ -199,6 +202,9 @@ func (s *Spec) check() error {
 		if _, err := v.tunings(); err != nil {
 			return fmt.Errorf("variant %s: %w", v.Name, err)
 		}
+		if v.Pause && s.Target.Lab == nil {
+			return fmt.Errorf("variant %s: pause freezes tare's lab; it needs the lab target", v.Name)
+		}
 		for _, sc := range v.Scale {
 			if _, _, _, err := parseScale(sc); err != nil {
 				return fmt.Errorf("variant %s: %w", v.Name, err)
@@ -293,7 +299,7 @@ func sameVariants(a, b []Variant) bool {
 		return false
 	}
 	for i := range a {
-		if a[i].Name != b[i].Name || a[i].Baseline != b[i].Baseline || strings.Join(a[i].Set, " ") != strings.Join(b[i].Set, " ") {
+		if a[i].Name != b[i].Name || a[i].Baseline != b[i].Baseline || a[i].Pause != b[i].Pause || strings.Join(a[i].Set, " ") != strings.Join(b[i].Set, " ") {
 			return false
 		}
 	}

@@ -4,7 +4,7 @@
 // nodes) run as plain processes with everything under one directory, and stopped without leaving anything
 // on the machine. The lab verbs in internal/cli (tare lab install, up, status, down), tare datapath,
 // internal/experiment and the tests of internal/cli and internal/kube call it. It imports client-go,
-// internal/component, internal/kube and internal/pprof, and no package of tare's above it.
+// internal/component, internal/deploy, internal/kube and internal/pprof, and no package of tare's above it.
 //
 // Where things are, by subsystem:
 //
@@ -34,7 +34,10 @@
 //     directories, container log links, shim sockets, CNI results, the pod bridge). Down calls the undos
 //     in order (restoreMachine).
 //   - A running lab: status.go, pprof.go (the components' pprof endpoints), toolsimport.go
-//     (ImportToolsImage: the tools image into every node's containerd, when tare datapath asks).
+//     (ImportToolsImage: the tools image into every node's containerd, when tare datapath asks), pause.go
+//     (Pause and Unpause: the control plane and node agents frozen, their state in state.json) with
+//     freezer.go (the freezer and cpuacct hierarchies, v1 or v2, and moving processes between cgroups) and
+//     unpausewait.go (the staged thaw: leases renewed and the node Ready before the controllers wake).
 //
 // Which components an up runs comes from the component registry (internal/component), filtered by the
 // options (UpOptions.components): the programs it looks for (binaries.go), the ports it checks (ports.go),

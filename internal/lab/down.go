@@ -18,13 +18,14 @@ import (
 
 // DownReport is what Down stopped and removed.
 type DownReport struct {
-	Stopped  []Process `json:"stopped"`
-	Strays   []Process `json:"strays,omitempty"` // lab processes found by command line, not in the state
-	Unmounts int       `json:"unmounted"`
-	Cgroups  int       `json:"cgroups_removed"`
-	Kept     bool      `json:"kept"`
-	Dir      string    `json:"dir"`
-	Leftover []string  `json:"leftover,omitempty"`
+	Stopped   []Process `json:"stopped"`
+	Strays    []Process `json:"strays,omitempty"` // lab processes found by command line, not in the state
+	Unmounts  int       `json:"unmounted"`
+	Cgroups   int       `json:"cgroups_removed"`
+	Kept      bool      `json:"kept"`
+	Dir       string    `json:"dir"`
+	Leftover  []string  `json:"leftover,omitempty"`
+	WasPaused bool      `json:"was_paused,omitempty"` // the lab was paused: down thawed it first
 }
 
 // stopFirst are the components stopped first, the node agents and kwok (so nothing restarts pods); then
@@ -63,13 +64,22 @@ func Down(ctx context.Context, dir string, keep bool) (*DownReport, error) {
 		}
 	}
 	r := &DownReport{Dir: dir, Kept: keep}
+	var errs []error
+	if st.Paused != nil { // a frozen process cannot die from SIGKILL on cgroup v1 until thawed
+		r.WasPaused = true
+		if err := st.resume(); err != nil {
+			errs = append(errs, fmt.Errorf("unpausing: %w", err))
+		}
+		_ = st.save()
+	} else if !loaded && os.Geteuid() == 0 {
+		thawLeftovers()
+	}
 	r.Stopped, r.Strays = stopLab(dir, st)
 	// The KUBE-/CNI- chains are the lab's when it ran a node (kubelet, kube-proxy, pods).
 	nodeLab := loaded && !st.ControlOnly
 	for _, s := range r.Strays {
 		nodeLab = nodeLab || slices.Contains(nodePrograms, s.Name)
 	}
-	var errs []error
 	if os.Geteuid() == 0 {
 		r.Cgroups = len(st.Cgroups)
 		errs = append(errs, restoreMachine(dir, st, nodeLab)...)

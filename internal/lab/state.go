@@ -36,6 +36,7 @@ type State struct {
 	MadeDirs      []string          `json:"made_dirs,omitempty"`    // machine directories absent before up
 	Steps         []Step            `json:"steps,omitempty"`
 	Tunings       []Tuning          `json:"tunings,omitempty"`
+	Paused        *PauseState       `json:"paused,omitempty"` // set from the start of tare lab pause to the end of unpause
 }
 
 // components lists the lab components the lab runs (UpOptions.components).

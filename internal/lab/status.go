@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,7 +36,8 @@ type ComponentStatus struct {
 	PID     int    `json:"pid"`
 	Running bool   `json:"running"`
 	Log     string `json:"log"`
-	Node    string `json:"node,omitempty"` // the extra node it serves (empty: node 1 or the control plane)
+	Node    string `json:"node,omitempty"`   // the extra node it serves (empty: node 1 or the control plane)
+	Frozen  bool   `json:"frozen,omitempty"` // frozen by tare lab pause
 }
 
 // NodeStatus is one node of the lab.
@@ -61,6 +63,10 @@ type StatusReport struct {
 	Tunings     []Tuning          `json:"tunings,omitempty"`
 	Audit       string            `json:"audit_log,omitempty"`
 	Healthy     bool              `json:"healthy"`
+	// Paused says tare lab pause froze the control plane: the API is not asked (it cannot answer), and a
+	// paused lab whose processes all run is healthy.
+	Paused      bool       `json:"paused"`
+	PausedSince *time.Time `json:"paused_since,omitempty"`
 }
 
 // Status reports which lab processes run, whether the API server is ready and which nodes are Ready.
@@ -82,6 +88,17 @@ func Status(ctx context.Context, dir string) (*StatusReport, error) {
 		running := alive(p)
 		r.Healthy = r.Healthy && running
 		r.Components = append(r.Components, ComponentStatus{Name: p.Name, PID: p.PID, Running: running, Log: p.Log, Node: p.Node})
+	}
+	if ps := st.Paused; ps != nil {
+		r.Paused, r.PausedSince = true, &ps.Since
+		for i, c := range r.Components {
+			r.Components[i].Frozen = slices.ContainsFunc(ps.Moved, func(m MovedProcess) bool { return m.PID == c.PID })
+		}
+		r.APIError = fmt.Sprintf("paused since %s (tare lab unpause resumes it)", ps.Since.Format(time.RFC3339))
+		if !ps.Complete {
+			r.APIError, r.Healthy = "a pause was interrupted: tare lab unpause undoes it", false
+		}
+		return r, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

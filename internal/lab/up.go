@@ -104,8 +104,12 @@ func Up(ctx context.Context, opts UpOptions) (_ *State, err error) {
 	}
 	if old, err := LoadState(dir); err == nil {
 		if running := old.Running(); len(running) > 0 {
-			return nil, fmt.Errorf("%w in %s (since %s, %d processes, kubeconfig %s): use it, or stop it with tare lab down",
-				ErrAlreadyRunning, dir, old.Started.Format(time.RFC3339), len(running), old.Kubeconfig)
+			paused := ""
+			if old.Paused != nil {
+				paused = ", paused: tare lab unpause resumes it"
+			}
+			return nil, fmt.Errorf("%w in %s (since %s, %d processes, kubeconfig %s%s): use it, or stop it with tare lab down",
+				ErrAlreadyRunning, dir, old.Started.Format(time.RFC3339), len(running), old.Kubeconfig, paused)
 		}
 	}
 	if err := portsFree(labPorts(opts.components())); err != nil {

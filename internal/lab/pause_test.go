@@ -1,0 +1,351 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tare-dev/tare/internal/component"
+	"github.com/tare-dev/tare/internal/sample"
+	"github.com/tare-dev/tare/internal/session"
+	"github.com/tare-dev/tare/internal/summary"
+	"github.com/tare-dev/tare/internal/testenv"
+)
+
+// TestPauseLab starts a real lab with a web pod and pauses it: for 10 s measured by tare's session, every
+// frozen component's CPU is under 1 millicore, and the kernel's own accounting (cpuacct.usage of the
+// paused cgroups, not the per-task counters tare reads) agrees; the pod still answers on its IP; status
+// says paused; pause and up refuse a paused lab. Unpause brings /readyz back within seconds, the node
+// stays Ready, no pod restarts, and every process is back in its cgroup; after a pause past
+// leaseWaitAfter, unpause waits for the node's lease renewal. Pauses interrupted at each step leave
+// nothing frozen, and a down from a paused lab leaves nothing behind.
+func TestPauseLab(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real lab")
+	}
+	testenv.NeedRoot(t, "pausing needs the cgroup freezer, and the lab's node needs root")
+	if _, err := findBinaries("", component.Names(component.Entry.InLab)); err != nil {
+		testenv.Unavailable(t, "the lab is not installed (tare lab install): %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	waitForPorts(ctx, t)
+	dir, err := os.MkdirTemp("", "tare-lab-") // short: containerd's socket paths must fit in 108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = Down(context.Background(), dir, false)
+		_ = os.RemoveAll(dir)
+	})
+	st, err := Up(ctx, UpOptions{Dir: dir, StopWithCaller: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Client(st.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := runWeb(ctx, t, c, "web", st.Node)
+	url := "http://" + pod.Status.PodIP + ":8080/pause"
+	waitAnswers(ctx, t, url)
+	before := restarts(ctx, t, c)
+	cgroupsBefore := freezerCgroups(t, st)
+
+	t.Run("paused", func(t *testing.T) {
+		r, err := Pause(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{component.Etcd, component.APIServer, component.ControllerManager, component.Scheduler, component.Kubelet} {
+			if !slices.Contains(r.Frozen, want) {
+				t.Errorf("pause froze %v, not %s", r.Frozen, want)
+			}
+		}
+		st, err := LoadState(dir)
+		if err != nil || st.Paused == nil || !st.Paused.Complete {
+			t.Fatalf("state after pause: %+v, %v", st.Paused, err)
+		}
+		acct := st.Paused.Hierarchies.Acct
+		if acct == "" {
+			acct = st.Paused.Hierarchies.Freezer
+		}
+		usage0 := pausedUsage(t, st, acct)
+		res, err := session.Measure(ctx, session.Options{Sampler: sample.Options{Interval: time.Second, Detail: 5 * time.Second},
+			Duration: 10 * time.Second, Version: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		usage1 := pausedUsage(t, st, acct)
+		sum := summary.Build(res.Meta, res.Samples, summary.Options{})
+		seen := 0
+		for _, g := range sum.Groups {
+			if !slices.Contains(r.Frozen, g.Name) {
+				continue
+			}
+			seen++
+			t.Logf("paused %s: %.3fm over %.1f s (tare); cpuacct.usage delta %d ns", g.Name, g.CPU.Mean, sum.Window.Seconds, usage1[g.Name]-usage0[g.Name])
+			if g.CPU.Mean >= 1 {
+				t.Errorf("paused %s used %.3f millicores, want under 1", g.Name, g.CPU.Mean)
+			}
+		}
+		if seen < len(r.Frozen) {
+			t.Errorf("tare's summary has %d of the %d frozen components", seen, len(r.Frozen))
+		}
+		// Ground truth from the kernel's cgroup accounting: under 1 millicore is under 1 ms per second.
+		for name, u := range usage1 {
+			if d := u - usage0[name]; d >= uint64(sum.Window.Seconds*1e6) {
+				t.Errorf("cpuacct.usage of paused %s grew %d ns in %.1f s, want under 1 millicore", name, d, sum.Window.Seconds)
+			}
+		}
+		waitAnswers(ctx, t, url)
+		s, err := Status(ctx, dir)
+		if err != nil || !s.Paused || !s.Healthy || s.APIReady {
+			t.Errorf("status of a paused lab: paused %v healthy %v api ready %v, %v", s.Paused, s.Healthy, s.APIReady, err)
+		}
+		if _, err := Pause(ctx, dir); !errors.Is(err, ErrPaused) {
+			t.Errorf("pausing a paused lab: %v, want %v", err, ErrPaused)
+		}
+		if _, err := Up(ctx, UpOptions{Dir: dir}); !errors.Is(err, ErrAlreadyRunning) {
+			t.Errorf("up on a paused lab: %v, want %v", err, ErrAlreadyRunning)
+		}
+	})
+
+	t.Run("unpaused", func(t *testing.T) {
+		r, err := Unpause(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("thawed in %s, /readyz ok after %s", r.ThawTook, r.ReadyAfter)
+		if r.ReadyAfter > 5*time.Second {
+			t.Errorf("/readyz ok %s after unpause, want within 5 s", r.ReadyAfter)
+		}
+		checkResumed(ctx, t, dir, c, before, cgroupsBefore)
+		if _, err := Unpause(ctx, dir); !errors.Is(err, ErrNotPaused) {
+			t.Errorf("unpausing a running lab: %v, want %v", err, ErrNotPaused)
+		}
+	})
+
+	// A pause past leaseWaitAfter: unpause waits for the node's lease before it thaws the controller
+	// manager (a pause of minutes otherwise has the node marked NotReady for a moment).
+	t.Run("long", func(t *testing.T) {
+		if _, err := Pause(ctx, dir); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(leaseWaitAfter + time.Second) // the pause is what is tested: nothing to poll for
+		r, err := Unpause(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("after %s paused: /readyz ok after %s, lease renewed after %s, all thawed in %s", r.Paused, r.ReadyAfter, r.LeasesRenewed, r.ThawTook)
+		if r.LeasesRenewed <= 0 || r.LeaseNote != "" || r.ReadyAfter > 5*time.Second {
+			t.Errorf("unpause after %s: lease renewed after %s (%q), /readyz after %s", r.Paused, r.LeasesRenewed, r.LeaseNote, r.ReadyAfter)
+		}
+		checkResumed(ctx, t, dir, c, before, cgroupsBefore)
+	})
+
+	// Ctrl-C: ctx ends after the first n checks (0: before any process moves; 3: some moved; 1000: at
+	// the freeze). An interrupted pause leaves nothing frozen; one that finished first is paused.
+	t.Run("interrupted", func(t *testing.T) {
+		for _, n := range []int32{0, 3, 1000} {
+			ictx := &endsAfter{Context: ctx, n: n}
+			_, err := Pause(ictx, dir)
+			st, lerr := LoadState(dir)
+			if lerr != nil {
+				t.Fatal(lerr)
+			}
+			if err == nil {
+				if st.Paused == nil || !st.Paused.Complete {
+					t.Errorf("after %d checks: pause returned nil but the state says %+v", n, st.Paused)
+				}
+				t.Logf("after %d checks: the freeze completed first", n)
+				if _, err := Unpause(ctx, dir); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				t.Logf("after %d checks: %v", n, err)
+				if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "nothing was left frozen") {
+					t.Errorf("after %d checks: %v, want canceled and nothing left frozen", n, err)
+				}
+				if st.Paused != nil {
+					t.Errorf("after %d checks: an interrupted pause is still recorded: %+v", n, st.Paused)
+				}
+			}
+			checkResumed(ctx, t, dir, c, before, cgroupsBefore)
+		}
+	})
+
+	t.Run("down from paused", func(t *testing.T) {
+		if _, err := Pause(ctx, dir); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Down(ctx, dir, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.WasPaused || len(r.Stopped) < 6 {
+			t.Errorf("down from paused: was paused %v, stopped %d", r.WasPaused, len(r.Stopped))
+		}
+		for _, p := range st.Processes {
+			if alive(p) {
+				t.Errorf("%s (pid %d) still runs after down", p.Name, p.PID)
+			}
+		}
+		if left := Leftovers(dir, true); len(left) > 0 {
+			t.Errorf("left behind: %v", left)
+		}
+	})
+}
+
+// checkResumed checks a lab after an unpause (or an undone pause): nothing of pause's cgroups is left,
+// every lab process is back in the freezer cgroup it was in, /readyz answers ok, the node is Ready and
+// no pod restarted.
+func checkResumed(ctx context.Context, t *testing.T, dir string, c kubernetes.Interface, before map[string]int32, cgroupsBefore map[int]string) {
+	t.Helper()
+	st, err := LoadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Paused != nil {
+		t.Errorf("the state still records a pause: %+v", st.Paused)
+	}
+	if hier, err := cgroupMounts(); err == nil {
+		for _, h := range hier {
+			if _, err := os.Stat(filepath.Join(h, cgroupRootName, pausedGroup)); err == nil {
+				t.Errorf("the paused cgroup %s is left", filepath.Join(h, cgroupRootName, pausedGroup))
+			}
+		}
+	}
+	if got := freezerCgroups(t, st); fmt.Sprint(got) != fmt.Sprint(cgroupsBefore) {
+		t.Errorf("freezer cgroups of the lab's processes: %v, want as before the pause %v", got, cgroupsBefore)
+	}
+	if _, err := waitReadyz(ctx, st.Kubeconfig, 5*time.Second); err != nil {
+		t.Errorf("/readyz: %v", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		err := nodeReady(ctx, c, st.Node, time.Time{})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the node is not Ready 10 s after unpause: %v", err)
+		}
+	}
+	if after := restarts(ctx, t, c); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("pod restarts: %v after, %v before", after, before)
+	}
+}
+
+// endsAfter is a context that is done (its Done channel closed) from the start but reports no error for
+// its first n Err calls: Pause sees Ctrl-C at its (n+1)th check, or at the freeze's wait.
+type endsAfter struct {
+	context.Context
+	n     int32
+	calls atomic.Int32
+}
+
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (e *endsAfter) Done() <-chan struct{} { return closed }
+
+func (e *endsAfter) Err() error {
+	if e.calls.Add(1) <= e.n {
+		return nil
+	}
+	return context.Canceled
+}
+
+// restarts is every container's restart count, by pod/container.
+func restarts(ctx context.Context, t *testing.T, c kubernetes.Interface) map[string]int32 {
+	t.Helper()
+	pods, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int32{}
+	for _, p := range pods.Items {
+		for _, cs := range p.Status.ContainerStatuses {
+			out[p.Namespace+"/"+p.Name+"/"+cs.Name] = cs.RestartCount
+		}
+	}
+	return out
+}
+
+// waitAnswers waits up to 10 s for the web pod to answer GET url over its pod IP.
+func waitAnswers(ctx context.Context, t *testing.T, url string) {
+	t.Helper()
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			err = errors.New(resp.Status)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+	}
+}
+
+// freezerCgroups is the freezer-hierarchy cgroup of every lab process, by PID, from /proc/PID/cgroup.
+func freezerCgroups(t *testing.T, st *State) map[int]string {
+	t.Helper()
+	out := map[int]string{}
+	for _, p := range st.Processes {
+		cgs, err := procCgroups(p.PID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[p.PID], _ = cgroupIn(cgs, false, "freezer")
+	}
+	return out
+}
+
+// pausedUsage reads cpuacct.usage (v1) or cpu.stat's usage_usec (v2) of each paused component's cgroup
+// in the hierarchy acct, in nanoseconds.
+func pausedUsage(t *testing.T, st *State, acct string) map[string]uint64 {
+	t.Helper()
+	out := map[string]uint64{}
+	for _, m := range st.Paused.Moved {
+		name := filepath.Base(m.Cgroup)
+		d := filepath.Join(acct, cgroupRootName, pausedGroup, name)
+		if b, err := os.ReadFile(filepath.Join(d, "cpuacct.usage")); err == nil {
+			v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[name] = v
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(d, "cpu.stat"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
+				us, err := strconv.ParseUint(v, 10, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out[name] = us * 1000
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,121 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tare-dev/tare/internal/component"
+)
+
+// What unpause waits for between its stages: the API server's /readyz, the nodes' leases (after a pause
+// long enough for a lease to look stale) and the nodes' Ready condition (after a pause long enough for
+// the kubelet's PLEG check to trip), before it thaws the controller manager and the scheduler.
+
+// thawedLast are the components unpause thaws after the nodes' leases are renewed: those that act on
+// a node whose lease looks stale (the controller manager's node lifecycle controller) or on the pods.
+var thawedLast = []string{component.ControllerManager, component.Scheduler}
+
+// waitLeases waits until every lease in kube-node-lease was renewed at or after since, up to limit, and
+// returns how long after since that was, or a note saying why it was not seen.
+func waitLeases(ctx context.Context, kubeconfig string, since time.Time, limit time.Duration) (time.Duration, string) {
+	c, err := Client(kubeconfig)
+	if err != nil {
+		return 0, err.Error()
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	for {
+		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
+		leases, err := c.CoordinationV1().Leases("kube-node-lease").List(rctx, metav1.ListOptions{})
+		rcancel()
+		if err == nil { // no leases (an API-server-only lab): nothing to wait for
+			fresh := true
+			for _, l := range leases.Items {
+				fresh = fresh && l.Spec.RenewTime != nil && !l.Spec.RenewTime.Time.Before(since.Truncate(time.Microsecond))
+			}
+			if fresh {
+				return time.Since(since), ""
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Sprintf("not every node lease was renewed within %s of the thaw: the node lifecycle controller may mark a node NotReady for a moment", limit)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// plegThreshold is the kubelet's limit on the age of its last pod lifecycle relist: a kubelet thawed
+// after a longer pause reports its node NotReady ("PLEG is not healthy") until the next relist, about
+// 10 s. Unpause then waits for the node to be Ready before it thaws the controller manager, so that
+// no taint is added and nothing is evicted.
+const plegThreshold = 3 * time.Minute
+
+// waitNodesReady waits until every real (not kwok) node reports Ready with a heartbeat at or after
+// since, up to limit, and returns how long after since that was, or a note saying why it was not seen.
+func waitNodesReady(ctx context.Context, kubeconfig string, since time.Time, limit time.Duration) (time.Duration, string) {
+	c, err := Client(kubeconfig)
+	if err != nil {
+		return 0, err.Error()
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	for {
+		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
+		nodes, err := c.CoreV1().Nodes().List(rctx, metav1.ListOptions{})
+		rcancel()
+		if err == nil {
+			ready := true
+			for _, n := range nodes.Items {
+				if n.Annotations[kwokAnnotation] != "" {
+					continue
+				}
+				ok := false
+				for _, cond := range n.Status.Conditions {
+					ok = ok || cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue &&
+						!cond.LastHeartbeatTime.Time.Before(since.Truncate(time.Second))
+				}
+				ready = ready && ok
+			}
+			if ready {
+				return time.Since(since), ""
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Sprintf("a node did not report Ready within %s of the thaw (the kubelet was paused past its %s PLEG threshold): tare lab status shows it", limit, plegThreshold)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitReadyz polls the API server's /readyz until it answers ok and returns when it did.
+func waitReadyz(ctx context.Context, kubeconfig string, limit time.Duration) (time.Time, error) {
+	c, err := Client(kubeconfig)
+	if err != nil {
+		return time.Time{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	for {
+		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
+		body, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(rctx)
+		rcancel()
+		if err == nil && strings.TrimSpace(string(body)) == "ok" {
+			return time.Now(), nil
+		}
+		if err == nil {
+			err = fmt.Errorf("answered %q", body)
+		}
+		select {
+		case <-ctx.Done():
+			return time.Now(), fmt.Errorf("/readyz: %w (last answer: %w)", ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -36,6 +35,7 @@ func newDatapath(s streams, g *globalOptions) *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(newDatapathNet(s, g))
+	cmd.AddCommand(newDatapathDisk(s, g))
 	return cmd
 }
 
@@ -135,55 +135,32 @@ func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapat
 	source := "this machine"
 	var cs kubernetes.Interface
 	if !onlyHost {
-		kubeconfig := g.kubeconfig
-		st, lerr := lab.LoadState(o.labDir)
-		isLab := lerr == nil && (kubeconfig == "" || sameKubeconfig(kubeconfig, st.Kubeconfig))
-		if isLab && kubeconfig == "" {
-			kubeconfig = st.Kubeconfig
-		}
-		if !isLab && image == lab.ToolsImage.Name {
-			return usageError("--image tools is the tare lab's image and no lab runs at --lab-dir %s for this kubeconfig: on another cluster give --image, an image with iperf3 and sockperf on its PATH", o.labDir)
-		}
-		c, err := kube.NewClient(kubeconfig, kube.Options{UserAgent: "tare-datapath", Timeout: 0, QPS: 50, Burst: 100})
-		if err != nil {
-			return fmt.Errorf("tare datapath runs its pods through the API server: %w", err)
-		}
-		source = c.Source
-		cset, err := c.Clientset()
+		c, err := podCluster(ctx, g, o.labDir, image, host, say)
 		if err != nil {
 			return err
 		}
-		cs = cset
-		do.Exec = func(ctx context.Context, ns, pod, container string, cmd []string, stdout, stderr io.Writer) error {
-			return c.Exec(ctx, cset, ns, pod, container, cmd, stdout, stderr)
-		}
-		names, note := podNamer(ctx, kubeconfig, host)
-		do.Session.Sampler.PodNames = names
-		if note != "" {
-			say("warning: %s", note)
-		}
-		if isLab {
-			if image == lab.ToolsImage.Name {
-				say("importing %s into the lab's nodes", image)
-				if err := lab.ImportToolsImage(ctx, o.labDir); err != nil {
-					return fmt.Errorf("tare datapath: %w", err)
-				}
-			}
+		source, cs, do.Exec = c.source, c.cs, c.exec
+		do.Session.Sampler.PodNames = c.podNames
+		if c.lab != nil && len(c.lab.ExtraNodes) > 0 {
 			dir := o.labDir
-			if len(st.ExtraNodes) > 0 {
-				do.SetOverlay = func(vxlan bool) error {
-					mode := lab.OverlayRouted
-					if vxlan {
-						mode = lab.OverlayVXLAN
-					}
-					return lab.SetOverlay(dir, mode)
+			do.SetOverlay = func(vxlan bool) error {
+				mode := lab.OverlayRouted
+				if vxlan {
+					mode = lab.OverlayVXLAN
 				}
+				return lab.SetOverlay(dir, mode)
 			}
 		}
 	}
 	rep, err := datapath.Run(ctx, cs, do)
-	if len(rep.Trials) > 0 {
-		if rerr := render(s, g, viewOf(rep, datapath.Table)); rerr != nil {
+	return datapathResult(s, g, viewOf(rep, datapath.Table), len(rep.Trials), "net", source, err)
+}
+
+// datapathResult prints what a datapath run measured, also when it stopped early (Ctrl-C, an error), and
+// says why it stopped: an existing namespace is a usage error.
+func datapathResult(s streams, g *globalOptions, v rendered, trials int, verb, source string, err error) error {
+	if trials > 0 {
+		if rerr := render(s, g, v); rerr != nil {
 			return rerr
 		}
 	}
@@ -191,7 +168,7 @@ func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapat
 	case errors.Is(err, kube.ErrNamespaceExists):
 		return usageError("%w", err)
 	case err != nil:
-		return fmt.Errorf("tare datapath net (with %s): %w", source, err)
+		return fmt.Errorf("tare datapath %s (with %s): %w", verb, source, err)
 	}
 	return nil
 }

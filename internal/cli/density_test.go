@@ -155,6 +155,8 @@ func TestDensityOnLab(t *testing.T) {
 	if math.Abs(own-kr.Mean.Memory) > 0.2*own {
 		t.Errorf("kube-reserved's PSS at %d pods is %.1f MiB; the components' own smaps_rollup say %.1f MiB", top, kr.Mean.Memory/(1<<20), own/(1<<20))
 	}
+	// While those pods run: tare profile names a burner moved into one of them by the pod (issue 18).
+	checkProfileOfLabPod(ctx, t, kc, cs, "shim-truth", "p0")
 	if got.RuntimeClass == nil || got.RuntimeClass.Overhead == nil {
 		t.Fatalf("no RuntimeClass overhead in %+v", got.RuntimeClass)
 	}

@@ -3,14 +3,20 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/testenv"
 )
 
@@ -153,4 +159,91 @@ func perfFDs(t *testing.T) int {
 		}
 	}
 	return n
+}
+
+// checkProfileOfLabPod moves a burner into every cgroup of pod ns/name's processes on the running lab (a
+// burner moved into a lab pod) and profiles the node: the burner's samples carry that pod's group, named
+// through the API, and hold about one CPU's worth. TestDensityOnLab calls it while its pods run, so that
+// one lab serves both.
+func checkProfileOfLabPod(ctx context.Context, t *testing.T, kc string, cs kubernetes.Interface, ns, name string) {
+	t.Helper()
+	pod, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cgroups := podCgroups(t, string(pod.UID))
+	burner := exec.Command("sh", "-c", "while :; do :; done")
+	if err := burner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = burner.Process.Kill(); _ = burner.Wait() }()
+	for _, dir := range cgroups {
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(burner.Process.Pid)), 0o644); err != nil {
+			t.Fatalf("moving the burner into %s: %v", dir, err)
+		}
+	}
+	const seconds = 3
+	out, errOut, err := run(ctx, "profile", "--duration", strconv.Itoa(seconds)+"s", "--kubeconfig", kc, "-o", "json")
+	if err != nil {
+		t.Fatalf("tare profile: %v\n%s", err, errOut)
+	}
+	var sum struct {
+		Frequency int `json:"frequency_hz"`
+		Groups    []struct {
+			Name    string `json:"group"`
+			Samples int    `json:"samples"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("tare profile -o json: %v\n%s", err, out)
+	}
+	want := "pod " + ns + "/" + name
+	for _, g := range sum.Groups {
+		if g.Name != want {
+			continue
+		}
+		// One busy CPU for 3 s at 99 Hz is 297 samples; the burner shares 2 CPUs with the lab.
+		t.Logf("%s: %d samples in %d s at %d Hz", want, g.Samples, seconds, sum.Frequency)
+		if full := seconds * sum.Frequency; g.Samples < full/2 || g.Samples > full*11/10 {
+			t.Errorf("%s: %d samples, want about one CPU's %d", want, g.Samples, full)
+		}
+		return
+	}
+	t.Errorf("no group %q in the profile: %s", want, out)
+}
+
+// podCgroups is every cgroup directory (v1 hierarchies, or the v2 tree) that a process of the pod with
+// this UID is in, from /proc/PID/cgroup: where the kubelet put the pod's pause container.
+func podCgroups(t *testing.T, uid string) []string {
+	t.Helper()
+	marks := []string{"pod" + uid, "pod" + strings.ReplaceAll(uid, "-", "_")}
+	pids, err := kernel.ListPIDs("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+		if err != nil || !strings.Contains(string(b), marks[0]) && !strings.Contains(string(b), marks[1]) {
+			continue
+		}
+		var dirs []string
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			f := strings.SplitN(line, ":", 3)
+			if len(f) != 3 || !strings.Contains(f[2], marks[0]) && !strings.Contains(f[2], marks[1]) {
+				continue
+			}
+			root := "/sys/fs/cgroup/unified"
+			if f[1] != "" {
+				root = "/sys/fs/cgroup/" + strings.TrimPrefix(f[1], "name=")
+			}
+			if _, err := os.Stat(filepath.Join(root, f[2], "cgroup.procs")); err == nil {
+				dirs = append(dirs, filepath.Join(root, f[2]))
+			}
+		}
+		if len(dirs) > 0 {
+			return dirs
+		}
+	}
+	t.Fatalf("no process of pod %s found in /proc", uid)
+	return nil
 }

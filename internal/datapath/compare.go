@@ -31,16 +31,22 @@ func metricsOf(m Mode) []Metric {
 // Ratio compares one metric of one lane with the same metric of another path (same mode and size): the
 // baseline, or for vxlan also pod-cross-node, so the tunnel's own cost shows apart from the routing's.
 type Ratio struct {
-	Path    string  `json:"path"`    // the lane's label (host#2 for a second copy)
-	Against string  `json:"against"` // the path it is compared with
-	Mode    Mode    `json:"mode"`
-	Size    int     `json:"size"`
-	Metric  string  `json:"metric"`
-	Unit    string  `json:"unit"` // of median and baseline_median
-	N       int     `json:"n"`
-	NBase   int     `json:"n_baseline"`
-	Median  float64 `json:"median"`
-	Base    float64 `json:"baseline_median"`
+	Path    string `json:"path"`    // the lane's label (host#2 for a second copy)
+	Against string `json:"against"` // the path it is compared with
+	Mode    Mode   `json:"mode"`
+	Size    int    `json:"size"`
+	Metric  string `json:"metric"`
+	Unit    string `json:"unit"` // of median and baseline_median
+	Shift
+}
+
+// Shift compares one figure's trials with the baseline's: their medians and the ratio between them. Its
+// fields appear inline in a Ratio's JSON.
+type Shift struct {
+	N      int     `json:"n"`
+	NBase  int     `json:"n_baseline"`
+	Median float64 `json:"median"`
+	Base   float64 `json:"baseline_median"`
 	// Ratio is the Hodges–Lehmann estimate of lane ÷ baseline (the median of all pairwise ratios), with its
 	// distribution-free interval at Level, from the Mann–Whitney test on the logarithms.
 	Ratio       float64 `json:"ratio"`
@@ -95,23 +101,31 @@ func Compare(trials []Trial, baseline string) []Ratio {
 func ratios(label, against string, mode Mode, size int, base, ts []Trial) []Ratio {
 	var out []Ratio
 	for _, m := range metricsOf(mode) {
-		a, b := logs(base, m), logs(ts, m)
-		if len(a) == 0 || len(b) == 0 {
-			continue
+		if s, ok := ShiftOf(values(base, m), values(ts, m)); ok {
+			out = append(out, Ratio{Path: label, Against: against, Mode: mode, Size: size, Metric: m.Name, Unit: m.Unit, Shift: s})
 		}
-		s := stats.MannWhitney(a, b, Alpha)
-		out = append(out, Ratio{Path: label, Against: against, Mode: mode, Size: size, Metric: m.Name, Unit: m.Unit, N: len(b), NBase: len(a),
-			Median: math.Exp(stats.MedianOf(b)), Base: math.Exp(stats.MedianOf(a)),
-			Ratio: math.Exp(s.Estimate), Lo: math.Exp(s.Lo), Hi: math.Exp(s.Hi), Level: s.Level, P: s.P, Significant: s.Significant, MinP: s.MinP})
 	}
 	return out
 }
 
-// logs are the metric's positive values' logarithms: ratios become shifts, which the rank test handles.
-func logs(ts []Trial, m Metric) []float64 {
+// ShiftOf compares values vs with the baseline's, base, on their logarithms: the Hodges–Lehmann ratio
+// vs ÷ base with its interval and the Mann–Whitney p at Alpha. Values that are not positive and finite
+// are left out; false when either side has none left.
+func ShiftOf(base, vs []float64) (Shift, bool) {
+	a, b := logs(base), logs(vs)
+	if len(a) == 0 || len(b) == 0 {
+		return Shift{}, false
+	}
+	s := stats.MannWhitney(a, b, Alpha)
+	return Shift{N: len(b), NBase: len(a), Median: math.Exp(stats.MedianOf(b)), Base: math.Exp(stats.MedianOf(a)),
+		Ratio: math.Exp(s.Estimate), Lo: math.Exp(s.Lo), Hi: math.Exp(s.Hi), Level: s.Level, P: s.P, Significant: s.Significant, MinP: s.MinP}, true
+}
+
+// logs are the positive values' logarithms: ratios become shifts, which the rank test handles.
+func logs(vs []float64) []float64 {
 	var out []float64
-	for _, t := range ts {
-		if v := m.value(t); v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v) {
+	for _, v := range vs {
+		if v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v) {
 			out = append(out, math.Log(v))
 		}
 	}

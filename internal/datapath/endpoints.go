@@ -3,8 +3,10 @@ package datapath
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os/exec"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -147,8 +149,20 @@ func createPods(ctx context.Context, cs kubernetes.Interface, ns, image string, 
 		}
 		e.svcIP = s.Spec.ClusterIP
 	}
+	ips, err := waitPodsReady(ctx, cs, ns, slices.Collect(maps.Keys(pods)), wait)
+	if err != nil {
+		return nil, err
+	}
+	e.ips = ips
+	return e, nil
+}
+
+// waitPodsReady waits until every named pod in ns is Ready with an IP, or one cannot start, or the wait
+// runs out; it returns their IPs by name.
+func waitPodsReady(ctx context.Context, cs kubernetes.Interface, ns string, names []string, wait time.Duration) (map[string]string, error) {
+	ips := map[string]string{}
 	deadline := time.Now().Add(wait)
-	for name := range pods {
+	for _, name := range names {
 		for {
 			p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
@@ -161,7 +175,7 @@ func createPods(ctx context.Context, cs kubernetes.Interface, ns, image string, 
 				return nil, fmt.Errorf("pod %s/%s failed: %s %s", ns, name, p.Status.Reason, p.Status.Message)
 			}
 			if kube.PodReady(p) && p.Status.PodIP != "" {
-				e.ips[name] = p.Status.PodIP
+				ips[name] = p.Status.PodIP
 				break
 			}
 			if time.Now().After(deadline) {
@@ -174,7 +188,7 @@ func createPods(ctx context.Context, cs kubernetes.Interface, ns, image string, 
 			}
 		}
 	}
-	return e, nil
+	return ips, nil
 }
 
 // startHostServers starts the host path's servers on loopback and waits until both listen. They die with

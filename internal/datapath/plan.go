@@ -61,32 +61,56 @@ func (l Lane) Label() string {
 
 // ParsePaths reads --paths: known names, comma-separated; a name may repeat (host,host: an A/A check).
 func ParsePaths(s string) ([]Lane, error) {
-	var out []Lane
-	seen := map[Path]int{}
-	for _, f := range strings.Split(s, ",") {
-		p := Path(strings.TrimSpace(f))
-		if !slices.Contains(Paths, p) {
-			return nil, fmt.Errorf("unknown path %q (known: %s)", p, join(Paths))
-		}
-		seen[p]++
-		out = append(out, Lane{Path: p, Copy: seen[p]})
+	ps, err := parseNames(s, "path", Paths)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Lane, len(ps))
+	for i, n := range copies(ps) {
+		out[i] = Lane{Path: ps[i], Copy: n}
 	}
 	return out, nil
 }
 
 // ParseModes reads --modes.
 func ParseModes(s string) ([]Mode, error) {
-	var out []Mode
+	ms, err := parseNames(s, "mode", Modes)
+	return unique(ms), err
+}
+
+// parseNames reads a comma-separated list of known names, what they name saying which in an error.
+func parseNames[T ~string](s, what string, known []T) ([]T, error) {
+	var out []T
 	for _, f := range strings.Split(s, ",") {
-		m := Mode(strings.TrimSpace(f))
-		if !slices.Contains(Modes, m) {
-			return nil, fmt.Errorf("unknown mode %q (known: %s)", m, join(Modes))
+		x := T(strings.TrimSpace(f))
+		if !slices.Contains(known, x) {
+			return nil, fmt.Errorf("unknown %s %q (known: %s)", what, x, join(known))
 		}
-		if !slices.Contains(out, m) {
-			out = append(out, m)
-		}
+		out = append(out, x)
 	}
 	return out, nil
+}
+
+// copies numbers each item's occurrences: 1 for its first, 2 for its second, ….
+func copies[T comparable](xs []T) []int {
+	seen := map[T]int{}
+	out := make([]int, len(xs))
+	for i, x := range xs {
+		seen[x]++
+		out[i] = seen[x]
+	}
+	return out
+}
+
+// unique keeps the first of each item, in order.
+func unique[T comparable](xs []T) []T {
+	var out []T
+	for _, x := range xs {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // ParseSizes reads --sizes: bytes, with an optional k (1024) or m suffix: 64,1k,16k,128k.
@@ -145,10 +169,16 @@ type Slot struct {
 // Order returns every lane once per round, shuffled within each round, so that no path has all its trials
 // first or last and a drift of the node over the run is not mistaken for a difference between paths.
 func Order(lanes []Lane, rounds int, rng *rand.Rand) []Slot {
-	var out []Slot
+	return ordered(lanes, rounds, rng, func(round int, l Lane) Slot { return Slot{Round: round, Lane: l} })
+}
+
+// ordered is every lane once per round, each round shuffled (stats.ShuffledRounds), as slots made by slot
+// with rounds counted from 1.
+func ordered[L, S any](lanes []L, rounds int, rng *rand.Rand, slot func(round int, l L) S) []S {
+	var out []S
 	for i, round := range stats.ShuffledRounds(lanes, rounds, rng) {
 		for _, l := range round {
-			out = append(out, Slot{Round: i + 1, Lane: l})
+			out = append(out, slot(i+1, l))
 		}
 	}
 	return out

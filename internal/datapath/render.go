@@ -105,7 +105,7 @@ func Words(r Report) []string {
 			s += " (not significant)"
 		}
 		if c, ok := by[fmt.Sprintf("%s|%s|%s|%d|cpu_per_unit", x.Path, x.Against, x.Mode, x.Size)]; ok {
-			s += fmt.Sprintf("; %+.3g CPU-s per %s (%+.1f%%%s)", c.Median-c.Base, x.Mode.Unit(), 100*(c.Ratio-1), sigWord(c))
+			s += fmt.Sprintf("; %+.3g CPU-s per %s (%+.1f%%%s)", c.Median-c.Base, x.Mode.Unit(), 100*(c.Ratio-1), sigWord(c.Shift))
 		}
 		out = append(out, s)
 	}
@@ -173,22 +173,32 @@ func metricTitle(name string, m Mode) string {
 }
 
 func lanesByModeSize(lanes []Lane) [][]Lane {
-	var out [][]Lane
-	for _, l := range lanes {
-		if n := len(out); n > 0 && out[n-1][0].Mode == l.Mode && out[n-1][0].Size == l.Size {
-			out[n-1] = append(out[n-1], l)
+	return runsOf(lanes, func(a, b Lane) bool { return a.Mode == b.Mode && a.Size == b.Size })
+}
+
+// runsOf splits xs into runs of neighbours that same puts together.
+func runsOf[T any](xs []T, same func(a, b T) bool) [][]T {
+	var out [][]T
+	for _, x := range xs {
+		if n := len(out); n > 0 && same(out[n-1][0], x) {
+			out[n-1] = append(out[n-1], x)
 			continue
 		}
-		out = append(out, []Lane{l})
+		out = append(out, []T{x})
 	}
 	return out
 }
 
 func trialsOf(ts []Trial, l Lane) []Trial {
-	var out []Trial
-	for _, t := range ts {
-		if t.Error == "" && t.Lane == l {
-			out = append(out, t)
+	return keep(ts, func(t Trial) bool { return t.Error == "" && t.Lane == l })
+}
+
+// keep returns the items ok keeps, in order.
+func keep[T any](xs []T, ok func(T) bool) []T {
+	var out []T
+	for _, x := range xs {
+		if ok(x) {
+			out = append(out, x)
 		}
 	}
 	return out
@@ -224,7 +234,10 @@ func fmtValue(v float64) string {
 	return fmt.Sprintf("%.3g", v)
 }
 
-func fmtP(q Ratio) string {
+func fmtP(q Ratio) string { return fmtSig(q.Shift) }
+
+// fmtSig is a p-value with a star when significant.
+func fmtSig(q Shift) string {
 	s := fmt.Sprintf("%.3g", q.P)
 	if q.Significant {
 		s += " *"
@@ -232,7 +245,7 @@ func fmtP(q Ratio) string {
 	return s
 }
 
-func sigWord(r Ratio) string {
+func sigWord(r Shift) string {
 	if r.Significant {
 		return fmt.Sprintf(", p = %.3g", r.P)
 	}

@@ -51,16 +51,30 @@ type Report struct {
 	Baseline   string            `json:"baseline"`
 	Lanes      []Lane            `json:"lanes"`
 	Skipped    map[string]string `json:"skipped_paths,omitempty"` // path → why it was not measured
-	Rounds     int               `json:"rounds"`
-	Duration   string            `json:"duration"`
 	Parallel   int               `json:"parallel"`
-	Seed       uint64            `json:"seed"`
-	Started    time.Time         `json:"started"`
-	Took       string            `json:"took"`
-	Cancelled  bool              `json:"cancelled,omitempty"`
-	Trials     []Trial           `json:"trials"`
-	Ratios     []Ratio           `json:"ratios"`
+	Schedule
+	Trials []Trial `json:"trials"`
+	Ratios []Ratio `json:"ratios"`
 }
+
+// Schedule is how a run's trials ran: how many rounds of how long, in the order of which seed, when, for
+// how long, and whether Ctrl-C cut the run short. Its fields appear inline in a report's JSON.
+type Schedule struct {
+	Rounds    int       `json:"rounds"`
+	Duration  string    `json:"duration"`
+	Seed      uint64    `json:"seed"`
+	Started   time.Time `json:"started"`
+	Took      string    `json:"took"`
+	Cancelled bool      `json:"cancelled,omitempty"`
+}
+
+// scheduleOf starts a run's schedule now.
+func scheduleOf(rounds int, d time.Duration, seed uint64) Schedule {
+	return Schedule{Rounds: rounds, Duration: d.String(), Seed: seed, Started: time.Now()}
+}
+
+// finished records how long the run took.
+func (s *Schedule) finished() { s.Took = time.Since(s.Started).Round(time.Second).String() }
 
 // ErrNoPaths says no path asked for can be measured here.
 var ErrNoPaths = errors.New("no path can be measured")
@@ -74,8 +88,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 	if say == nil {
 		say = func(string, ...any) {}
 	}
-	rep := Report{Node: o.Host, Baseline: string(Host), Rounds: o.Rounds, Duration: o.Duration.String(), Parallel: o.Parallel, Seed: o.Seed,
-		Started: time.Now(), Skipped: map[string]string{}}
+	rep := Report{Node: o.Host, Baseline: string(Host), Parallel: o.Parallel, Schedule: scheduleOf(o.Rounds, o.Duration, o.Seed), Skipped: map[string]string{}}
 	if o.Duration < time.Second || o.Duration%time.Second != 0 {
 		return rep, fmt.Errorf("--duration %s: trials last whole seconds, at least 1s", o.Duration)
 	}
@@ -184,29 +197,26 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 	}
 	slots := Order(plan, o.Rounds, rand.New(rand.NewPCG(o.Seed, o.Seed+1)))
 	vxlanOn := false
-	for i, sl := range slots {
+	trials, err := runSlots(ctx, slots, func(seq int, sl Slot) (Trial, error) {
 		if o.SetOverlay != nil && (sl.Lane.Path == VXLAN) != vxlanOn && (sl.Lane.Path == VXLAN || sl.Lane.Path == PodCrossNode) {
 			if err := o.SetOverlay(!vxlanOn); err != nil {
-				return finish(rep, fmt.Errorf("switching the lab's overlay: %w", err))
+				return Trial{}, fmt.Errorf("switching the lab's overlay: %w", err)
 			}
 			vxlanOn = !vxlanOn
 		}
 		t := runTrial(ctx, o, e, sl)
-		t.Seq = i + 1
-		cut := ctx.Err() != nil // before saying anything: a cancel from here on is the next trial's
-		say("trial %d/%d (round %d): %s %s %s: %s", i+1, len(slots), sl.Round, sl.Lane.Label(), sl.Lane.Mode, FormatSize(sl.Lane.Size), t.line())
-		if cut { // cut short: the trial's window is not whole
-			rep.Cancelled = true
-			return finish(rep, ctx.Err())
-		}
-		rep.Trials = append(rep.Trials, t)
-	}
-	return finish(rep, nil)
+		t.Seq = seq
+		return t, nil
+	}, func(seq int, sl Slot, t Trial) {
+		say("trial %d/%d (round %d): %s %s %s: %s", seq, len(slots), sl.Round, sl.Lane.Label(), sl.Lane.Mode, FormatSize(sl.Lane.Size), t.line())
+	})
+	rep.Trials, rep.Cancelled = trials, cancelled(ctx, err)
+	return finish(rep, err)
 }
 
 // finish completes the report with the comparisons of what was measured.
 func finish(rep Report, err error) (Report, error) {
-	rep.Took = time.Since(rep.Started).Round(time.Second).String()
+	rep.finished()
 	rep.Ratios = Compare(rep.Trials, rep.Baseline)
 	return rep, err
 }
@@ -357,24 +367,42 @@ func runTrial(ctx context.Context, o Options, e *endpoints, sl Slot) Trial {
 
 // measured fills the trial's CPU from the session's result.
 func (t *Trial) measured(res session.Result, err error) {
+	u, err := usageOf(res, err)
+	if err != nil {
+		t.Error = err.Error()
+		return
+	}
+	t.Start, t.End, t.NodeBusy, t.Warnings = u.Start, u.End, u.NodeBusy, u.Warnings
+	maps.Copy(t.Groups, u.Groups)
+}
+
+// Usage is what the node spent over a trial's measured window, as the measuring session saw it.
+type Usage struct {
+	Start    time.Time          `json:"start"` // the measured window
+	End      time.Time          `json:"end"`
+	NodeBusy float64            `json:"node_busy_m"` // millicores: the node's busy time over the window
+	Groups   map[string]float64 `json:"groups_m"`    // millicores per group (component, pod, other, …)
+	Warnings []string           `json:"warnings,omitempty"`
+}
+
+// usageOf reads a session's result (res, or the error that ended it) into the window's usage.
+func usageOf(res session.Result, err error) (Usage, error) {
 	switch {
 	case err != nil:
-		t.Error = fmt.Sprintf("measuring: %v", err)
-		return
+		return Usage{}, fmt.Errorf("measuring: %w", err)
 	case len(res.Samples) < 2:
-		t.Error = "the window was cut short before a whole interval"
-		return
+		return Usage{}, errors.New("the window was cut short before a whole interval")
 	}
 	sum := summary.Build(res.Meta, res.Samples, summary.Options{})
-	t.Start = sum.Window.Start
-	t.End = t.Start.Add(time.Duration(sum.Window.Seconds * float64(time.Second)))
-	t.NodeBusy = sum.Node.Busy.Mean
+	u := Usage{Start: sum.Window.Start, NodeBusy: sum.Node.Busy.Mean, Groups: map[string]float64{}}
+	u.End = u.Start.Add(time.Duration(sum.Window.Seconds * float64(time.Second)))
 	for _, g := range sum.Groups {
-		t.Groups[g.Name] += g.CPU.Mean
+		u.Groups[g.Name] += g.CPU.Mean
 	}
 	for _, w := range res.Warnings {
-		t.Warnings = append(t.Warnings, w.String())
+		u.Warnings = append(u.Warnings, w.String())
 	}
+	return u, nil
 }
 
 // sockperf prints this line when its measured test begins, after its warm-up stage; the first 400 ms of

@@ -10,6 +10,11 @@
 //
 // The profile verb (internal/cli/profile.go) calls Record (with Symbolizer.Prepare), then Build;
 // Summarize and WriteTable make the table, GroupedByGroup the flame graph of the HTML report
-// (internal/htmlreport/profile.go), Compare and WriteDiff tare profile diff. Readers of /proc take the procfs root and
-// split into read and pure parse (parseKallsyms, parseMaps, parseRecord).
+// (internal/htmlreport/profile.go), Compare and WriteDiff tare profile diff. Readers of /proc take the
+// procfs root and split into read and pure parse (parseKallsyms, parseMaps, parseRecord); /proc/PID/maps,
+// which takes the process's memory-map lock, is read through kernel's blocking reader, with a deadline.
+//
+// It imports classify (groups), kernel (process identity, the blocking reader), pprof (top functions)
+// and google/pprof's profile package; never client-go or the lab. A new record type of the ring goes in
+// ring.go, a new source of symbols in symbols.go, a new label in build.go.
 package profile

@@ -248,8 +248,8 @@ func checkResumed(ctx context.Context, t *testing.T, dir string, c kubernetes.In
 	}
 }
 
-// endsAfter is a context that is done (its Done channel closed) from the start but reports no error for
-// its first n Err calls: Pause sees Ctrl-C at its (n+1)th check, or at the freeze's wait.
+// endsAfter is a context that reports no error for its first n Err calls and is done from then on: Pause
+// sees Ctrl-C at its (n+1)th check.
 type endsAfter struct {
 	context.Context
 	n     int32
@@ -258,7 +258,13 @@ type endsAfter struct {
 
 var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-func (e *endsAfter) Done() <-chan struct{} { return closed }
+// Done is closed once Err says the context ended, as a real context's is; before that it never fires.
+func (e *endsAfter) Done() <-chan struct{} {
+	if e.calls.Load() >= e.n {
+		return closed
+	}
+	return nil
+}
 
 func (e *endsAfter) Err() error {
 	if e.calls.Add(1) <= e.n {

@@ -47,16 +47,19 @@ type state struct {
 	procs  map[int64]*proc
 	groups map[groupKey]*group
 
-	meta     sample.Meta
-	samples  uint64
-	first    sample.NodeCPU // /proc/stat at the first sample
-	prev     sample.Sample  // the previous sample's node part, for the last interval
-	busy     map[sample.Reference]float64
-	nodeCPU  sample.NodeCPU // /proc/stat since the first sample
-	selfNs   uint64
-	took     time.Duration
-	gap, res float64 // unattributed and its resolution over the last interval, in cores
-	warnings map[string]uint64
+	meta    sample.Meta
+	samples uint64
+	first   sample.NodeCPU // /proc/stat at the first sample
+	prev    sample.Sample  // the previous sample's node part, for the last interval
+	busy    map[sample.Reference]float64
+	// noTask is the CPU on no task summed over every interval (sample.BusyMeter.Parts), noTaskShown the
+	// most of it node busy has been credited so far.
+	noTask, noTaskShown float64
+	nodeCPU             sample.NodeCPU // /proc/stat since the first sample
+	selfNs              uint64
+	took                time.Duration
+	gap, res            float64 // unattributed and its resolution over the last interval, in cores
+	warnings            map[string]uint64
 }
 
 func newState(ringLen int, window time.Duration) *state {
@@ -223,7 +226,13 @@ func (s *state) node(x sample.Sample, meta sample.Meta, procNs uint64) {
 	} else {
 		pair := []sample.Sample{s.prev, x}
 		m := sample.NewBusyMeter(meta, pair)
-		busy := m.Between(s.prev, x)
+		ref, notask := m.Parts(s.prev, x)
+		// The CPU on no task is summed raw, so that its 10 ms noise cancels as it does over a window, and
+		// exported as its highest sum so far, so that the counter never goes back.
+		s.noTask += notask
+		shown := max(s.noTaskShown, s.noTask)
+		busy := ref + shown - s.noTaskShown
+		s.noTaskShown = shown
 		s.busy[m.Ref] += busy
 		if el := x.Elapsed.Seconds(); el > 0 {
 			s.gap = (busy - float64(procNs)/1e9) / el

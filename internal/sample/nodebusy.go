@@ -123,10 +123,18 @@ func (b BusyMeter) Name() string {
 	return b.Ref.Describe()
 }
 
-// Between is node busy from sample a to the next sample c, in CPU seconds.
+// Between is node busy from sample a to the next sample c, in CPU seconds, its CPU on no task taken as 0
+// where it comes out below 0. For a running total, add up Parts instead: one interval's CPU on no task is
+// noisy at 10 ms, and only the sum of the raw figures lets that noise cancel.
 func (b BusyMeter) Between(a, c Sample) float64 {
-	task, notask := b.parts(a, c, intervalSeconds(a, c))
+	task, notask := b.Parts(a, c)
 	return task + max(0, notask)
+}
+
+// Parts is node busy from sample a to the next sample c, in CPU seconds, as the reference's figure and the
+// CPU on no task (NoTask; 0 otherwise), which can come out a little below 0 over one interval.
+func (b BusyMeter) Parts(a, c Sample) (ref, notask float64) {
+	return b.parts(a, c, intervalSeconds(a, c))
 }
 
 // parts is node busy from sample a to sample c, secs apart, in CPU seconds: the reference's figure, and

@@ -7,6 +7,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
 // ErrUnavailable means block I/O cannot be traced here: a process without CAP_BPF and CAP_PERFMON (or
@@ -14,32 +16,12 @@ import (
 // wrapping it says which and what to do. Callers fall back to the byte counts of /proc/PID/io and say so.
 var ErrUnavailable = errors.New("block I/O tracing unavailable")
 
-// Capabilities from include/uapi/linux/capability.h.
-const (
-	capSysAdmin = 21
-	capPerfmon  = 38
-	capBPF      = 39
-)
-
 // kernelBTF is where the kernel exposes its own BTF, which CO-RE and tp_btf programs need.
 const kernelBTF = "/sys/kernel/btf/vmlinux"
 
-// privileged reports whether this process may load and attach tracing BPF programs: CAP_BPF with
-// CAP_PERFMON (Linux 5.8 and later), or CAP_SYS_ADMIN, in its effective set. Asking first gives a clear
-// error where the kernel's EPERM would surface, through the loader's feature probes, as "not supported".
-func privileged() bool {
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return false
-	}
-	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
-	return has(capSysAdmin) || (has(capBPF) && has(capPerfmon))
-}
-
 // Check tells cheaply, without loading anything, whether Open can work here: the privileges, and the kernel
 // BTF. The error matches ErrUnavailable. Open can still fail (a kernel older than 6.5).
-func Check() error { return check(privileged(), kernelBTF) }
+func Check() error { return check(kernel.CanLoadBPF(), kernelBTF) }
 
 func check(privileged bool, btfPath string) error {
 	if !privileged {

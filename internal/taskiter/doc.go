@@ -8,7 +8,7 @@
 // and CAP_BPF with CAP_PERFMON, or CAP_SYS_ADMIN; without them Open returns an error matching
 // ErrNotSupported and callers fall back to reading every process.
 //
-// It imports cilium/ebpf and nothing of tare's; the sampler is its only caller. A new field of a thread
+// It imports cilium/ebpf and, of tare's, kernel (whether this process may load BPF); the sampler is its only caller. A new field of a thread
 // group goes in taskiter.bpf.c's record and group.go's parse, with recordSize.
 //
 // The BPF program is taskiter.bpf.c. Its compiled objects (taskiter_bpfel.o, taskiter_bpfeb.o) and Go

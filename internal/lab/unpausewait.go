@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/tare-dev/tare/internal/component"
 )
@@ -27,27 +28,22 @@ func waitLeases(ctx context.Context, kubeconfig string, since time.Time, limit t
 	if err != nil {
 		return 0, err.Error()
 	}
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	for {
-		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
-		leases, err := c.CoordinationV1().Leases("kube-node-lease").List(rctx, metav1.ListOptions{})
-		rcancel()
-		if err == nil { // no leases (an API-server-only lab): nothing to wait for
-			fresh := true
-			for _, l := range leases.Items {
-				fresh = fresh && l.Spec.RenewTime != nil && !l.Spec.RenewTime.Time.Before(since.Truncate(time.Microsecond))
-			}
-			if fresh {
-				return time.Since(since), ""
+	err = pollAPI(ctx, 50*time.Millisecond, limit, func(ctx context.Context) error {
+		leases, err := c.CoordinationV1().Leases("kube-node-lease").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, l := range leases.Items { // none (an API-server-only lab): nothing to wait for
+			if l.Spec.RenewTime == nil || l.Spec.RenewTime.Time.Before(since.Truncate(time.Microsecond)) {
+				return fmt.Errorf("lease %s not renewed yet", l.Name)
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return 0, fmt.Sprintf("not every node lease was renewed within %s of the thaw: the node lifecycle controller may mark a node NotReady for a moment", limit)
-		case <-time.After(50 * time.Millisecond):
-		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Sprintf("not every node lease was renewed within %s of the thaw: the node lifecycle controller may mark a node NotReady for a moment", limit)
 	}
+	return time.Since(since), ""
 }
 
 // plegThreshold is the kubelet's limit on the age of its last pod lifecycle relist: a kubelet thawed
@@ -63,35 +59,30 @@ func waitNodesReady(ctx context.Context, kubeconfig string, since time.Time, lim
 	if err != nil {
 		return 0, err.Error()
 	}
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	for {
-		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
-		nodes, err := c.CoreV1().Nodes().List(rctx, metav1.ListOptions{})
-		rcancel()
-		if err == nil {
-			ready := true
-			for _, n := range nodes.Items {
-				if n.Annotations[kwokAnnotation] != "" {
-					continue
-				}
-				ok := false
-				for _, cond := range n.Status.Conditions {
-					ok = ok || cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue &&
-						!cond.LastHeartbeatTime.Time.Before(since.Truncate(time.Second))
-				}
-				ready = ready && ok
+	err = pollAPI(ctx, 100*time.Millisecond, limit, func(ctx context.Context) error {
+		nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes.Items {
+			if n.Annotations[kwokAnnotation] != "" {
+				continue
 			}
-			if ready {
-				return time.Since(since), ""
+			ok := false
+			for _, cond := range n.Status.Conditions {
+				ok = ok || cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue &&
+					!cond.LastHeartbeatTime.Time.Before(since.Truncate(time.Second))
+			}
+			if !ok {
+				return fmt.Errorf("node %s not Ready with a fresh heartbeat yet", n.Name)
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return 0, fmt.Sprintf("a node did not report Ready within %s of the thaw (the kubelet was paused past its %s PLEG threshold): tare lab status shows it", limit, plegThreshold)
-		case <-time.After(100 * time.Millisecond):
-		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Sprintf("a node did not report Ready within %s of the thaw (the kubelet was paused past its %s PLEG threshold): tare lab status shows it", limit, plegThreshold)
 	}
+	return time.Since(since), ""
 }
 
 // waitReadyz polls the API server's /readyz until it answers ok and returns when it did.
@@ -100,22 +91,31 @@ func waitReadyz(ctx context.Context, kubeconfig string, limit time.Duration) (ti
 	if err != nil {
 		return time.Time{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	for {
-		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
-		body, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(rctx)
-		rcancel()
-		if err == nil && strings.TrimSpace(string(body)) == "ok" {
-			return time.Now(), nil
-		}
-		if err == nil {
+	err = pollAPI(ctx, 50*time.Millisecond, limit, func(ctx context.Context) error {
+		body, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err == nil && strings.TrimSpace(string(body)) != "ok" {
 			err = fmt.Errorf("answered %q", body)
 		}
-		select {
-		case <-ctx.Done():
-			return time.Now(), fmt.Errorf("/readyz: %w (last answer: %w)", ctx.Err(), err)
-		case <-time.After(50 * time.Millisecond):
-		}
+		return err
+	})
+	if err != nil {
+		return time.Now(), fmt.Errorf("/readyz: %w", err)
 	}
+	return time.Now(), nil
+}
+
+// pollAPI asks try, each call with a 2 s deadline, every interval until it returns nil or limit has
+// passed (or ctx ended); then it returns why, with try's last answer.
+func pollAPI(ctx context.Context, every, limit time.Duration, try func(context.Context) error) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, every, limit, true, func(ctx context.Context) (bool, error) {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		last = try(rctx)
+		return last == nil, nil
+	})
+	if err != nil && last != nil {
+		return fmt.Errorf("%w (last answer: %w)", err, last)
+	}
+	return err
 }

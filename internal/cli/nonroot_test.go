@@ -15,30 +15,11 @@ import (
 // what it could not read and why.
 func TestMeasureAsNonRoot(t *testing.T) {
 	requireRoot(t) // to switch to another user
-	self, err := os.Executable()
+	out, errOut, err := runAsNobody(t, "measure", "--duration", "2s", "--interval", "500ms")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("tare as nobody: %v\nstderr: %s\nstdout: %s", err, errOut, out)
 	}
-	dir, err := os.MkdirTemp("", "tare-nonroot") // t.TempDir's parent is private to root
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "tare-under-test")
-	copyFile(t, self, bin)
-	var out, errOut bytes.Buffer
-	cmd := exec.Command(bin, "measure", "--duration", "2s", "--interval", "500ms")
-	cmd.Env = append(os.Environ(), envRunCLI+"=1")
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("tare as nobody: %v\nstderr: %s\nstdout: %s", err, errOut.String(), out.String())
-	}
-	got := out.String()
+	got := out
 	for _, want := range []string{
 		"cpu source schedstat,",
 		"limitation: taskstats: taskstats needs CAP_NET_ADMIN (run tare as root)",
@@ -69,4 +50,32 @@ func copyFile(t *testing.T, from, to string) {
 	if err := dst.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// runAsNobody runs tare with args as the unprivileged user nobody (a copy of the test binary in a
+// directory nobody can read, as TestMain runs the CLI), and returns its stdout and stderr.
+func runAsNobody(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "tare-nonroot") // t.TempDir's parent is private to root
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "tare-under-test")
+	copyFile(t, self, bin)
+	var out, errOut bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), envRunCLI+"=1")
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
 }

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 
 	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/testenv"
+	"github.com/tare-dev/tare/internal/testload"
 )
 
 // TestProfileBadInput: each bad flag or file is refused with a message that says what to do.
@@ -51,6 +51,7 @@ func TestProfileBadInput(t *testing.T) {
 // no perf event is left open.
 func TestProfileNode(t *testing.T) {
 	testenv.NeedRoot(t, "sampling every CPU needs CAP_PERFMON")
+	burnInTare(t) // every check below looks for tare (self)
 	dir := t.TempDir()
 	a, b, page := filepath.Join(dir, "a.pb.gz"), filepath.Join(dir, "b.pb.gz"), filepath.Join(dir, "p.html")
 	stdout, stderr, err := run(context.Background(), "profile", "--duration", "3s", "--pprof", a, "--html", page)
@@ -70,7 +71,8 @@ func TestProfileNode(t *testing.T) {
 	if err != nil || !bytes.Contains(html, []byte(`"kind":"flame"`)) || !bytes.Contains(html, []byte("tare (self)")) {
 		t.Errorf("HTML report lacks the flame graph of groups (err %v)", err)
 	}
-	if _, stderr, err := run(context.Background(), "profile", "--duration", "1s", "--pprof", b, "--group", "tare (self)"); err != nil {
+	_, stderr, err = run(context.Background(), "profile", "--duration", "1s", "--pprof", b, "--group", "tare (self)")
+	if err != nil {
 		t.Fatalf("tare profile --group: %v\n%s", err, stderr)
 	}
 	diff, stderr, err := run(context.Background(), "profile", "diff", a, b)
@@ -83,7 +85,7 @@ func TestProfileNode(t *testing.T) {
 			t.Errorf("go tool pprof -tagfocus group=tare (self): %v\n%s", err, out)
 		}
 	}
-	if n := perfFDs(t); n != 0 {
+	if n := testload.PerfFDs(t); n != 0 {
 		t.Errorf("%d perf event descriptors left open", n)
 	}
 }
@@ -92,6 +94,7 @@ func TestProfileNode(t *testing.T) {
 // leaves no perf event open.
 func TestProfileInterrupt(t *testing.T) {
 	testenv.NeedRoot(t, "sampling every CPU needs CAP_PERFMON")
+	burnInTare(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -102,7 +105,7 @@ func TestProfileInterrupt(t *testing.T) {
 	if err != nil || !strings.Contains(stdout, "samples of") {
 		t.Errorf("interrupted profile: %v\nstdout: %s\nstderr: %s", err, stdout, stderr)
 	}
-	if n := perfFDs(t); n != 0 {
+	if n := testload.PerfFDs(t); n != 0 {
 		t.Errorf("%d perf event descriptors left open after Ctrl-C", n)
 	}
 }
@@ -115,50 +118,15 @@ func TestProfileNoPermission(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(b)) == "-1" {
 		testenv.Unavailable(t, "perf_event_paranoid is -1 (or unreadable): every user may sample every CPU")
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "tare-nonroot") // t.TempDir's parent is private to root
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "tare-under-test")
-	copyFile(t, self, bin)
-	var out, errOut bytes.Buffer
-	cmd := exec.Command(bin, "profile", "--duration", "1s")
-	cmd.Env = append(os.Environ(), envRunCLI+"=1")
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	if err := cmd.Run(); err == nil {
-		t.Fatalf("tare profile as nobody succeeded:\n%s", out.String())
+	out, errOut, err := runAsNobody(t, "profile", "--duration", "1s")
+	if err == nil {
+		t.Fatalf("tare profile as nobody succeeded:\n%s", out)
 	}
 	for _, want := range []string{"perf events not permitted", "CAP_PERFMON", "kernel.perf_event_paranoid=-1", "(now " + strings.TrimSpace(string(b)) + ")"} {
-		if !strings.Contains(errOut.String(), want) {
-			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}
 	}
-}
-
-// perfFDs counts this process's open perf event descriptors.
-func perfFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range ents {
-		if l, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && strings.Contains(l, "perf_event") {
-			n++
-		}
-	}
-	return n
 }
 
 // checkProfileOfLabPod moves a burner into every cgroup of pod ns/name's processes on the running lab (a
@@ -246,4 +214,21 @@ func podCgroups(t *testing.T, uid string) []string {
 	}
 	t.Fatalf("no process of pod %s found in /proc", uid)
 	return nil
+}
+
+// burnInTare keeps one CPU busy in this test process, which is tare (self) to tare profile run in it, until
+// the test ends: on a quiet machine a profile of a second or two can otherwise hold no sample of tare, or
+// none at all.
+func burnInTare(t *testing.T) {
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+	}()
 }

@@ -77,22 +77,6 @@ func cpuTicks(t *testing.T, pid int) uint64 {
 	return u + s
 }
 
-// perfFDs counts this process's open perf event descriptors.
-func perfFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range ents {
-		if l, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && strings.Contains(l, "perf_event") {
-			n++
-		}
-	}
-	return n
-}
-
 func record(t *testing.T, ctx context.Context, d time.Duration) (*Raw, *Symbolizer) {
 	t.Helper()
 	k, err := ReadKallsyms("/proc")
@@ -104,7 +88,7 @@ func record(t *testing.T, ctx context.Context, d time.Duration) (*Raw, *Symboliz
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := perfFDs(t); n != 0 {
+	if n := testload.PerfFDs(t); n != 0 {
 		t.Errorf("%d perf event descriptors left open after Record", n)
 	}
 	return raw, sym

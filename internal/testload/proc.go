@@ -3,7 +3,9 @@ package testload
 import (
 	"bufio"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -115,4 +117,21 @@ func Sleepers(t testing.TB, n int) []int {
 		pids = append(pids, c.Process.Pid)
 	}
 	return pids
+}
+
+// PerfFDs counts this process's open perf event descriptors: tests of tare profile check that none is
+// left after a run, Ctrl-C included.
+func PerfFDs(t testing.TB) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && strings.Contains(l, "perf_event") {
+			n++
+		}
+	}
+	return n
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,15 +221,10 @@ func podCgroups(t *testing.T, uid string) []string {
 // the test ends: on a quiet machine a profile of a second or two can otherwise hold no sample of tare, or
 // none at all.
 func burnInTare(t *testing.T) {
-	stop := make(chan struct{})
-	t.Cleanup(func() { close(stop) })
+	var stop atomic.Bool
+	t.Cleanup(func() { stop.Store(true) })
 	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		for !stop.Load() {
 		}
 	}()
 }

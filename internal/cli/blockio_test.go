@@ -44,9 +44,12 @@ func TestMeasureBlockIO(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		out, errOut, err := run(context.Background(), "measure", "--duration", "5s", "--block-io", "-o", "json")
+		out, errOut, err := run(context.Background(), "measure", "--duration", "8s", "--block-io", "-o", "json")
 		done <- result{out, errOut, err}
 	}()
+	// The block I/O window opens at the first sample, just after the tracer attaches: on a loaded machine
+	// that was more than a fixed 1.5 s after the start, and the window missed dd's first reads.
+	waitTracing(t, 4, 30*time.Second)
 	time.Sleep(1500 * time.Millisecond)
 	if out, err := exec.Command(dd, "if="+file, "of=/dev/null", "bs="+strconv.Itoa(block), "iflag=direct").CombinedOutput(); err != nil {
 		t.Fatalf("reading the file: %v\n%s", err, out)
@@ -83,6 +86,29 @@ func TestMeasureBlockIO(t *testing.T) {
 	}
 	if p := s.BlockIO.Total.DeviceP50; p == nil || p.Hi <= 0 {
 		t.Errorf("node device p50 %+v", p)
+	}
+}
+
+// waitTracing waits until this process (tare, in these tests) holds n BPF links on block tracepoints: the block I/O
+// tracer's programs, attached.
+func waitTracing(t *testing.T, n int, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		fds, _ := os.ReadDir("/proc/self/fdinfo")
+		got := 0
+		for _, fd := range fds {
+			if b, err := os.ReadFile(filepath.Join("/proc/self/fdinfo", fd.Name())); err == nil && strings.Contains(string(b), "tp_name:\tblock_") {
+				got++
+			}
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s, tare holds %d BPF links on block tracepoints, want %d (the block I/O tracer's)", limit, got, n)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

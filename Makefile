@@ -66,8 +66,8 @@ fuzz:
 	GO=$(GO) ./scripts/fuzz.sh
 
 # bench: tare's own overhead next to pidstat, then the lab (time to Ready and first pod, cold and warm;
-# idle CPU upstream vs tuned), explain's audit-log reader against jq on 1 GiB, and how long an A/B
-# experiment needs to detect a 5% change in control-plane CPU, the agent beside the exporters, and a default
+# idle CPU upstream vs tuned), explain's audit-log reader against jq on 1 GiB, sequential experiments
+# (--mde 2% --budget 10m) against a planted 2% change and A/A, the agent beside the exporters, and a default
 # tare datapath net run. Root.
 bench: bench-overhead bench-lab bench-audit bench-experiment bench-agent bench-datapath
 
@@ -81,8 +81,11 @@ bench-audit:
 	@command -v jq >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null)
 	$(GO) run ./bench/audit
 
+# bench-experiment: 10 experiments with a planted 2% change in control-plane CPU and 20 A/A, interleaved, each
+# --mde 2% --budget 10m: how often each is found (exact binomial intervals) and the wall time. About 5 hours;
+# BENCH_EXPERIMENT='-planted 2 -aa 2' for a short run.
 bench-experiment: build
-	$(GO) run ./bench/experiment -tare ./$(BIN)
+	$(GO) run ./bench/experiment -tare ./$(BIN) $(BENCH_EXPERIMENT)
 
 # bench-agent: tare agent beside prometheus-node-exporter and prometheus-process-exporter, each scraped every
 # 15 s for 2 minutes: CPU and peak RSS of each, and the ratios. Root.

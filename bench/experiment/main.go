@@ -1,7 +1,15 @@
-// Command experiment is the experiment benchmark (make bench): how long an A/B run on this machine needs
-// to detect a 5% change in control-plane CPU at 95% confidence. It runs an A/A experiment (the same
-// upstream lab as both variants) with tare experiment, takes the noise between trials from it, checks
-// that A/A finds no difference, and works out the trials and minutes a 5% effect needs.
+// Command experiment is the experiment benchmark (make bench-experiment): does tare experiment find a
+// small change within its budget, and does it keep its false-positive rate? It runs sequential
+// experiments (--mde, --budget) on the upstream lab, interleaved:
+//
+//   - planted: the baseline against a variant that runs a burner regulated to exactly mde% of the baseline's
+//     control-plane CPU (this binary in the testload burn mode, named kube-scheduler so that tare counts it
+//     in the control plane). Found when the answer is "changed" upwards; its repeated interval should hold
+//     the planted millicores.
+//   - A/A: the baseline against an identical variant. Significant here is a false positive.
+//
+// The first A/A run calibrates the planted load (2% of its pilot's baseline median). It prints each run
+// and the rates with exact binomial intervals, the designs tare chose and the wall time.
 package main
 
 import (
@@ -13,110 +21,176 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"time"
 
-	"gonum.org/v1/gonum/stat"
-	"gonum.org/v1/gonum/stat/distuv"
+	"github.com/tare-dev/tare/internal/compare"
+	"github.com/tare-dev/tare/internal/stats"
+	"github.com/tare-dev/tare/internal/testload"
 )
 
-type results struct {
-	Rows []struct {
-		Metric string `json:"metric"`
-		Cells  []struct {
-			Variant string `json:"variant"`
-			Median  struct {
-				Median float64 `json:"median"`
-			} `json:"median"`
-			Shift *struct {
-				P           float64 `json:"p"`
-				Significant bool    `json:"significant"`
-			} `json:"shift"`
-		} `json:"cells"`
-	} `json:"rows"`
-	Trials []struct {
-		Variant string             `json:"variant"`
-		Status  string             `json:"status"`
-		Started time.Time          `json:"started"`
-		Metrics map[string]float64 `json:"metrics"`
-	} `json:"trials"`
+type options struct {
+	tare           string
+	planted, aa    int
+	mde            float64
+	budget         time.Duration
+	window, warmup time.Duration
+	pilotRounds    int
+	profile        string
 }
 
 func main() {
-	tare := flag.String("tare", "bin/tare", "tare binary")
-	trials := flag.Int("trials", 5, "trials per variant")
-	window := flag.Duration("window", 20*time.Second, "measured window per trial")
-	effect := flag.Float64("effect", 5, "the change to detect, % of control-plane CPU")
+	testload.Main() // the planted burner is this binary in the burn mode
+	var o options
+	flag.StringVar(&o.tare, "tare", "bin/tare", "tare binary")
+	flag.IntVar(&o.planted, "planted", 10, "experiments with the planted change")
+	flag.IntVar(&o.aa, "aa", 20, "A/A experiments")
+	flag.Float64Var(&o.mde, "mde", 2, "the planted change and the experiments' --mde, % of control-plane CPU")
+	flag.DurationVar(&o.budget, "budget", 10*time.Minute, "each experiment's --budget")
+	flag.DurationVar(&o.window, "window", 20*time.Second, "measured window per trial")
+	flag.DurationVar(&o.warmup, "warmup", 20*time.Second, "warm-up per trial")
+	flag.IntVar(&o.pilotRounds, "pilot-rounds", 3, "pilot rounds")
+	flag.StringVar(&o.profile, "profile", "upstream", "lab profile")
 	flag.Parse()
-	if err := run(*tare, *trials, *window, *effect); err != nil {
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(tare string, trials int, window time.Duration, effect float64) error {
+// outcome is one experiment's answer.
+type outcome struct {
+	kind     string // planted or a-a
+	decision string
+	at       int
+	pairs    int
+	mean     float64 // mc
+	lo, hi   float64
+	base     float64
+	reached  float64 // %
+	rounds   int     // the plan's
+	took     time.Duration
+}
+
+func run(o options) error {
 	dir, err := os.MkdirTemp("", "tare-bench-exp-")
 	if err != nil {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	spec := filepath.Join(dir, "aa.yaml")
-	if err := os.WriteFile(spec, []byte(fmt.Sprintf(`name: a-a
-target: {lab: {profile: upstream}}
-trials: %d
-warmup: 20s
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	var all []outcome
+	plantedMC := 0.0
+	for i := 0; len(count(all, "planted")) < o.planted || len(count(all, "a-a")) < o.aa; i++ {
+		kind := "a-a"
+		// After the calibrating A/A run, alternate while both are owed.
+		if plantedMC > 0 && len(count(all, "planted")) < o.planted && (i%2 == 1 || len(count(all, "a-a")) >= o.aa) {
+			kind = "planted"
+		}
+		second := "{name: a-again}"
+		if kind == "planted" {
+			second = fmt.Sprintf(`{name: planted, run: "bash -c 'sleep 100000 | %s=burn exec -a kube-scheduler %s %.3f'"}`, testload.EnvMode, self, plantedMC)
+		}
+		spec := filepath.Join(dir, fmt.Sprintf("run-%02d.yaml", i))
+		if err := os.WriteFile(spec, []byte(fmt.Sprintf(`name: bench-%s
+target: {lab: {profile: %s}}
+warmup: %s
 window: %s
 primary: control-plane-cpu
-variants: [{name: a, baseline: true}, {name: a-again}]
-`, trials, window)), 0o644); err != nil {
-		return err
-	}
-	start := time.Now()
-	cmd := exec.Command(tare, "experiment", spec, "--out", filepath.Join(dir, "out"), "-o", "json")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("tare experiment: %w", err)
-	}
-	took := time.Since(start)
-	var r results
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-		return err
-	}
-	byVariant := map[string][]float64{}
-	for _, t := range r.Trials {
-		if t.Status == "ok" {
-			byVariant[t.Variant] = append(byVariant[t.Variant], t.Metrics["control-plane-cpu"])
+pilot_rounds: %d
+variants: [{name: a, baseline: true}, %s]
+`, kind, o.profile, o.warmup, o.window, o.pilotRounds, second)), 0o644); err != nil {
+			return err
+		}
+		oc, err := experiment(o, spec, filepath.Join(dir, fmt.Sprintf("out-%02d", i)), kind)
+		if err != nil {
+			return err
+		}
+		all = append(all, oc)
+		fmt.Printf("%2d %-7s %-9s round %2d/%2d, %2d pairs: %+6.2fm [%+6.2f, %+6.2f] of %.1fm (%+.1f%%), reached ±%.1f%%, %s\n", i+1, kind, oc.decision, oc.at,
+			oc.rounds, oc.pairs, oc.mean, oc.lo, oc.hi, oc.base, 100*oc.mean/oc.base, oc.reached, oc.took.Round(time.Second))
+		if plantedMC == 0 {
+			plantedMC = o.mde / 100 * oc.base
+			fmt.Printf("   the planted change: %.3fm (%.1f%% of %.2fm)\n", plantedMC, o.mde, oc.base)
 		}
 	}
-	a, b := byVariant["a"], byVariant["a-again"]
-	var ss float64
-	for _, x := range [][]float64{a, b} {
-		ss += stat.Variance(x, nil) * float64(len(x)-1)
-	}
-	sigma := math.Sqrt(ss / float64(len(a)+len(b)-2))
-	base := stat.Mean(append(append([]float64{}, a...), b...), nil)
-	delta := effect / 100 * base
-	z := distuv.UnitNormal.Quantile(0.975) + distuv.UnitNormal.Quantile(0.8)
-	// Trials per variant for the Mann–Whitney test (efficiency 3/π against the t-test), at least 4.
-	n := max(4, int(math.Ceil(2*z*z*sigma*sigma/(delta*delta)/(3/math.Pi))))
-	perTrial := took / time.Duration(len(r.Trials))
-	measured := window.Minutes()
-	mdeNow := z * sigma * math.Sqrt(2/float64(trials)) / math.Sqrt(3/math.Pi)
-	fmt.Printf("A/A on the upstream lab: %d trials of %s (%s each with restart, guard and warm-up), %s in all\n",
-		len(r.Trials), window, perTrial.Round(time.Second), took.Round(time.Second))
-	for _, row := range r.Rows {
-		if row.Metric == "control-plane-cpu" && len(row.Cells) == 2 && row.Cells[1].Shift != nil {
-			verdict := "~ (no difference, as it should be)"
-			if row.Cells[1].Shift.Significant {
-				verdict = "significant: a false positive (expected in 5% of runs)"
-			}
-			fmt.Printf("control-plane CPU: a %.1fm, a-again %.1fm: %s, p=%.2f\n", row.Cells[0].Median.Median, row.Cells[1].Median.Median, verdict, row.Cells[1].Shift.P)
-		}
-	}
-	fmt.Printf("noise between trials: σ = %.2fm (%.1f%% of %.1fm)\n", sigma, 100*sigma/base, base)
-	fmt.Printf("this run could detect ±%.1f%% (%.1fm) with %d trials a side: %.1f minutes of measurement, %.1f minutes in all\n",
-		100*mdeNow/base, mdeNow, trials, 2*float64(trials)*measured, took.Minutes())
-	fmt.Printf("to detect %.0f%% (%.1fm) at 95%% confidence, 80%% power: %d trials a side = %.1f minutes of measurement, about %.0f minutes in all\n",
-		effect, delta, n, 2*float64(n)*measured, 2*float64(n)*perTrial.Minutes())
+	report(o, all, plantedMC)
 	return nil
+}
+
+func experiment(o options, spec, out, kind string) (outcome, error) {
+	start := time.Now()
+	cmd := exec.Command(o.tare, "experiment", spec, "--out", out, "-o", "json", "--mde", fmt.Sprintf("%g%%", o.mde), "--budget", o.budget.String())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return outcome{}, fmt.Errorf("tare experiment (%s): %w\n%s", kind, err, stderr.String())
+	}
+	var r compare.Results
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		return outcome{}, err
+	}
+	if r.Plan == nil || len(r.Sequential) != 1 {
+		return outcome{}, fmt.Errorf("%s: no plan or sequential answer in the results", kind)
+	}
+	s := r.Sequential[0]
+	return outcome{kind: kind, decision: s.Decision, at: s.At, pairs: s.Pairs, mean: float64(s.Mean), lo: float64(s.Lo), hi: float64(s.Hi),
+		base: r.Plan.Base, reached: float64(s.ReachedPct), rounds: r.Plan.MaxRounds, took: time.Since(start)}, nil
+}
+
+func count(all []outcome, kind string) []outcome {
+	var out []outcome
+	for _, x := range all {
+		if x.kind == kind {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func report(o options, all []outcome, plantedMC float64) {
+	rate := func(k, n int) string {
+		lo, hi := stats.BinomialCI(k, n, 0.95)
+		return fmt.Sprintf("%d/%d (%.0f%%, 95%% interval %.0f–%.0f%%)", k, n, 100*float64(k)/float64(max(n, 1)), 100*lo, 100*hi)
+	}
+	pl, aa := count(all, "planted"), count(all, "a-a")
+	found, covered := 0, 0
+	for _, x := range pl {
+		if x.decision == compare.Changed && x.mean > 0 {
+			found++
+		}
+		if x.lo <= plantedMC && plantedMC <= x.hi {
+			covered++
+		}
+	}
+	fp := 0
+	for _, x := range aa {
+		if x.decision == compare.Changed {
+			fp++
+		}
+	}
+	var took []float64
+	for _, x := range all {
+		took = append(took, x.took.Minutes())
+	}
+	slices.Sort(took)
+	fmt.Printf("\nsequential experiments on the %s lab: --mde %g%% --budget %s, windows of %s after %s of warm-up, %d pilot rounds\n",
+		o.profile, o.mde, o.budget, o.window, o.warmup, o.pilotRounds)
+	fmt.Printf("planted %.3fm (%g%%): found %s; repeated interval held it %s\n", plantedMC, o.mde, rate(found, len(pl)), rate(covered, len(pl)))
+	fmt.Printf("A/A: significant %s (want at most 5%%)\n", rate(fp, len(aa)))
+	if len(took) > 0 {
+		fmt.Printf("wall time per experiment: median %.1f min, max %.1f min\n", took[len(took)/2], took[len(took)-1])
+	}
+	var reached []float64
+	for _, x := range all {
+		if !math.IsNaN(x.reached) {
+			reached = append(reached, x.reached)
+		}
+	}
+	if len(reached) > 0 {
+		fmt.Printf("sensitivity reached (80%% power): median ±%.1f%% (asked ±%g%%)\n", stats.MedianOf(reached), o.mde)
+	}
 }

@@ -44,13 +44,13 @@ func TestMeasureBlockIO(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		out, errOut, err := run(context.Background(), "measure", "--duration", "8s", "--block-io", "-o", "json")
+		out, errOut, err := run(context.Background(), "measure", "--duration", "10s", "--block-io", "-o", "json")
 		done <- result{out, errOut, err}
 	}()
 	// The block I/O window opens at the first sample, just after the tracer attaches: on a loaded machine
 	// that was more than a fixed 1.5 s after the start, and the window missed dd's first reads.
 	waitTracing(t, 4, 30*time.Second)
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(3 * time.Second)
 	if out, err := exec.Command(dd, "if="+file, "of=/dev/null", "bs="+strconv.Itoa(block), "iflag=direct").CombinedOutput(); err != nil {
 		t.Fatalf("reading the file: %v\n%s", err, out)
 	}
@@ -77,8 +77,10 @@ func TestMeasureBlockIO(t *testing.T) {
 	disk := after - before
 	t.Logf("dd's group %q: %d reads, %d bytes (dd: %d, %d); node %d reads, /proc/diskstats %d; device p50 %v",
 		ddGroup, ddReads, ddBytes, size/block, size, s.BlockIO.Total.ReadRequests, disk, s.BlockIO.Total.DeviceP50)
-	if ddReads < size/block || ddBytes < size {
-		t.Errorf("dd's group read %d requests, %d bytes: want at least dd's %d and %d", ddReads, ddBytes, size/block, size)
+	// The block tracepoints can miss a few requests that /proc/diskstats counts (blockio's test; CI saw 6 of
+	// 8,192 missed with the whole read inside the window): at least 99.5% of dd's.
+	if float64(ddReads) < 0.995*size/block || float64(ddBytes) < 0.995*size {
+		t.Errorf("dd's group read %d requests, %d bytes: want at least 99.5%% of dd's %d and %d", ddReads, ddBytes, size/block, size)
 	}
 	// The tracepoints can fire for a little less than diskstats counts, never more (blockio's test).
 	if s.BlockIO.Total.ReadRequests > disk+8 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,6 +21,9 @@ type experimentOptions struct {
 	resume string
 	labDir string
 	html   string
+	mde    string
+	budget time.Duration
+	pilot  string
 }
 
 func newExperiment(s streams, g *globalOptions) *cobra.Command {
@@ -44,11 +48,21 @@ significant (benchstat's convention); the smallest change the run could have det
 few trials, outliers and drift. A variant is recommended when its primary metric fell significantly and
 no guard worsened beyond the tolerance. A sweep adds a chart of the primary metric against the values.
 
+Sequential (--mde 2%, or mde: in the spec): a pilot of 3 rounds (pilot_rounds) measures the noise of
+one pair's difference in the primary metric (trials are paired by round); tare prints the rounds that
+detect the change with 80% power and how long they take, adds them, and after every round looks at the
+pairs with group-sequential bounds (Lan–DeMets O'Brien–Fleming alpha spending, so the false-positive rate
+stays at alpha however often it looks): it stops as soon as the change is significant or its repeated
+interval excludes the requested change. --budget 10m sizes the rounds to the time and says when the
+requested change is out of its reach; --pilot DIR plans from an earlier experiment of the same lab
+instead, before any trial. The results say whether the requested sensitivity was reached.
+
 Ready-made specs: examples/experiments/ (upstream vs tuned, leader election on vs off, etcd
 --snapshot-count sweep, lab running vs paused). A variant with pause: true is measured with the lab paused
 (tare lab pause after the guard and warm-up, unpause after the window).`,
 		Example: `  sudo tare experiment examples/experiments/leader-election.yaml
   sudo tare experiment examples/experiments/etcd-snapshot-count.yaml --out snap
+  sudo tare experiment examples/experiments/leader-election.yaml --mde 2% --budget 10m
   sudo tare experiment --resume snap          # after Ctrl-C
   tare experiment --resume snap -o json        # a finished one: print its results again`,
 		Args: cobra.MaximumNArgs(1),
@@ -60,6 +74,9 @@ Ready-made specs: examples/experiments/ (upstream vs tuned, leader election on v
 	f.StringVar(&o.out, "out", "", "directory for the experiment file and the trials' recordings (default tare-experiment-NAME-TIME)")
 	f.StringVar(&o.resume, "resume", "", "continue the experiment in this directory (or print its results when it is complete)")
 	f.StringVar(&o.labDir, "lab-dir", lab.DefaultDir(), "a lab running here is refused: the experiment starts its own")
+	f.StringVar(&o.mde, "mde", "", "the change of the primary metric to detect with 80% power, e.g. 2%: a sequential experiment (spec mde)")
+	f.DurationVar(&o.budget, "budget", 0, "wall time for the trials of a sequential experiment, pilot included (spec budget), e.g. 10m")
+	f.StringVar(&o.pilot, "pilot", "", "plan a sequential experiment from this earlier experiment directory's trials instead of a pilot")
 	htmlFlag(f, &o.html)
 	return cmd
 }
@@ -80,6 +97,9 @@ func runExperiment(ctx context.Context, s streams, g *globalOptions, o *experime
 	var trials []experiment.Trial
 	var err error
 	if o.resume != "" {
+		if o.mde != "" || o.budget != 0 || o.pilot != "" {
+			return usageError("--mde, --budget and --pilot plan a new experiment; --resume goes on with the stored plan")
+		}
 		if st, trials, err = experiment.Open(ctx, o.resume); err != nil {
 			return err
 		}
@@ -87,6 +107,16 @@ func runExperiment(ctx context.Context, s streams, g *globalOptions, o *experime
 		spec, err := experiment.Load(args[0])
 		if err != nil {
 			return usageError("%s: %w", args[0], err)
+		}
+		if err := sequentialFlags(spec, o); err != nil {
+			return err
+		}
+		var plan *experiment.PlanFrom
+		if o.pilot != "" {
+			if plan, err = experiment.PlanFromPilot(ctx, spec, o.pilot); err != nil {
+				return err
+			}
+			fmt.Fprintln(s.err, experiment.PlanText(plan.Plan))
 		}
 		out := o.out
 		if out == "" {
@@ -99,12 +129,18 @@ func runExperiment(ctx context.Context, s streams, g *globalOptions, o *experime
 		if st, trials, err = experiment.Create(ctx, out, spec); err != nil {
 			return err
 		}
+		if plan != nil {
+			if trials, err = st.Adopt(ctx, plan.Plan, trials); err != nil {
+				_ = st.Close()
+				return err
+			}
+		}
 	}
 	defer func() { _ = st.Close() }()
 	r := &experiment.Runner{Store: st, Roots: g.sampleOptions(sample.Options{}), Version: Version, Progress: s.err, Live: liveLine(s, g)}
 	pending := 0
 	for _, t := range trials {
-		if t.Status != "ok" {
+		if t.Status != "ok" && t.Status != experiment.StatusStopped {
 			pending++
 		}
 	}
@@ -118,7 +154,7 @@ func runExperiment(ctx context.Context, s streams, g *globalOptions, o *experime
 		fmt.Fprintf(s.err, "experiment %s: %d trial(s) to run, recorded in %s\n", st.Spec.Name, pending, st.Dir)
 		trials, runErr = r.Run(ctx, trials)
 	}
-	res := experiment.Analyze(st.Spec, trials)
+	res := experiment.Analyze(st.Spec, st.Plan, trials)
 	if err := render(s, g, res); err != nil {
 		return err
 	}
@@ -133,5 +169,32 @@ func runExperiment(ctx context.Context, s streams, g *globalOptions, o *experime
 		return fmt.Errorf("%w\nthe experiment stopped; the finished trials are kept in %s (tare experiment --resume %s runs the rest)", runErr, abs, abs)
 	}
 	fmt.Fprintf(s.err, "recorded in %s (experiment.db; each trial's window in trial-NNN.db, for tare report or tare diff)\n", abs)
+	return nil
+}
+
+// sequentialFlags puts --mde and --budget into the spec and checks it again.
+func sequentialFlags(spec *experiment.Spec, o *experimentOptions) error {
+	if o.mde == "" && o.budget == 0 && o.pilot == "" {
+		return nil
+	}
+	if o.mde != "" {
+		var p experiment.Percent
+		if err := p.UnmarshalJSON([]byte(strconv.Quote(o.mde))); err != nil {
+			return usageError("--mde: %w", err)
+		}
+		spec.MDE = p
+	}
+	if o.budget < 0 {
+		return usageError("--budget %s: must not be negative", o.budget)
+	}
+	if o.budget > 0 {
+		spec.Budget.Duration = o.budget
+	}
+	if spec.MDE == 0 {
+		return usageError("--budget and --pilot plan a sequential experiment: give --mde (the change to detect, e.g. 2%%) too")
+	}
+	if err := spec.Check(); err != nil {
+		return usageError("%w", err)
+	}
 	return nil
 }

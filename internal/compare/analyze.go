@@ -42,12 +42,7 @@ func Analyze(d Design, trials []Trial) Results {
 			add(m, v, true)
 		}
 	}
-	if primary == "" {
-		primary = "control-plane-cpu"
-		if _, ok := values[primary]; !ok {
-			primary = "node-busy"
-		}
-	}
+	primary = PrimaryFor(primary, trials)
 	r.Primary = primary
 	metrics := make([]string, 0, len(values))
 	for m := range values {
@@ -56,9 +51,29 @@ func Analyze(d Design, trials []Trial) Results {
 	for _, m := range Order(metrics, primary) {
 		r.Rows = append(r.Rows, compareRow(m, guards[m], names, values[m], d.Alpha))
 	}
+	if d.Plan != nil {
+		r.Plan = d.Plan
+		for _, v := range names[1:] {
+			r.Sequential = append(r.Sequential, SequentialFor(*d.Plan, trials, names[0], v, primary, d.Alpha))
+		}
+	}
 	r.Verdicts = verdicts(&r, names, counts, failed)
 	r.Warnings = warnings(d, trials, counts, primary, values[primary])
 	return r
+}
+
+// PrimaryFor is the primary metric: the one given, else control-plane-cpu, or node-busy when no trial
+// measured the control plane.
+func PrimaryFor(primary string, trials []Trial) string {
+	if primary != "" {
+		return primary
+	}
+	for _, t := range trials {
+		if _, ok := t.Metrics["control-plane-cpu"]; ok && t.Status == "ok" {
+			return "control-plane-cpu"
+		}
+	}
+	return "node-busy"
 }
 
 // compareRow puts each variant's values of one metric next to the baseline's (names[0]).
@@ -157,7 +172,15 @@ func verdicts(r *Results, names []string, counts, failed map[string]int) []Verdi
 					row.Metric, c.Median.Median, row.Unit, base, row.Unit, worse, r.Tolerance, sig))
 			}
 		}
-		switch {
+		switch seq := r.sequentialOf(v); {
+		case seq != nil && seq.Decision == Changed && seq.Mean < 0:
+			vd.Summary = SequentialText(*seq, *r.Plan, r.Primary)
+			vd.Recommended = vd.GuardOK
+		case seq != nil:
+			vd.Summary = SequentialText(*seq, *r.Plan, r.Primary)
+			if seq.Decision == Changed {
+				vd.Summary = "worse: " + vd.Summary
+			}
 		case primary == nil || primary.Shift == nil:
 			vd.Summary = "no " + r.Primary + " to compare"
 		case !primary.Shift.Significant:
@@ -177,6 +200,16 @@ func verdicts(r *Results, names []string, counts, failed map[string]int) []Verdi
 		out = append(out, vd)
 	}
 	return out
+}
+
+// sequentialOf is variant's sequential answer; nil when the experiment is not sequential.
+func (r *Results) sequentialOf(variant string) *Sequential {
+	for i := range r.Sequential {
+		if r.Sequential[i].Variant == variant {
+			return &r.Sequential[i]
+		}
+	}
+	return nil
 }
 
 // MDEText says what change a cell's comparison could detect: "±4.6%" of the baseline's median, "no change

@@ -16,6 +16,8 @@
 // Where a new thing goes:
 //   - a metric: its family in metrics.go (families, unit, Measure, and its rank in Order);
 //   - a verdict or warning: verdicts in analyze.go, warnings about the run in warnings.go;
+//   - anything of a sequential experiment's analysis (its Plan, the pairs by round, the looks and their
+//     decisions): sequential.go;
 //   - a renderer: a method of Results in render.go (the HTML page lives in internal/htmlreport);
 //   - a new source of observations (as Diff cuts recordings into blocks): a file of its own that builds
 //     Trials and a Design and calls Analyze.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // JSON writes the results as indented JSON. A variant without trials has an empty median (n = 0), written
@@ -69,6 +70,22 @@ func (r Results) Table(w io.Writer) error {
 		b.WriteString(")\n")
 		for _, g := range v.Guard {
 			fmt.Fprintf(&b, "  guard: %s\n", g)
+		}
+	}
+	if p := r.Plan; p != nil {
+		fmt.Fprintf(&b, "\nsequential (%s):\n  plan: detect ±%.1f%% of %s (%.4g at baseline) with 80%% power: up to %d rounds, looks from round %d; noise of one pair %.3g (%s)\n",
+			SequentialMethod, p.MDEPct, r.Primary, p.Base, p.MaxRounds, p.FirstLook, p.Sigma, p.Pilot)
+		if p.ReachablePct > p.MDEPct {
+			fmt.Fprintf(&b, "  the budget (%s) allows %d rounds, which detect ±%.1f%%, not the ±%.1f%% asked\n",
+				(time.Duration(p.BudgetSeconds) * time.Second).String(), p.MaxRounds, p.ReachablePct, p.MDEPct)
+		}
+		for _, s := range r.Sequential {
+			fmt.Fprintf(&b, "  %s: %d pairs, %d looks; sensitivity reached ±%.1f%% (asked ±%.1f%%: %s)", s.Variant, s.Pairs, len(s.Looks),
+				float64(s.ReachedPct), p.MDEPct, map[bool]string{true: "reached", false: "not reached"}[s.Reached])
+			if sr := s.SignedRank; sr != nil && !math.IsNaN(sr.P) {
+				fmt.Fprintf(&b, "; signed-rank p=%.3g", sr.P)
+			}
+			b.WriteString("\n")
 		}
 	}
 	if r.Sweep != nil {

@@ -40,6 +40,9 @@ type Design struct {
 	Sweep *Sweep
 	// Observation is what one observation is called in warnings: "trial" (when empty) or "block".
 	Observation string
+	// Plan, once a sequential experiment has one, pairs the trials by round and decides the primary metric
+	// by group-sequential looks (sequential.go).
+	Plan *Plan
 }
 
 // Sweep is one flag over values; the first value is the baseline.
@@ -143,5 +146,8 @@ type Results struct {
 	Verdicts  []Verdict `json:"verdicts"`
 	Warnings  []string  `json:"warnings,omitempty"`
 	Sweep     *Sweep    `json:"sweep,omitempty"`
-	Trials    []Trial   `json:"trials"`
+	// Plan and Sequential: a sequential experiment's design and each variant's answer on the primary metric.
+	Plan       *Plan        `json:"plan,omitempty"`
+	Sequential []Sequential `json:"sequential,omitempty"`
+	Trials     []Trial      `json:"trials"`
 }

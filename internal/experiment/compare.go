@@ -23,9 +23,16 @@ const (
 	GuardLatency = compare.GuardLatency
 )
 
-// Analyze compares every variant with the baseline (compare.Analyze over the spec's design).
-func Analyze(spec *Spec, trials []Trial) Results {
-	return compare.Analyze(spec.design(), trials)
+// Analyze compares every variant with the baseline (compare.Analyze over the spec's design), and for a
+// sequential experiment with its plan (nil before the pilot has ended) looks at the primary metric's pairs.
+func Analyze(spec *Spec, plan *compare.Plan, trials []Trial) Results {
+	return compare.Analyze(spec.designWith(plan), trials)
+}
+
+func (s *Spec) designWith(plan *compare.Plan) compare.Design {
+	d := s.design()
+	d.Plan = plan
+	return d
 }
 
 // design is what the comparison needs of the spec: the variants' names with the baseline first, then the

@@ -4,10 +4,12 @@
 // interrupted experiment continues with --resume.
 //
 // What it owns: the spec (spec.go: the YAML file and its checks), the plan and the experiment file
-// (store.go), the runner (run.go: the lab or the commands target, the window) and the guard (guard.go:
-// a Deployment reached through its Service, API latency). The comparison of the trials (medians,
-// intervals, Mann–Whitney tests, verdicts, table and JSON) is internal/compare's: Analyze here only hands
-// the spec's design to compare.Analyze, and Trial and Results are compare's types.
+// (store.go), the runner (run.go: the lab or the commands target, the window; runcmd.go: a variant's run
+// command), the guard (guard.go: a Deployment reached through its Service, API latency) and a sequential
+// experiment's planning and stopping (sequential.go: the pilot, the rounds, the budget, the stop). The
+// comparison of the trials (medians, intervals, Mann–Whitney tests, the sequential looks, verdicts, table
+// and JSON) is internal/compare's: Analyze here only hands the spec's design (and plan) to compare.Analyze,
+// and Trial, Results and Plan are compare's types.
 //
 // What it may import: compare, the lab, kube and client-go, session (the measuring session), record (the
 // shared check of tare's SQLite files), summary, sample, audit (the API request rate) and progress.

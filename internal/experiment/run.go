@@ -82,13 +82,12 @@ func (r *Runner) Check(ctx context.Context, userLab string) error {
 // trials finished so far stay in the store. The lab is stopped in every case.
 func (r *Runner) Run(ctx context.Context, trials []Trial) ([]Trial, error) {
 	spec := r.Store.Spec
-	total := len(trials)
 	var runErr error
 	began, ran := time.Now(), 0
 	defer r.Live.Done()
-	for i := range trials {
+	for i := 0; i < len(trials); i++ { // a sequential experiment adds rounds after its pilot
 		t := &trials[i]
-		if t.Status == "ok" {
+		if t.Status == "ok" || t.Status == StatusStopped {
 			continue
 		}
 		if ctx.Err() != nil {
@@ -97,6 +96,7 @@ func (r *Runner) Run(ctx context.Context, trials []Trial) ([]Trial, error) {
 		}
 		v := spec.variant(t.Variant)
 		*t = Trial{Seq: t.Seq, Round: t.Round, Variant: t.Variant, Started: time.Now(), Status: "ok"}
+		total := len(trials)
 		r.say("trial %d/%d: %s (round %d)%s", t.Seq, total, t.Variant, t.Round, eta(time.Since(began), ran, pendingFrom(trials, i)))
 		r.Live.Start(fmt.Sprintf("trial %d/%d %s: starting", t.Seq, total, t.Variant), 0)
 		err := r.trial(ctx, t, v)
@@ -119,11 +119,14 @@ func (r *Runner) Run(ctx context.Context, trials []Trial) ([]Trial, error) {
 			if errors.Is(err, ErrStart) {
 				break
 			}
-			r.say("  failed: %v", err)
-			runErr = nil // a failed guard or window is recorded and the experiment goes on
-			continue
+			r.say("  failed: %v", err) // a failed guard or window is recorded and the experiment goes on
+		} else {
+			r.say("  %s", trialLine(*t, spec))
 		}
-		r.say("  %s", trialLine(*t, spec))
+		var stop bool
+		if trials, stop, runErr = r.sequentialStep(ctx, trials, i); stop {
+			break
+		}
 	}
 	if lt := spec.Target.Lab; lt != nil {
 		// Each trial stops its lab keeping the directory (a warm start for the next trial, or on --resume).
@@ -153,7 +156,7 @@ func eta(spent time.Duration, ran, left int) string {
 func pendingFrom(trials []Trial, i int) int {
 	n := 0
 	for _, t := range trials[i:] {
-		if t.Status != "ok" {
+		if t.Status != "ok" && t.Status != StatusStopped {
 			n++
 		}
 	}
@@ -251,6 +254,13 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 		}
 		t.Guard[GuardLatency] = ms
 	}
+	if v.Run != "" {
+		stop, err := startRun(ctx, v, filepath.Join(r.Store.Dir, fmt.Sprintf("trial-%03d-run.log", t.Seq)))
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
@@ -347,11 +357,7 @@ func shell(ctx context.Context, command string, v Variant, spec *Spec) error {
 	cmd.Env = append(os.Environ(), "TARE_VARIANT="+v.Name, "TARE_VALUE="+value, "TARE_SET="+strings.Join(v.Set, " "))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		tail := strings.TrimSpace(string(out))
-		if len(tail) > 2000 {
-			tail = tail[len(tail)-2000:]
-		}
-		return fmt.Errorf("%q: %w: %s", command, err, tail)
+		return fmt.Errorf("%q: %w: %s", command, err, tail(strings.TrimSpace(string(out))))
 	}
 	return nil
 }

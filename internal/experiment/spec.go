@@ -30,6 +30,13 @@ type Spec struct {
 	Guard       Guard     `json:"guard"`
 	Variants    []Variant `json:"variants,omitempty"`
 	Sweep       *Sweep    `json:"sweep,omitempty"`
+	// MDE makes the experiment sequential (sequential.go): the change of the primary metric to detect
+	// with 80% power. A pilot of PilotRounds rounds (default 3; trials is then not used) measures the noise,
+	// tare plans the rounds that detect MDE (within Budget, when given), and it stops as soon as the answer
+	// is clear.
+	MDE         Percent  `json:"mde,omitempty"`
+	Budget      Duration `json:"budget,omitempty"`
+	PilotRounds int      `json:"pilot_rounds,omitempty"`
 }
 
 // Target is the lab (default) or any cluster through commands.
@@ -72,6 +79,10 @@ type Variant struct {
 	// Pause freezes the lab's control plane and node agents (tare lab pause) for the window: the lab is
 	// paused after the guard and the warm-up, measured, and unpaused before the next trial. Lab target only.
 	Pause bool `json:"pause,omitempty"`
+	// Run is a command (sh -c) the variant runs beside the cluster from the end of the guard to the end of
+	// the window, e.g. an agent whose cost is the question: its CPU counts in the group tare puts it in.
+	// It is stopped (its process group) after the window; its output goes to DIR/trial-NNN-run.log.
+	Run string `json:"run,omitempty"`
 }
 
 // Duration reads "10s" or "1m" in YAML.
@@ -128,6 +139,14 @@ func Parse(b []byte) (*Spec, error) {
 	return &s, nil
 }
 
+// Check checks the spec again after a change (tare experiment's --mde and --budget) and fills defaults.
+func (s *Spec) Check() error {
+	if err := s.check(); err != nil {
+		return fmt.Errorf("spec: %w", err)
+	}
+	return nil
+}
+
 func (s *Spec) check() error {
 	if s.Name == "" {
 		return fmt.Errorf("no name")
@@ -140,6 +159,26 @@ func (s *Spec) check() error {
 	}
 	if c := s.Target.Commands; c != nil && c.Apply == "" {
 		return fmt.Errorf("target.commands: no apply command")
+	}
+	if s.MDE < 0 || s.MDE >= 100 {
+		return fmt.Errorf("mde %g%%: want the change to detect, a percentage above 0 and below 100 (e.g. 2%%)", float64(s.MDE))
+	}
+	if s.Budget.Duration < 0 {
+		return fmt.Errorf("budget: must not be negative")
+	}
+	if s.MDE > 0 {
+		if s.PilotRounds == 0 {
+			s.PilotRounds = defaultPilotRounds
+		}
+		if s.PilotRounds < 2 {
+			return fmt.Errorf("pilot_rounds %d: at least 2 rounds (pairs) are needed to see the noise", s.PilotRounds)
+		}
+		if s.Sweep != nil {
+			return fmt.Errorf("mde plans an A/B experiment; a sweep is not sequential (drop mde, or compare two values)")
+		}
+		s.Trials = s.PilotRounds // the plan adds rounds after the pilot
+	} else if s.Budget.Duration > 0 || s.PilotRounds != 0 {
+		return fmt.Errorf("budget and pilot_rounds plan a sequential experiment: give mde (the change to detect, e.g. 2%%) too")
 	}
 	if s.Trials < 2 {
 		return fmt.Errorf("trials: %d per variant; at least 2 are needed to see any spread, and 4 for a difference to reach significance at alpha 0.05 (Mann–Whitney's smallest p with 3 against 3 is 0.10)", s.Trials)
@@ -299,7 +338,7 @@ func sameVariants(a, b []Variant) bool {
 		return false
 	}
 	for i := range a {
-		if a[i].Name != b[i].Name || a[i].Baseline != b[i].Baseline || a[i].Pause != b[i].Pause || strings.Join(a[i].Set, " ") != strings.Join(b[i].Set, " ") {
+		if a[i].Name != b[i].Name || a[i].Baseline != b[i].Baseline || a[i].Pause != b[i].Pause || a[i].Run != b[i].Run || strings.Join(a[i].Set, " ") != strings.Join(b[i].Set, " ") {
 			return false
 		}
 	}

@@ -114,7 +114,7 @@ func TestAnalyzeDesign(t *testing.T) {
 		trials = append(trials, Trial{Seq: i + 1, Variant: v, Status: "ok", Metrics: map[string]float64{"etcd-cpu": float64(10 + i)}})
 	}
 	sameNum := cmp.Comparer(func(a, b compare.Num) bool { return a == b || math.IsNaN(float64(a)) && math.IsNaN(float64(b)) })
-	if diff := cmp.Diff(compare.Analyze(want, trials), Analyze(s, trials), cmpopts.EquateNaNs(), sameNum); diff != "" {
+	if diff := cmp.Diff(compare.Analyze(want, trials), Analyze(s, nil, trials), cmpopts.EquateNaNs(), sameNum); diff != "" {
 		t.Errorf("Analyze differs from compare.Analyze of the design (-want +got):\n%s", diff)
 	}
 }

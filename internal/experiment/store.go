@@ -14,6 +14,7 @@ import (
 
 	_ "modernc.org/sqlite" // the experiment file, pure Go
 
+	"github.com/tare-dev/tare/internal/compare"
 	"github.com/tare-dev/tare/internal/record"
 	"github.com/tare-dev/tare/internal/session"
 )
@@ -55,6 +56,9 @@ type Store struct {
 	db   *sql.DB
 	Dir  string
 	Spec *Spec
+	// Plan is a sequential experiment's plan once its pilot has ended (or from --pilot); nil before, and
+	// for a fixed experiment.
+	Plan *compare.Plan
 }
 
 // StorePath is the experiment file in dir.
@@ -162,6 +166,12 @@ func (st *Store) load(ctx context.Context, meta record.FileMeta) ([]Trial, error
 	}
 	if err := st.Spec.check(); err != nil {
 		return nil, fmt.Errorf("the stored spec: %w", err)
+	}
+	if v := meta.Values["plan"]; v != "" {
+		st.Plan = &compare.Plan{}
+		if err := json.Unmarshal([]byte(v), st.Plan); err != nil {
+			return nil, fmt.Errorf("decoding the plan: %w", err)
+		}
 	}
 	rows, err := st.db.QueryContext(ctx, "SELECT seq, round, variant, status, started_ns, error, metrics, guard, recording FROM trials ORDER BY seq")
 	if err != nil {

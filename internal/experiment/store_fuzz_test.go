@@ -39,6 +39,6 @@ func FuzzOpen(f *testing.F) {
 				t.Fatalf("trials out of order: %d after %d", trials[i].Seq, trials[i-1].Seq)
 			}
 		}
-		_ = Analyze(st.Spec, trials)
+		_ = Analyze(st.Spec, st.Plan, trials)
 	})
 }

@@ -64,7 +64,7 @@ func TestStoreKeepsTrialWarnings(t *testing.T) {
 	if len(again[2].Warnings) > 0 {
 		t.Errorf("trial 3 took a stale row: %v", again[2].Warnings)
 	}
-	res := Analyze(st.Spec, again)
+	res := Analyze(st.Spec, st.Plan, again)
 	for _, line := range []string{
 		"window warning in trial 2 sample 0: reading node resources: gone",
 		"window warning in trial 2 sample 4: disk full; measuring on without it",

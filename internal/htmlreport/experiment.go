@@ -71,6 +71,9 @@ func Experiment(r compare.Results, what, version string) Page {
 		p.Cards = append(p.Cards, Card{Label: v.Variant, Value: value, Detail: v.Summary})
 	}
 	p.Sections = append(p.Sections, resultsSection(r))
+	if s, ok := sequentialSection(r); ok {
+		p.Sections = append(p.Sections, s)
+	}
 	if s, ok := sweepSection(r); ok {
 		p.Sections = append(p.Sections, s)
 	}
@@ -128,6 +131,30 @@ func resultsSection(r compare.Results) Section {
 		s.Items = append(s.Items, "Warning: "+w)
 	}
 	return s
+}
+
+// sequentialSection is a sequential experiment's plan and every look of each variant.
+func sequentialSection(r compare.Results) (Section, bool) {
+	p := r.Plan
+	if p == nil {
+		return Section{}, false
+	}
+	s := Section{ID: "sequential", Title: "Sequential test",
+		Intro: fmt.Sprintf("%s. Plan: detect ±%.1f%% of %s (%.4g at baseline) with 80%% power in up to %d rounds, looking from round %d; the noise of one pair's difference was %.3g (%s). Each look compares the z of the mean difference with its bound and gives a repeated confidence interval, which holds the true change at every look at once with probability 1 − α.",
+			compare.SequentialMethod, p.MDEPct, r.Primary, p.Base, p.MaxRounds, p.FirstLook, p.Sigma, p.Pilot)}
+	if p.ReachablePct > p.MDEPct {
+		s.Items = append(s.Items, fmt.Sprintf("The budget allowed %d rounds, which detect ±%.1f%%, not the ±%.1f%% asked.", p.MaxRounds, p.ReachablePct, p.MDEPct))
+	}
+	for _, q := range r.Sequential {
+		t := Table{Caption: fmt.Sprintf("%s: %s; sensitivity reached ±%.1f%%", q.Variant, compare.SequentialText(q, *p, r.Primary), float64(q.ReachedPct)),
+			Head: []string{"round", "pairs", "information", "mean difference", "repeated interval", "z", "bound"}, Right: []bool{true, true, true, true, true, true, true}}
+		for _, l := range q.Looks {
+			t.Rows = append(t.Rows, []string{fmt.Sprint(l.Round), fmt.Sprint(l.Pairs), fmt.Sprintf("%.0f%%", 100*float64(l.Fraction)), fmt.Sprintf("%+.3g", float64(l.Mean)),
+				fmt.Sprintf("[%+.3g, %+.3g]", float64(l.Lo), float64(l.Hi)), fmt.Sprintf("%+.2f", float64(l.Z)), fmt.Sprintf("±%.2f", float64(l.Bound))})
+		}
+		s.Tables = append(s.Tables, t)
+	}
+	return s, true
 }
 
 // distributionSection draws every metric's trials per variant, the primary metric first.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -176,4 +177,33 @@ func chartData(t *testing.T, html string) map[string]json.RawMessage {
 		out[c.ID] = c.Data
 	}
 	return out
+}
+
+// TestExperimentHTMLSequential: a sequential analysis of two real recordings (an ls loop, then a
+// quarter-core burner; 1 s blocks paired by position as rounds) shows its plan and one row per look, with
+// the z and bound the JSON holds.
+func TestExperimentHTMLSequential(t *testing.T) {
+	t.Parallel()
+	diff, err := compare.Diff(readFixture(t, "recording.db"), readFixture(t, "burner.db"), "ls", "burner", time.Second, 0.05)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := &compare.Plan{MDEPct: 5, Base: 100, Sigma: 20, MaxRounds: 10, FirstLook: 3, Inflation: 1.03, Pilot: "a test"}
+	res := compare.Analyze(compare.Design{Name: "seq", Variants: []string{"ls", "burner"}, Alpha: 0.05, Primary: "node-busy", Tolerance: 20, Plan: plan}, diff.Trials)
+	if len(res.Sequential) != 1 || len(res.Sequential[0].Looks) == 0 {
+		t.Fatalf("sequential answers %+v", res.Sequential)
+	}
+	var page bytes.Buffer
+	if err := Write(&page, Experiment(res, "experiment seq", "test")); err != nil {
+		t.Fatal(err)
+	}
+	html := page.String()
+	if !strings.Contains(html, "Sequential test") || !strings.Contains(html, "Lan–DeMets") {
+		t.Error("the page has no sequential section")
+	}
+	for _, l := range res.Sequential[0].Looks {
+		if z := strings.ReplaceAll(fmt.Sprintf("%+.2f", float64(l.Z)), "+", "&#43;"); !strings.Contains(html, ">"+z+"</td>") { // html/template escapes +
+			t.Errorf("look at round %d: the page lacks z %s", l.Round, z)
+		}
+	}
 }

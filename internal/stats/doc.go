@@ -1,8 +1,13 @@
 // Package stats holds the statistics tare reports next to every number: n, mean, percentiles and maximum
 // (describe.go), medians with distribution-free intervals, the Mann–Whitney test with the Hodges–Lehmann
-// shift and the smallest detectable change (rank.go), comparisons of two sets (compare.go), and shuffled
-// rounds of trials (rounds.go). It leans on gonum for the mathematics and imports nothing of tare's.
-// summary, compare, cluster, density and datapath call it; the benchmarks use the same functions.
+// shift and the smallest detectable change (rank.go), the Wilcoxon signed-rank test of paired differences
+// (signedrank.go), group-sequential bounds with Lan–DeMets alpha spending, their power and the looks'
+// repeated intervals (sequential.go), the pairs a paired comparison needs and exact binomial intervals
+// (power.go), comparisons of two sets (compare.go), and shuffled rounds of trials (rounds.go). It leans on
+// gonum for the mathematics and imports nothing of tare's. summary, compare, cluster, density and datapath
+// call it; the benchmarks use the same functions.
 //
-// A new statistic goes in the file of its family, tested against values worked out by hand in the test.
+// A new statistic goes in the file of its family, tested against values worked out by hand in the test or
+// against an independent implementation: testdata/gen.py captures scipy's, statsmodels' and gsDesign's
+// figures into testdata/paired_sequential.json.
 package stats

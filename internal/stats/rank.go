@@ -145,17 +145,7 @@ func tieFactor(sorted []float64) float64 {
 	if n < 2 {
 		return 1
 	}
-	var sum float64
-	for i := 0; i < len(sorted); {
-		j := i
-		for j < len(sorted) && sorted[j] == sorted[i] {
-			j++
-		}
-		t := float64(j - i)
-		sum += t*t*t - t
-		i = j
-	}
-	return 1 - sum/(n*n*n-n)
+	return 1 - tieSum(sorted)/(n*n*n-n)
 }
 
 func median(sorted []float64) float64 {

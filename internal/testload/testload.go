@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"runtime"
@@ -72,17 +73,17 @@ func processCPU() time.Duration {
 	return time.Duration(ts.Nano())
 }
 
-// burn uses exactly MILLICORES of CPU from now on, regulated against its own CPU clock every 5 ms, on
-// enough threads to catch up after being preempted. Args: MILLICORES.
+// burn uses exactly MILLICORES of CPU from now on (a fraction too: 0.7), regulated against its own CPU
+// clock every 5 ms, on enough threads to catch up after being preempted. Args: MILLICORES.
 func burn(args []string) error {
 	if len(args) < 1 {
 		return fmt.Errorf("burn needs MILLICORES")
 	}
-	mc, err := strconv.Atoi(args[0])
-	if err != nil || mc <= 0 {
+	mc, err := strconv.ParseFloat(args[0], 64)
+	if err != nil || !(mc > 0) || math.IsInf(mc, 0) {
 		return fmt.Errorf("burn: bad millicores %q", args[0])
 	}
-	workers := mc/700 + 1
+	workers := int(mc)/700 + 1
 	start, cpu0 := time.Now(), processCPU()
 	var stop sync.WaitGroup
 	for range workers {
@@ -91,7 +92,7 @@ func burn(args []string) error {
 			defer stop.Done()
 			runtime.LockOSThread()
 			for {
-				target := time.Duration(float64(time.Since(start)) * float64(mc) / 1000)
+				target := time.Duration(float64(time.Since(start)) * mc / 1000)
 				if processCPU()-cpu0 < target {
 					spin(200 * time.Microsecond)
 					continue

@@ -1,0 +1,251 @@
+package compare
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/tare-dev/tare/internal/stats"
+)
+
+// Plan is a sequential experiment's design for its primary metric, fixed before its first look (from a
+// pilot): trials are paired by round (each variant once per round, next to each other in time), and the
+// paired differences are looked at after every round from FirstLook on, with group-sequential bounds, until
+// the answer is clear or MaxRounds is reached.
+type Plan struct {
+	MDEPct    float64 `json:"mde_percent"` // the change asked to detect with 80% power, % of Base
+	Base      float64 `json:"base"`        // the baseline's median of the primary metric in the pilot
+	Sigma     float64 `json:"sigma"`       // the pilot's standard deviation of one pair's difference
+	MaxRounds int     `json:"max_rounds"`  // rounds at full information
+	FirstLook int     `json:"first_look"`  // the first round looked at
+	// LookEvery is the rounds between looks after FirstLook (0 or 1: every round); the last round is
+	// always looked at. Long plans look about 20 times, which keeps the bounds' arithmetic small.
+	LookEvery int     `json:"look_every,omitempty"`
+	Inflation float64 `json:"inflation"` // pairs the sequential test needs over the fixed test's
+	// Budget is the wall time the rounds were sized to fit (0: none), and RoundSeconds what one round took
+	// in the pilot.
+	BudgetSeconds float64 `json:"budget_seconds,omitempty"`
+	RoundSeconds  float64 `json:"round_seconds"`
+	// ReachablePct is the change MaxRounds detect with 80% power at Sigma: MDEPct when the budget allows it,
+	// more when it does not.
+	ReachablePct float64 `json:"reachable_percent"`
+	Pilot        string  `json:"pilot"` // where Sigma came from: "the first N rounds" or an earlier experiment
+}
+
+// Power is the power plans are made for.
+const Power = 0.8
+
+// Sequential is the group-sequential answer for one variant's primary metric.
+type Sequential struct {
+	Variant  string `json:"variant"`
+	Method   string `json:"method"`
+	Pairs    int    `json:"pairs"`
+	Looks    []Look `json:"looks"`
+	Decision string `json:"decision"` // changed, no-change (no change as large as the plan's), undecided
+	// At is the round of the look that decided (0: undecided).
+	At int `json:"decided_at_round,omitempty"`
+	// The estimate and repeated interval of the deciding look (the last look when undecided), in the
+	// metric's unit and as % of the plan's base.
+	Mean    Num `json:"mean"`
+	Lo      Num `json:"ci_low"`
+	Hi      Num `json:"ci_high"`
+	MeanPct Num `json:"mean_percent"`
+	LoPct   Num `json:"ci_low_percent"`
+	HiPct   Num `json:"ci_high_percent"`
+	// ReachedPct is the change this many pairs detect with 80% power at their observed noise: the
+	// sensitivity reached, against the plan's MDEPct.
+	ReachedPct Num  `json:"reached_mde_percent"`
+	Reached    bool `json:"reached"`
+	// SignedRank is the Wilcoxon signed-rank test of all pairs with its Hodges–Lehmann shift: the robust
+	// companion of the mean (it does not steer the stopping).
+	SignedRank *stats.Shift `json:"signed_rank,omitempty"`
+}
+
+// Look is one look of a sequential test: pairs so far, the z of their mean (t turned into z), its bound
+// and the repeated confidence interval.
+type Look struct {
+	Round    int `json:"round"`
+	Pairs    int `json:"pairs"`
+	Fraction Num `json:"fraction"`
+	Mean     Num `json:"mean"`
+	Z        Num `json:"z"`
+	Bound    Num `json:"bound"`
+	Lo       Num `json:"ci_low"`
+	Hi       Num `json:"ci_high"`
+}
+
+// Decisions of a sequential test.
+const (
+	Changed   = "changed"
+	NoChange  = "no-change"
+	Undecided = "undecided"
+)
+
+// SequentialMethod names the method in the output.
+const SequentialMethod = stats.SpendingName + "; paired by round, the t of the mean difference at each look as z"
+
+// Pairs are the differences variant - baseline of metric in the rounds where both finished, by round.
+func Pairs(trials []Trial, baseline, variant, metric string) (rounds []int, diffs []float64) {
+	type pair struct {
+		a, b   float64
+		ha, hb bool
+	}
+	by := map[int]*pair{}
+	for _, t := range trials {
+		if t.Status != "ok" || (t.Variant != baseline && t.Variant != variant) {
+			continue
+		}
+		v, ok := t.Metrics[metric]
+		if !ok {
+			v, ok = t.Guard[metric]
+		}
+		if !ok {
+			continue
+		}
+		p := by[t.Round]
+		if p == nil {
+			p = &pair{}
+			by[t.Round] = p
+		}
+		if t.Variant == baseline {
+			p.a, p.ha = v, true
+		} else {
+			p.b, p.hb = v, true
+		}
+	}
+	for r, p := range by {
+		if p.ha && p.hb {
+			rounds = append(rounds, r)
+		}
+	}
+	slices.Sort(rounds)
+	for _, r := range rounds {
+		diffs = append(diffs, by[r].b-by[r].a)
+	}
+	return rounds, diffs
+}
+
+// SequentialFor looks at one variant's pairs as the plan says: after each round from FirstLook on, with
+// bounds for the looks' information fractions (pairs over MaxRounds), and stops at the first look whose z
+// reaches its bound (changed) or whose repeated interval lies within ±MDEPct of Base (no-change).
+func SequentialFor(p Plan, trials []Trial, baseline, variant, metric string, alpha float64) Sequential {
+	s := Sequential{Variant: variant, Method: SequentialMethod, Decision: Undecided,
+		Mean: Num(math.NaN()), Lo: Num(math.NaN()), Hi: Num(math.NaN()), MeanPct: Num(math.NaN()), LoPct: Num(math.NaN()), HiPct: Num(math.NaN()), ReachedPct: Num(math.NaN())}
+	rounds, diffs := Pairs(trials, baseline, variant, metric)
+	s.Pairs = len(diffs)
+	if len(diffs) > 0 {
+		sr := stats.SignedRank(diffs, alpha)
+		s.SignedRank = &sr
+	}
+	if len(diffs) >= 2 {
+		sd := stdDev(diffs)
+		s.ReachedPct = Num(pctOf(stats.PairedMDE(len(diffs), sd, alpha, Power, p.Inflation), p.Base))
+		s.Reached = float64(s.ReachedPct) <= p.MDEPct
+	}
+	// The looks: the rounds of the schedule that completed a pair, in round order.
+	var at []int // index into diffs of each look's last pair
+	for i, r := range rounds {
+		if p.LooksAt(r) && i+1 >= 2 {
+			at = append(at, i)
+		}
+	}
+	if len(at) == 0 || p.MaxRounds < 1 {
+		return s
+	}
+	fr := make([]float64, len(at))
+	for k, i := range at {
+		fr[k] = math.Min(1, float64(i+1)/float64(p.MaxRounds))
+	}
+	fr = increasing(fr)
+	g, err := stats.CachedGroupSequential(fr, alpha)
+	if err != nil {
+		return s
+	}
+	effect := p.MDEPct / 100 * p.Base
+	for k, i := range at[:len(fr)] {
+		l := stats.LookAt(diffs[:i+1], fr[k], g.Bounds[k])
+		s.Looks = append(s.Looks, Look{Round: rounds[i], Pairs: i + 1, Fraction: Num(fr[k]), Mean: Num(l.Mean), Z: Num(l.Z), Bound: Num(l.Bound), Lo: Num(l.Lo), Hi: Num(l.Hi)})
+		s.Mean, s.Lo, s.Hi = Num(l.Mean), Num(l.Lo), Num(l.Hi)
+		switch {
+		case l.Rejects():
+			s.Decision = Changed
+		case effect > 0 && l.Excludes(effect):
+			s.Decision = NoChange
+		default:
+			continue
+		}
+		s.At = rounds[i]
+		break
+	}
+	s.MeanPct, s.LoPct, s.HiPct = Num(pctOf(float64(s.Mean), p.Base)), Num(pctOf(float64(s.Lo), p.Base)), Num(pctOf(float64(s.Hi), p.Base))
+	return s
+}
+
+// LooksAt says whether the plan looks after round r: FirstLook, every LookEvery rounds after it, and
+// MaxRounds (and any round beyond, where a resumed or failed-trial run may end).
+func (p Plan) LooksAt(r int) bool {
+	every := max(p.LookEvery, 1)
+	return r >= p.FirstLook && ((r-p.FirstLook)%every == 0 || r >= p.MaxRounds)
+}
+
+// LookFractions are the information fractions of the plan's looks, assuming every round completes.
+func (p Plan) LookFractions() []float64 {
+	var fr []float64
+	for r := max(p.FirstLook, 2); r <= p.MaxRounds; r++ {
+		if p.LooksAt(r) {
+			fr = append(fr, float64(r)/float64(p.MaxRounds))
+		}
+	}
+	return fr
+}
+
+// increasing keeps the fractions up to the first that does not rise (rounds past MaxRounds all sit at 1:
+// the design ends at full information).
+func increasing(fr []float64) []float64 {
+	for k := 1; k < len(fr); k++ {
+		if fr[k] <= fr[k-1] {
+			return fr[:k]
+		}
+	}
+	return fr
+}
+
+func stdDev(xs []float64) float64 {
+	var m float64
+	for _, x := range xs {
+		m += x
+	}
+	m /= float64(len(xs))
+	var ss float64
+	for _, x := range xs {
+		ss += (x - m) * (x - m)
+	}
+	return math.Sqrt(ss / float64(len(xs)-1))
+}
+
+// Decided says whether every variant's sequential test has an answer: the experiment may stop.
+func Decided(seq []Sequential) bool {
+	if len(seq) == 0 {
+		return false
+	}
+	for _, s := range seq {
+		if s.Decision == Undecided {
+			return false
+		}
+	}
+	return true
+}
+
+// SequentialText is one line on a variant's sequential answer.
+func SequentialText(s Sequential, p Plan, primary string) string {
+	switch s.Decision {
+	case Changed:
+		return fmt.Sprintf("%s changed %+.1f%% [%+.1f%%, %+.1f%%] (repeated interval), stopped at round %d of %d", primary,
+			float64(s.MeanPct), float64(s.LoPct), float64(s.HiPct), s.At, p.MaxRounds)
+	case NoChange:
+		return fmt.Sprintf("no change in %s as large as ±%.1f%%: %+.1f%% [%+.1f%%, %+.1f%%], stopped at round %d of %d", primary,
+			p.MDEPct, float64(s.MeanPct), float64(s.LoPct), float64(s.HiPct), s.At, p.MaxRounds)
+	}
+	return fmt.Sprintf("undecided after %d pairs: %s %+.1f%% [%+.1f%%, %+.1f%%]", s.Pairs, primary,
+		float64(s.MeanPct), float64(s.LoPct), float64(s.HiPct))
+}

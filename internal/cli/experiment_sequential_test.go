@@ -16,19 +16,13 @@ import (
 	"github.com/tare-dev/tare/internal/testload"
 )
 
-// TestExperimentSequential: a sequential experiment on the real lab (control plane only) whose variant
-// runs a burner regulated to 150 millicores of its own CPU (the testload burn mode, a real process) beside
+// TestExperimentSequential: a sequential experiment on the real lab (control plane only; one lab for both
+// variants, which differ only in what runs beside it) whose variant runs a burner regulated to 150 millicores of its own CPU (the testload burn mode, a real process) beside
 // the cluster: a planted change the test knows. The pilot's rounds plan the rest, the plan is printed and
 // stored, the looks find the change with the right sign and a repeated interval that holds 150m, the
 // trials the answer made unnecessary are marked stopped, the run's process group is gone, and --resume of
 // the finished experiment prints the same answer.
 func TestExperimentSequential(t *testing.T) {
-	// Not yet in CI: its first run here had the machine busy (lint and a build) during round 1, one pilot
-	// pair 4× off, so the plan asked 92 rounds (68 min) and the mean's t could not get past the outlier.
-	// The plan and the looks need a robust noise and a robust statistic first (closing note, issue 20).
-	if os.Getenv("TARE_TEST_SEQUENTIAL_LAB") == "" {
-		t.Skip("set TARE_TEST_SEQUENTIAL_LAB=1: the plan is not yet robust to a disturbed pilot round")
-	}
 	requireLab(t)
 	self, err := os.Executable()
 	if err != nil {
@@ -55,6 +49,10 @@ variants:
 	}
 	t.Log(stderr)
 	assertNoLab(t, out)
+	// The variants differ only in the burner: one lab served every trial, started once.
+	if n := strings.Count(stderr, "lab up in"); n != 1 || !strings.Contains(stderr, "one lab serves every variant") {
+		t.Errorf("the lab started %d times for variants that share it:\n%s", n, stderr)
+	}
 	if !strings.Contains(stderr, "plan: ±20.0% of") {
 		t.Errorf("no plan printed:\n%s", stderr)
 	}
@@ -93,7 +91,7 @@ variants:
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"sequential (group-sequential, Lan–DeMets", "burner: node-busy changed", "sensitivity reached"} {
+	for _, want := range []string{"sequential (group-sequential, Lan–DeMets", "burner: worse: node-busy changed", "sensitivity reached"} {
 		if !strings.Contains(again, want) {
 			t.Errorf("resumed results lack %q:\n%s", want, again)
 		}

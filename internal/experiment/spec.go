@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -339,6 +340,23 @@ func sameVariants(a, b []Variant) bool {
 	}
 	for i := range a {
 		if a[i].Name != b[i].Name || a[i].Baseline != b[i].Baseline || a[i].Pause != b[i].Pause || a[i].Run != b[i].Run || strings.Join(a[i].Set, " ") != strings.Join(b[i].Set, " ") {
+			return false
+		}
+	}
+	return true
+}
+
+// SharedLab says whether every variant runs the same lab (the same flags and the same scale, differing only
+// in what runs beside it, pause or nothing at all): then one lab serves the whole experiment, started once,
+// and no trial pays for a restart or carries a restart's noise. Trials stay exchangeable: every one of them
+// runs on the same long-lived lab, in a random order within each round.
+func (s *Spec) SharedLab() bool {
+	if s.Target.Lab == nil || len(s.Variants) == 0 {
+		return false
+	}
+	first := s.Variants[0]
+	for _, v := range s.Variants[1:] {
+		if !slices.Equal(v.Set, first.Set) || !slices.Equal(v.Scale, first.Scale) {
 			return false
 		}
 	}

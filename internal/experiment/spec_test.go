@@ -118,3 +118,29 @@ func TestAnalyzeDesign(t *testing.T) {
 		t.Errorf("Analyze differs from compare.Analyze of the design (-want +got):\n%s", diff)
 	}
 }
+
+func TestSharedLab(t *testing.T) {
+	base := "name: x\ntrials: 4\nwindow: 10s\n"
+	for _, tc := range []struct {
+		name, yaml string
+		want       bool
+	}{
+		{"a/a", base + "variants: [{name: a}, {name: b}]\n", true},
+		{"run and pause only", base + "variants: [{name: a, set: [etcd.snapshot-count=1000]}, {name: b, set: [etcd.snapshot-count=1000], run: 'sleep 1', pause: true}]\n", true},
+		{"a flag", base + "variants: [{name: a}, {name: b, set: [etcd.snapshot-count=1000]}]\n", false},
+		{"flags in another order", base + "variants: [{name: a, set: [etcd.snapshot-count=1000, kube-apiserver.v=2]}, {name: b, set: [kube-apiserver.v=2, etcd.snapshot-count=1000]}]\n", false},
+		{"a scale", base + "variants: [{name: a}, {name: b, scale: [kube-system/coredns=0]}]\n", false},
+		{"commands target", base + "target: {commands: {apply: 'true'}}\nvariants: [{name: a}, {name: b}]\n", false},
+		{"sweep", base + "sweep: {flag: etcd.snapshot-count, values: [1, 2]}\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Parse([]byte(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.SharedLab(); got != tc.want {
+				t.Errorf("SharedLab() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

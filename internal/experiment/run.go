@@ -203,11 +203,12 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 		if err != nil {
 			return err
 		}
-		st, err := r.labFor(ctx, lt, sets)
+		st, stop, since, err := r.labFor(ctx, lt, sets)
 		if err != nil {
 			return err
 		}
-		if !spec.SharedLab() {
+		start = since
+		if stop {
 			defer func() { _, _ = lab.Down(context.WithoutCancel(ctx), r.LabDir(), true) }()
 		}
 		kubeconfig = st.Kubeconfig
@@ -270,40 +271,62 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 	return r.window(ctx, t, cs, cl)
 }
 
-// sharedSettle is how long a shared lab runs after its start before the first trial's guard. Up returns
-// once a probe pod ran; measured here (exact task CPU in 10 s steps from Up's return), the control plane's
-// CPU after that is within its usual minute-to-minute spread from the first step on, so a short settle
-// covers the probe's clean-up.
+// sharedSettle is how long a lab runs after its start before the first trial's guard, when it serves more
+// than one trial (shared, or retuned). Up returns once a probe pod ran; measured here (exact task CPU in
+// 10 s steps from Up's return), the control plane's CPU after that is within its usual minute-to-minute
+// spread from the first step on, so a short settle covers the probe's clean-up.
 const sharedSettle = 20 * time.Second
 
-// labFor brings up the lab a trial runs on. When the variants share one lab (Spec.SharedLab) the first
-// trial starts it and lets it settle, and the later trials find it running; otherwise every trial starts
-// its own (a warm start from the kept directory) and the trial's end stops it.
-func (r *Runner) labFor(ctx context.Context, lt *LabTarget, sets []lab.Tuning) (*lab.State, error) {
-	shared := r.Store.Spec.SharedLab()
-	if shared {
-		if st, err := lab.LoadState(r.LabDir()); err == nil && st.Ready && len(st.Running()) == len(st.Processes) && st.Paused == nil {
-			return st, nil
+// labFor brings up the lab a trial runs on, says whether the trial's end stops it and when the guard's
+// ready-seconds start (the lab's start, the restart of the varied components, or now on a shared lab). One lab serves the
+// whole experiment when the variants share it (Spec.SharedLab: started once and settled) or when every
+// component the variants vary in can be restarted alone (lab.Retune): then each trial, the first one
+// too, restarts exactly those components with its variant's flags, so that every trial is as fresh as
+// every other and none pays for a whole restart. Otherwise every trial starts its own lab (a warm start
+// from the kept directory) and stops it at its end.
+func (r *Runner) labFor(ctx context.Context, lt *LabTarget, sets []lab.Tuning) (_ *lab.State, stop bool, since time.Time, _ error) {
+	spec := r.Store.Spec
+	varied := spec.variedComponents()
+	shared, retune := spec.SharedLab(), lab.CanRetune(varied)
+	if !shared && !retune {
+		start := time.Now()
+		st, err := lab.Up(ctx, lab.UpOptions{Dir: r.LabDir(), Profile: lt.Profile, Sets: sets, ControlPlaneOnly: lt.ControlPlaneOnly, BinDir: lt.BinDir})
+		if err != nil {
+			return nil, false, time.Time{}, fmt.Errorf("%w: %w", ErrStart, err)
 		}
+		r.say("  lab up in %.1f s", time.Since(start).Seconds())
+		return st, true, start, nil
+	}
+	st, err := lab.LoadState(r.LabDir())
+	if err != nil || !st.Ready || st.Paused != nil || len(st.Running()) != len(st.Processes) {
 		// Not running (the first trial, a resume) or not whole: start it afresh.
 		_, _ = lab.Down(context.WithoutCancel(ctx), r.LabDir(), true)
+		start := time.Now()
+		if st, err = lab.Up(ctx, lab.UpOptions{Dir: r.LabDir(), Profile: lt.Profile, Sets: sets, ControlPlaneOnly: lt.ControlPlaneOnly, BinDir: lt.BinDir}); err != nil {
+			return nil, false, time.Time{}, fmt.Errorf("%w: %w", ErrStart, err)
+		}
+		how := "every variant (they differ in nothing the lab runs)"
+		if !shared {
+			how = "every trial; each restarts only " + strings.Join(varied, ", ")
+		}
+		r.say("  lab up in %.1f s; it serves %s; settling it for %s", time.Since(start).Seconds(), how, sharedSettle)
+		select {
+		case <-ctx.Done():
+			return nil, false, time.Time{}, ctx.Err()
+		case <-time.After(sharedSettle):
+		}
 	}
-	start := time.Now()
-	st, err := lab.Up(ctx, lab.UpOptions{Dir: r.LabDir(), Profile: lt.Profile, Sets: sets, ControlPlaneOnly: lt.ControlPlaneOnly, BinDir: lt.BinDir})
+	if shared {
+		return st, false, time.Now(), nil
+	}
+	since = time.Now()
+	rep, err := lab.Retune(ctx, r.LabDir(), sets, varied)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrStart, err)
+		return nil, false, time.Time{}, fmt.Errorf("%w: %w", ErrStart, err)
 	}
-	r.say("  lab up in %.1f s", time.Since(start).Seconds())
-	if !shared {
-		return st, nil
-	}
-	r.say("  one lab serves every variant (they differ in nothing the lab runs); settling it for %s", sharedSettle)
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-time.After(sharedSettle):
-	}
-	return st, nil
+	r.say("  %s restarted in %.1f s", strings.Join(rep.Restarted, " and "), rep.Took.Seconds())
+	st, err = lab.LoadState(r.LabDir())
+	return st, false, since, err
 }
 
 // window measures the node for the spec's window, recording it, and reads the API server's request rate

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tare-dev/tare/internal/compare"
+	"github.com/tare-dev/tare/internal/component"
 	"github.com/tare-dev/tare/internal/lab"
 )
 
@@ -361,4 +362,32 @@ func (s *Spec) SharedLab() bool {
 		}
 	}
 	return true
+}
+
+// variedComponents lists, in the registry's order, the lab components whose flags differ between variants
+// (the target's flags, then each variant's).
+func (s *Spec) variedComponents() []string {
+	if s.Target.Lab == nil {
+		return nil
+	}
+	var per []map[string]string
+	for _, v := range s.Variants {
+		ts, err := labSets(s.Target.Lab, v)
+		if err != nil {
+			return nil
+		}
+		m := map[string]string{}
+		for _, t := range ts {
+			m[t.Component] += " " + t.Flag + "=" + t.Value
+		}
+		per = append(per, m)
+	}
+	return component.Names(func(e component.Entry) bool {
+		for _, m := range per[1:] {
+			if m[e.Name] != per[0][e.Name] {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -3,13 +3,9 @@ package lab
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tare-dev/tare/internal/component"
 )
@@ -64,19 +60,5 @@ func (l *lab) controllers(ctx context.Context, tunings []Tuning) error {
 // previous run's controller manager and scheduler, stopped by down, and the new ones would otherwise wait
 // out the 15 s lease before doing anything (the node's not-ready taint would stay as long).
 func (l *lab) dropStaleLeases(ctx context.Context) error {
-	c, err := l.client()
-	if err != nil {
-		return err
-	}
-	zero := int64(0)
-	for _, e := range component.All() {
-		if e.Lease == "" || !e.InLab() {
-			continue
-		}
-		err := c.CoordinationV1().Leases(metav1.NamespaceSystem).Delete(ctx, e.Lease, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("removing the previous run's %s lease: %w", e.Lease, err)
-		}
-	}
-	return nil
+	return l.dropLeases(ctx, component.Names(func(e component.Entry) bool { return e.Lease != "" }))
 }

@@ -37,6 +37,8 @@ type options struct {
 	window, warmup time.Duration
 	pilotRounds    int
 	profile        string
+	noise          time.Duration
+	trialOverhead  time.Duration
 }
 
 func main() {
@@ -48,10 +50,21 @@ func main() {
 	flag.Float64Var(&o.mde, "mde", 2, "the planted change and the experiments' --mde, % of control-plane CPU")
 	flag.DurationVar(&o.budget, "budget", 10*time.Minute, "each experiment's --budget")
 	flag.DurationVar(&o.window, "window", 20*time.Second, "measured window per trial")
-	flag.DurationVar(&o.warmup, "warmup", 20*time.Second, "warm-up per trial")
-	flag.IntVar(&o.pilotRounds, "pilot-rounds", 3, "pilot rounds")
+	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "warm-up per trial (one lab serves every trial: nothing restarts)")
+	flag.IntVar(&o.pilotRounds, "pilot-rounds", 5, "pilot rounds")
 	flag.StringVar(&o.profile, "profile", "upstream", "lab profile")
+	flag.DurationVar(&o.noise, "noise", 16*time.Minute, "first, measure the idle lab this long and say where the primary metric's variance comes from (0: skip)")
+	flag.DurationVar(&o.trialOverhead, "trial-overhead", time.Second, "a trial's time beside its window and warm-up on one lab, for -noise's arithmetic")
 	flag.Parse()
+	if o.noise > 0 {
+		if err := noise(o); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+	}
+	if o.planted+o.aa == 0 {
+		return
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -101,6 +114,7 @@ warmup: %s
 window: %s
 primary: control-plane-cpu
 pilot_rounds: %d
+guard: {deployment: false, api_latency: false}
 variants: [{name: a, baseline: true}, %s]
 `, kind, o.profile, o.warmup, o.window, o.pilotRounds, second)), 0o644); err != nil {
 			return err

@@ -51,12 +51,23 @@ func TestBadInput(t *testing.T) {
 	if err := os.WriteFile(negTolerance, []byte("name: x\ntrials: 4\nwindow: 10s\nguard: {tolerance: -10%}\nvariants: [{name: a}, {name: b}]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A sequential spec's rounds come from its pilot: no trials, pilot_rounds and no mde (--mde gives it).
+	pilotOnly := filepath.Join(dir, "pilot-only.yaml")
+	if err := os.WriteFile(pilotOnly, []byte("name: x\npilot_rounds: 4\nwindow: 10s\nvariants: [{name: a}, {name: b}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
 		code int
 		want string
 	}{
+		{"experiment pilot_rounds without mde", []string{"experiment", pilotOnly}, 2, "give mde"},
+		// --mde completes the spec before its check: the next step (the pilot it names) is what fails.
+		{"experiment --mde completes the spec", []string{"experiment", pilotOnly, "--mde", "2%", "--pilot", filepath.Join(dir, "none")}, 1, "--pilot: no experiment in"},
+		{"experiment bad --mde", []string{"experiment", pilotOnly, "--mde", "two"}, 2, "--mde: want a percentage"},
+		{"experiment --budget without --mde", []string{"experiment", oneTrial, "--budget", "10m"}, 2, "give --mde"},
+		{"experiment --mde with --resume", []string{"experiment", "--resume", dir, "--mde", "2%"}, 2, "--resume goes on with the stored plan"},
 		{"kubeconfig that is not one", []string{"measure", "--duration", "1s", "--kubeconfig", notKubeconfig}, 2, "is not a kubeconfig"},
 		{"kubeconfig without clusters", []string{"report", garbage, "--kubeconfig", emptyKubeconfig}, 2, "names no cluster"},
 		{"kubeconfig missing", []string{"measure", "--duration", "1s", "--kubeconfig", filepath.Join(dir, "nope")}, 2, "no such file"},

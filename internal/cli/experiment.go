@@ -104,12 +104,16 @@ func runExperiment(ctx context.Context, s streams, g *globalOptions, o *experime
 			return err
 		}
 	} else {
-		spec, err := experiment.Load(args[0])
+		var flagErr error
+		spec, err := experiment.Load(args[0], func(spec *experiment.Spec) error {
+			flagErr = sequentialFlags(spec, o)
+			return flagErr
+		})
+		if flagErr != nil {
+			return flagErr
+		}
 		if err != nil {
 			return usageError("%s: %w", args[0], err)
-		}
-		if err := sequentialFlags(spec, o); err != nil {
-			return err
 		}
 		var plan *experiment.PlanFrom
 		if o.pilot != "" {
@@ -172,7 +176,7 @@ func runExperiment(ctx context.Context, s streams, g *globalOptions, o *experime
 	return nil
 }
 
-// sequentialFlags puts --mde and --budget into the spec and checks it again.
+// sequentialFlags puts --mde and --budget into the spec as read, before its check.
 func sequentialFlags(spec *experiment.Spec, o *experimentOptions) error {
 	if o.mde == "" && o.budget == 0 && o.pilot == "" {
 		return nil
@@ -192,9 +196,6 @@ func sequentialFlags(spec *experiment.Spec, o *experimentOptions) error {
 	}
 	if spec.MDE == 0 {
 		return usageError("--budget and --pilot plan a sequential experiment: give --mde (the change to detect, e.g. 2%%) too")
-	}
-	if err := spec.Check(); err != nil {
-		return usageError("%w", err)
 	}
 	return nil
 }

@@ -120,33 +120,31 @@ func (p *Percent) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Load reads and checks a spec file.
-func Load(path string) (*Spec, error) {
+// Load reads and checks a spec file. Each adjust changes the spec as read (command-line flags that
+// override its fields) before the check.
+func Load(path string, adjust ...func(*Spec) error) (*Spec, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading spec: %w", err)
 	}
-	return Parse(b)
+	return Parse(b, adjust...)
 }
 
-// Parse reads a spec, rejecting unknown fields, and fills the defaults.
-func Parse(b []byte) (*Spec, error) {
+// Parse reads a spec, rejecting unknown fields, applies each adjust, checks it and fills the defaults.
+func Parse(b []byte, adjust ...func(*Spec) error) (*Spec, error) {
 	var s Spec
 	if err := yaml.UnmarshalStrict(b, &s); err != nil {
 		return nil, fmt.Errorf("spec: %w", err)
+	}
+	for _, a := range adjust {
+		if err := a(&s); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("spec: %w", err)
 	}
 	return &s, nil
-}
-
-// Check checks the spec again after a change (tare experiment's --mde and --budget) and fills defaults.
-func (s *Spec) Check() error {
-	if err := s.check(); err != nil {
-		return fmt.Errorf("spec: %w", err)
-	}
-	return nil
 }
 
 func (s *Spec) check() error {

@@ -81,9 +81,10 @@ bench-audit:
 	@command -v jq >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null)
 	$(GO) run ./bench/audit
 
-# bench-experiment: 10 experiments with a planted 2% change in control-plane CPU and 20 A/A, interleaved, each
-# --mde 2% --budget 10m: how often each is found (exact binomial intervals) and the wall time. About 5 hours;
-# BENCH_EXPERIMENT='-planted 2 -aa 2' for a short run.
+# bench-experiment: where the control plane's CPU noise comes from (16 min of one idle lab), then 10 experiments
+# with a planted 2% change in control-plane CPU and 20 A/A, interleaved, each --mde 2% --budget 10m: how often
+# each is found (exact binomial intervals) and the wall time. About 5 hours; BENCH_EXPERIMENT='-planted 2 -aa 2'
+# for a short run, '-noise 0' to skip the noise.
 bench-experiment: build
 	$(GO) run ./bench/experiment -tare ./$(BIN) $(BENCH_EXPERIMENT)
 

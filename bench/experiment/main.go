@@ -39,6 +39,7 @@ type options struct {
 	profile        string
 	noise          time.Duration
 	trialOverhead  time.Duration
+	base           float64
 }
 
 func main() {
@@ -55,6 +56,7 @@ func main() {
 	flag.StringVar(&o.profile, "profile", "upstream", "lab profile")
 	flag.DurationVar(&o.noise, "noise", 16*time.Minute, "first, measure the idle lab this long and say where the primary metric's variance comes from (0: skip)")
 	flag.DurationVar(&o.trialOverhead, "trial-overhead", time.Second, "a trial's time beside its window and warm-up on one lab, for -noise's arithmetic")
+	flag.Float64Var(&o.base, "base", 0, "the baseline's control-plane CPU (m) to plant mde% of; 0: the first A/A run's pilot median")
 	flag.Parse()
 	if o.noise > 0 {
 		if err := noise(o); err != nil {
@@ -96,7 +98,7 @@ func run(o options) error {
 		return err
 	}
 	var all []outcome
-	plantedMC := 0.0
+	plantedMC := o.mde / 100 * o.base // 0 without -base: the first A/A run calibrates it
 	for i := 0; len(count(all, "planted")) < o.planted || len(count(all, "a-a")) < o.aa; i++ {
 		kind := "a-a"
 		// After the calibrating A/A run, alternate while both are owed.

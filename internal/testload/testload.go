@@ -74,7 +74,8 @@ func processCPU() time.Duration {
 }
 
 // burn uses exactly MILLICORES of CPU from now on (a fraction too: 0.7), regulated against its own CPU
-// clock every 5 ms, on enough threads to catch up after being preempted. Args: MILLICORES.
+// clock (every 5 ms, or as rarely as a small load allows), on enough threads to catch up after being
+// preempted. Args: MILLICORES.
 func burn(args []string) error {
 	if len(args) < 1 {
 		return fmt.Errorf("burn needs MILLICORES")
@@ -93,11 +94,14 @@ func burn(args []string) error {
 			runtime.LockOSThread()
 			for {
 				target := time.Duration(float64(time.Since(start)) * mc / 1000)
-				if processCPU()-cpu0 < target {
+				ahead := processCPU() - cpu0 - target
+				if ahead < 0 {
 					spin(200 * time.Microsecond)
 					continue
 				}
-				time.Sleep(5 * time.Millisecond)
+				// Sleep until the target catches up (at least 5 ms, at most 1 s): a small load wakes
+				// rarely, so that its wake-ups, which count in its CPU, stay well below it.
+				time.Sleep(min(max(time.Duration(float64(ahead)*1000/mc), 5*time.Millisecond), time.Second))
 			}
 		}()
 	}

@@ -19,7 +19,7 @@ import (
 // TestExperimentSequential: a sequential experiment on the real lab (control plane only; one lab for both
 // variants, which differ only in what runs beside it) whose variant runs a burner regulated to 150 millicores of its own CPU (the testload burn mode, a real process) beside
 // the cluster: a planted change the test knows. The pilot's rounds plan the rest, the plan is printed and
-// stored, the looks find the change with the right sign and a repeated interval that holds 150m, the
+// stored, the looks find the change with the right sign and within 10% of 150m, the
 // trials the answer made unnecessary are marked stopped, the run's process group is gone, and --resume of
 // the finished experiment prints the same answer.
 func TestExperimentSequential(t *testing.T) {
@@ -50,7 +50,7 @@ variants:
 	t.Log(stderr)
 	assertNoLab(t, out)
 	// The variants differ only in the burner: one lab served every trial, started once.
-	if n := strings.Count(stderr, "lab up in"); n != 1 || !strings.Contains(stderr, "one lab serves every variant") {
+	if n := strings.Count(stderr, "lab up in"); n != 1 || !strings.Contains(stderr, "it serves every variant") {
 		t.Errorf("the lab started %d times for variants that share it:\n%s", n, stderr)
 	}
 	if !strings.Contains(stderr, "plan: ±20.0% of") {
@@ -63,7 +63,10 @@ variants:
 	s := r.Sequential[0]
 	t.Logf("plan %+v; answer %s at round %d: %+.1f [%+.1f, %+.1f] over %d pairs, %d looks", *r.Plan, s.Decision, s.At, float64(s.Mean),
 		float64(s.Lo), float64(s.Hi), s.Pairs, len(s.Looks))
-	if s.Decision != compare.Changed || !(s.Mean > 0) || !(float64(s.Lo) <= planted && planted <= float64(s.Hi)) {
+	// Node busy counts what running the burner costs the node beside its own regulated 150m (its shell
+	// pipeline, its wake-ups): seen +3 to +6%. With two pairs whose difference barely varies, the
+	// interval can be narrower than that, so the mean is held to the burner's CPU within 10%.
+	if s.Decision != compare.Changed || !(s.Mean > 0) || math.Abs(float64(s.Mean)-planted) > 0.1*planted {
 		t.Errorf("the planted %.0fm: %s, %+.1f [%+.1f, %+.1f]", planted, s.Decision, float64(s.Mean), float64(s.Lo), float64(s.Hi))
 	}
 	// Every trial ran to its answer: ok up to the deciding round, stopped after it; none left planned.

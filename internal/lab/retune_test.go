@@ -117,8 +117,8 @@ func TestRetune(t *testing.T) {
 		t.Errorf("the new controller manager runs %q", strings.ReplaceAll(string(cmdline), "\x00", " "))
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for lease("kube-controller-manager") == holder && time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
+	for h := lease("kube-controller-manager"); (h == holder || h == "") && time.Now().Before(deadline); h = lease("kube-controller-manager") {
+		time.Sleep(200 * time.Millisecond) // dropped ("") until the new one takes it
 	}
 	if h := lease("kube-controller-manager"); h == holder || h == "" {
 		t.Errorf("the lease is still %q (was %q): the new controller manager does not lead", h, holder)

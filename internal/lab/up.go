@@ -163,6 +163,17 @@ func (l *lab) run(ctx context.Context, tunings []Tuning) error {
 	}
 	l.step("pki")
 	var cri chan error
+	waitCRI := func() error {
+		if cri == nil {
+			return nil
+		}
+		err := <-cri
+		cri = nil
+		return err
+	}
+	// A step that fails before the node's waits for the runtimes too: Up's clean-up must find containerd
+	// started (and the state's last save done) before it stops the lab and the caller removes its directory.
+	defer func() { _ = waitCRI() }()
 	if !l.opts.ControlPlaneOnly {
 		if err := l.nodeNetworks(); err != nil {
 			return err
@@ -183,7 +194,7 @@ func (l *lab) run(ctx context.Context, tunings []Tuning) error {
 		return err
 	}
 	if cri != nil {
-		if err := <-cri; err != nil {
+		if err := waitCRI(); err != nil {
 			return err
 		}
 		if err := l.node(ctx, tunings); err != nil {

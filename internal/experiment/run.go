@@ -288,9 +288,10 @@ func (r *Runner) labFor(ctx context.Context, lt *LabTarget, sets []lab.Tuning) (
 	spec := r.Store.Spec
 	varied := spec.variedComponents()
 	shared, retune := spec.SharedLab(), lab.CanRetune(varied)
+	up := lab.UpOptions{Dir: r.LabDir(), Profile: lt.Profile, Sets: sets, ControlPlaneOnly: lt.ControlPlaneOnly, BinDir: lt.BinDir}
 	if !shared && !retune {
 		start := time.Now()
-		st, err := lab.Up(ctx, lab.UpOptions{Dir: r.LabDir(), Profile: lt.Profile, Sets: sets, ControlPlaneOnly: lt.ControlPlaneOnly, BinDir: lt.BinDir})
+		st, err := lab.Up(ctx, up)
 		if err != nil {
 			return nil, false, time.Time{}, fmt.Errorf("%w: %w", ErrStart, err)
 		}
@@ -302,7 +303,7 @@ func (r *Runner) labFor(ctx context.Context, lt *LabTarget, sets []lab.Tuning) (
 		// Not running (the first trial, a resume) or not whole: start it afresh.
 		_, _ = lab.Down(context.WithoutCancel(ctx), r.LabDir(), true)
 		start := time.Now()
-		if st, err = lab.Up(ctx, lab.UpOptions{Dir: r.LabDir(), Profile: lt.Profile, Sets: sets, ControlPlaneOnly: lt.ControlPlaneOnly, BinDir: lt.BinDir}); err != nil {
+		if st, err = lab.Up(ctx, up); err != nil {
 			return nil, false, time.Time{}, fmt.Errorf("%w: %w", ErrStart, err)
 		}
 		how := "every variant (they differ in nothing the lab runs)"

@@ -365,27 +365,20 @@ func (s *Spec) SharedLab() bool {
 // variedComponents lists, in the registry's order, the lab components whose flags differ between variants
 // (the target's flags, then each variant's).
 func (s *Spec) variedComponents() []string {
-	if s.Target.Lab == nil {
+	if s.Target.Lab == nil || len(s.Variants) == 0 {
 		return nil
 	}
-	var per []map[string]string
-	for _, v := range s.Variants {
+	first, err := labSets(s.Target.Lab, s.Variants[0])
+	if err != nil {
+		return nil
+	}
+	var varied []string
+	for _, v := range s.Variants[1:] {
 		ts, err := labSets(s.Target.Lab, v)
 		if err != nil {
 			return nil
 		}
-		m := map[string]string{}
-		for _, t := range ts {
-			m[t.Component] += " " + t.Flag + "=" + t.Value
-		}
-		per = append(per, m)
+		varied = append(varied, lab.Changed(first, ts)...)
 	}
-	return component.Names(func(e component.Entry) bool {
-		for _, m := range per[1:] {
-			if m[e.Name] != per[0][e.Name] {
-				return true
-			}
-		}
-		return false
-	})
+	return component.Names(func(e component.Entry) bool { return slices.Contains(varied, e.Name) })
 }

@@ -144,3 +144,28 @@ func TestSharedLab(t *testing.T) {
 		})
 	}
 }
+
+func TestVariedComponents(t *testing.T) {
+	base := "name: x\ntrials: 4\nwindow: 10s\n"
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"a/a", base + "variants: [{name: a}, {name: b}]\n", nil},
+		{"scheduler and controller manager", base + "variants: [{name: a}, {name: b, set: [kube-scheduler.v=2, kube-controller-manager.v=2]}]\n",
+			[]string{"kube-controller-manager", "kube-scheduler"}},
+		{"the target's flag overridden", base + "target: {lab: {set: [etcd.snapshot-count=1000]}}\nvariants: [{name: a}, {name: b, set: [etcd.snapshot-count=1000]}, {name: c, set: [etcd.snapshot-count=5]}]\n",
+			[]string{"etcd"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Parse([]byte(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Registry order, whatever the order in the spec.
+			if got := s.variedComponents(); !slices.Equal(got, tc.want) {
+				t.Errorf("variedComponents() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -2,8 +2,6 @@ package lab
 
 import (
 	"context"
-	"crypto/tls"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -37,18 +35,14 @@ func (l *lab) controllers(ctx context.Context, tunings []Tuning) error {
 	if err := l.dropStaleLeases(ctx); err != nil {
 		return err
 	}
-	if _, err := l.launch(component.ControllerManager, controllerManagerArgs(l.p, l.pki), tunings); err != nil {
-		return err
+	names := []string{component.ControllerManager, component.Scheduler}
+	for _, name := range names {
+		if _, err := l.launch(name, l.args(name), tunings); err != nil {
+			return err
+		}
 	}
-	if _, err := l.launch(component.Scheduler, schedulerArgs(l.p), tunings); err != nil {
-		return err
-	}
-	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // #nosec G402 -- self-signed healthz
-	for _, c := range []struct {
-		name string
-		port int
-	}{{component.ControllerManager, kcmPort}, {component.Scheduler, schedulerPort}} {
-		if err := l.waitFor(ctx, c.name, 60*time.Second, httpOK(insecure, "https://127.0.0.1:"+strconv.Itoa(c.port)+"/healthz")); err != nil {
+	for _, name := range names {
+		if err := l.waitFor(ctx, name, 60*time.Second, l.healthy(name)); err != nil {
 			return err
 		}
 	}

@@ -3,7 +3,6 @@ package lab
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -83,7 +82,7 @@ func (l *lab) node(ctx context.Context, tunings []Tuning) error {
 	if _, err := l.launch(component.Kubelet, kubeletArgs(l.p, l.st.Node, l.advertised()), tunings); err != nil {
 		return err
 	}
-	if _, err := l.launch(component.KubeProxy, kubeProxyArgs(l.p, l.st.Node), tunings); err != nil {
+	if _, err := l.launch(component.KubeProxy, l.args(component.KubeProxy), tunings); err != nil {
 		return err
 	}
 	c, err := l.client()
@@ -94,5 +93,5 @@ func (l *lab) node(ctx context.Context, tunings []Tuning) error {
 		return err
 	}
 	l.step("node Ready")
-	return l.waitFor(ctx, component.KubeProxy, 30*time.Second, httpOK(http.DefaultClient, "http://127.0.0.1:"+strconv.Itoa(proxyHealthz)+"/healthz"))
+	return l.waitFor(ctx, component.KubeProxy, 30*time.Second, l.healthy(component.KubeProxy))
 }

@@ -125,6 +125,21 @@ func TestUpThreeNodes(t *testing.T) {
 }
 
 // waitForPorts waits until no other lab holds the lab's ports (other tests start single-node labs).
+// tempLabDir is a new lab directory (short: containerd's socket paths must fit in 108 bytes) that the
+// test's clean-up stops and removes.
+func tempLabDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "tare-lab-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = Down(context.Background(), dir, false)
+		_ = os.RemoveAll(dir)
+	})
+	return dir
+}
+
 func waitForPorts(ctx context.Context, t *testing.T) {
 	t.Helper()
 	for {

@@ -42,14 +42,7 @@ func TestPauseLab(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	waitForPorts(ctx, t)
-	dir, err := os.MkdirTemp("", "tare-lab-") // short: containerd's socket paths must fit in 108 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = Down(context.Background(), dir, false)
-		_ = os.RemoveAll(dir)
-	})
+	dir := tempLabDir(t)
 	st, err := Up(ctx, UpOptions{Dir: dir, StopWithCaller: true})
 	if err != nil {
 		t.Fatal(err)

@@ -110,9 +110,16 @@ func Retune(ctx context.Context, dir string, sets []Tuning, also []string) (*Ret
 	return r, nil
 }
 
-// retuned lists, in the registry's order, the components whose tunings differ between from and to, and
-// those in also.
+// retuned lists, in the registry's order, the components whose tunings differ between from and to
+// (Changed), and those in also.
 func retuned(from, to []Tuning, also []string) []string {
+	changed := Changed(from, to)
+	return component.Names(func(e component.Entry) bool { return slices.Contains(also, e.Name) || slices.Contains(changed, e.Name) })
+}
+
+// Changed lists, in the registry's order, the components whose flags differ between two lists of
+// tunings (the flags set for it, in order, as the later one wins).
+func Changed(from, to []Tuning) []string {
 	flags := func(ts []Tuning, name string) string {
 		var out []string
 		for _, t := range ts {
@@ -122,9 +129,7 @@ func retuned(from, to []Tuning, also []string) []string {
 		}
 		return strings.Join(out, " ")
 	}
-	return component.Names(func(e component.Entry) bool {
-		return slices.Contains(also, e.Name) || flags(from, e.Name) != flags(to, e.Name)
-	})
+	return component.Names(func(e component.Entry) bool { return flags(from, e.Name) != flags(to, e.Name) })
 }
 
 // resume is the lab of a running state, for starting components in it again.
@@ -145,7 +150,7 @@ func resume(st *State) (*lab, error) {
 	return l, nil
 }
 
-// args are a retunable component's flags before tunings, as Up gives them.
+// args are a retunable component's flags before tunings (Up and Retune start them with these).
 func (l *lab) args(name string) []string {
 	switch name {
 	case component.ControllerManager:
@@ -157,7 +162,7 @@ func (l *lab) args(name string) []string {
 	}
 }
 
-// healthy is a retunable component's health check, as Up waits for it.
+// healthy is a retunable component's health check (Up and Retune wait for it).
 func (l *lab) healthy(name string) func(context.Context) error {
 	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // #nosec G402 -- self-signed healthz
 	switch name {

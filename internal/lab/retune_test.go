@@ -60,14 +60,7 @@ func TestRetune(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	waitForPorts(ctx, t)
-	dir, err := os.MkdirTemp("", "tare-lab-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = Down(context.Background(), dir, false)
-		_ = os.RemoveAll(dir)
-	})
+	dir := tempLabDir(t)
 	st, err := Up(ctx, UpOptions{Dir: dir, ControlPlaneOnly: true, StopWithCaller: true})
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -38,14 +37,7 @@ func TestImportToolsImage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	waitForPorts(ctx, t)
-	dir, err := os.MkdirTemp("", "tare-lab-") // short: containerd's socket paths must fit in 108 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = Down(context.Background(), dir, false)
-		_ = os.RemoveAll(dir)
-	})
+	dir := tempLabDir(t)
 	st, err := Up(ctx, UpOptions{Dir: dir, Nodes: nodes, StopWithCaller: true})
 	if err != nil {
 		t.Fatal(err)

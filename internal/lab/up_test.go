@@ -27,14 +27,7 @@ func TestUpAPIServerOnly(t *testing.T) {
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp("", "tare-lab-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = Down(context.Background(), dir, false)
-		_ = os.RemoveAll(dir)
-	})
+	dir := tempLabDir(t)
 	st, err := Up(ctx, UpOptions{Dir: dir, APIServerOnly: true, StopWithCaller: true})
 	if err != nil {
 		t.Fatal(err)

@@ -88,10 +88,12 @@ func (v View) Table(w io.Writer) error {
 	}
 	for _, n := range v.Nodes {
 		for _, w := range n.Warnings {
-			notes = append(notes, n.Name+": "+w)
+			notes = append(notes, fmt.Sprintf("%s: warning (%s): %s", n.Name, w.Figure, w.Message))
+		}
+		for _, l := range n.Limitations {
+			notes = append(notes, n.Name+": "+l)
 		}
 	}
-	notes = append(notes, v.Warnings...)
 	notes = append(notes, fmt.Sprintf("CPU in millicores, means over each node's window (N intervals; P95 of node busy per interval); "+
 		"the cluster's figures resolve to ±%s. Per-pod: the pod runtime's processes (shims, pause, runc, CNI) per running pod.", output.Millicores(v.Totals.Resolution)))
 	fmt.Fprintln(&b, "\nNotes:")

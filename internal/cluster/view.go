@@ -31,7 +31,6 @@ type View struct {
 	Totals        Totals    `json:"totals"`
 	// SharedKernels lists the sets of nodes that run on one kernel (the same boot ID).
 	SharedKernels []SharedKernel `json:"shared_kernels,omitempty"`
-	Warnings      []string       `json:"warnings,omitempty"`
 }
 
 // Node is one node's row. Figures are window means in millicores and bytes; they are zero unless Status
@@ -59,8 +58,10 @@ type Node struct {
 	PerPod PerPod               `json:"per_pod"`
 	// Resolution is the node's reconciliation resolution: the smallest difference its figures resolve.
 	Resolution float64 `json:"resolution_millicores,omitempty"`
-	// Warnings are the agent's reconciliation warnings and its limitations.
-	Warnings []string `json:"warnings,omitempty"`
+	// Warnings are the agent's reconciliation warnings, each naming the figure it qualifies (this node's).
+	Warnings []summary.Warning `json:"warnings,omitempty"`
+	// Limitations are what the agent could not read on this node.
+	Limitations []string `json:"limitations,omitempty"`
 	// Groups are the agent's groups, busiest first.
 	Groups []summary.Group `json:"groups,omitempty"`
 	// SharesWith names the other nodes on the same kernel.
@@ -223,9 +224,10 @@ func row(x Input) Node {
 		n.PerPod = PerPod{CPU: n.CPU[PodOverhead] / float64(n.Pods), Memory: n.Memory[PodOverhead] / float64(n.Pods)}
 	}
 	for _, w := range s.Reconcile.Warnings {
-		n.Warnings = append(n.Warnings, w.Message)
+		w.Subject = n.Name
+		n.Warnings = append(n.Warnings, w)
 	}
-	n.Warnings = append(n.Warnings, s.Meta.Limitations...)
+	n.Limitations = s.Meta.Limitations
 	n.Groups = s.Groups
 	return n
 }

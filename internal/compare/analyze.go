@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/tare-dev/tare/internal/stats"
+	"github.com/tare-dev/tare/internal/warning"
 )
 
 // Analyze compares every variant of d with the baseline (d.Variants[0]) over the trials that finished:
@@ -168,8 +169,9 @@ func verdicts(r *Results, names []string, counts, failed map[string]int) []Verdi
 				if !c.Shift.Significant {
 					sig = fmt.Sprintf("not significant, p=%.2f: more trials would tell", c.Shift.P)
 				}
-				vd.Guard = append(vd.Guard, fmt.Sprintf("%s %.3g%s vs %.3g%s at baseline (%+.0f%%, beyond the %.0f%% tolerance; %s)",
-					row.Metric, c.Median.Median, row.Unit, base, row.Unit, worse, r.Tolerance, sig))
+				vd.Guard = append(vd.Guard, warning.Warning{Code: WarnGuardWorse, Figure: row.Metric, Subject: v,
+					Message: fmt.Sprintf("%s %.3g%s vs %.3g%s at baseline (%+.0f%%, beyond the %.0f%% tolerance; %s)",
+						row.Metric, c.Median.Median, row.Unit, base, row.Unit, worse, r.Tolerance, sig)})
 			}
 		}
 		switch seq := r.sequentialOf(v); {

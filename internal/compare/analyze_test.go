@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tare-dev/tare/internal/session"
+	"github.com/tare-dev/tare/internal/warning"
 )
 
 func trialsOf(variant string, values []float64, guard float64, seq *int) []Trial {
@@ -40,8 +41,9 @@ func TestAnalyzeRecommendsAndGuards(t *testing.T) {
 	// By hand: slow's guard is 15 s against le-on's 8 s, +87.5%. Five tied values on each side leave only the
 	// normal approximation: tie factor 1 - 2·(5³-5)/(10³-10) = 0.7576, σ = √(25·11/12·0.7576) = 4.167,
 	// z = (12.5 - 0.5)/4.167 = 2.880, p = 2·Φ(-2.880) = 0.004.
-	if v["slow"].Recommended || v["slow"].GuardOK ||
-		!strings.Contains(strings.Join(v["slow"].Guard, " "), "ready-seconds 15s vs 8s at baseline (+88%, beyond the 20% tolerance; significant, p=0.004)") {
+	wantGuard := []warning.Warning{{Code: WarnGuardWorse, Figure: "ready-seconds", Subject: "slow",
+		Message: "ready-seconds 15s vs 8s at baseline (+88%, beyond the 20% tolerance; significant, p=0.004)"}}
+	if v["slow"].Recommended || v["slow"].GuardOK || !cmp.Equal(v["slow"].Guard, wantGuard) {
 		t.Errorf("slow (cuts CPU, worsens the guard 88%%): %+v", v["slow"])
 	}
 	// By hand, same against le-on: counting the pairs where same's value exceeds le-on's (a tie, 46 in both,
@@ -99,10 +101,18 @@ func TestAnalyzeWarnsTooFewAndDrift(t *testing.T) {
 	}
 	trials = append(trials, Trial{Seq: 7, Variant: "b", Status: "failed", Error: "etcd exited"})
 	r := Analyze(d, trials)
-	w := strings.Join(r.Warnings, "\n")
-	for _, want := range []string{"a has 3 trial(s): with fewer than 4", "trial 7 (b) failed", "drift: node-busy moved with time"} {
-		if !strings.Contains(w, want) {
-			t.Errorf("warnings lack %q:\n%s", want, w)
+	// Each warning names the figure it qualifies and what the figure is of.
+	for _, want := range []struct{ code, figure, subject, text string }{
+		{WarnTooFewTrials, FigureP, "a", "a has 3 trial(s): with fewer than 4"},
+		{WarnFailedTrial, FigureTrials, "b", "trial 7 (b) failed"},
+		{WarnDrift, "node-busy", "", "drift: node-busy moved with time"},
+	} {
+		found := false
+		for _, w := range r.Warnings {
+			found = found || (w.Code == want.code && w.Figure == want.figure && w.Subject == want.subject && strings.Contains(w.Message, want.text))
+		}
+		if !found {
+			t.Errorf("warnings lack %+v:\n%+v", want, r.Warnings)
 		}
 	}
 	var js strings.Builder
@@ -120,9 +130,10 @@ func TestTrialWarningsGrouped(t *testing.T) {
 	}
 	trials[2].Warnings = append(trials[2].Warnings, session.Warning{Seq: 9, Kind: session.Skipped, Message: "reading /proc/stat: gone"})
 	got := trialWarnings(trials)
-	want := []string{
-		"window warning in trial 1 sample 0, trial 2 sample 0, trial 3 sample 0, trial 4 sample 0, trial 5 sample 0 and 2 more: no PSI",
-		"window warning in trial 3 sample 9: reading /proc/stat: gone",
+	first := "trial 1 sample 0, trial 2 sample 0, trial 3 sample 0, trial 4 sample 0, trial 5 sample 0 and 2 more"
+	want := []warning.Warning{
+		{Code: "window-source", Figure: FigureTrials, Subject: first, Message: "window warning in " + first + ": no PSI"},
+		{Code: "window-skipped", Figure: FigureTrials, Subject: "trial 3 sample 9", Message: "window warning in trial 3 sample 9: reading /proc/stat: gone"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -149,10 +160,8 @@ func TestConstantMetricHasNoDetectableChange(t *testing.T) {
 	if got := r.Verdicts[1].Summary; got != want {
 		t.Errorf("verdict %q, want %q", got, want)
 	}
-	for _, w := range r.Warnings {
-		if strings.HasPrefix(w, "drift") {
-			t.Errorf("a constant metric drifted: %s", w)
-		}
+	if warning.Has(r.Warnings, WarnDrift) {
+		t.Errorf("a constant metric drifted: %+v", r.Warnings)
 	}
 	var js strings.Builder
 	if err := r.JSON(&js); err != nil || !strings.Contains(js.String(), `"min_detectable": null,

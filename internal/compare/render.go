@@ -69,7 +69,7 @@ func (r Results) Table(w io.Writer) error {
 		}
 		b.WriteString(")\n")
 		for _, g := range v.Guard {
-			fmt.Fprintf(&b, "  guard: %s\n", g)
+			fmt.Fprintf(&b, "  guard: %s\n", g.Message)
 		}
 	}
 	if p := r.Plan; p != nil {
@@ -95,7 +95,7 @@ func (r Results) Table(w io.Writer) error {
 	if len(r.Warnings) > 0 {
 		b.WriteString("\nwarnings:\n")
 		for _, x := range r.Warnings {
-			fmt.Fprintf(&b, "  - %s\n", x)
+			fmt.Fprintf(&b, "  - %s\n", x.Message)
 		}
 	}
 	_, err := io.WriteString(w, b.String())

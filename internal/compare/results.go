@@ -8,6 +8,7 @@ import (
 
 	"github.com/tare-dev/tare/internal/session"
 	"github.com/tare-dev/tare/internal/stats"
+	"github.com/tare-dev/tare/internal/warning"
 )
 
 // Trial is one observation of one variant: an experiment's trial, or one block of a recording in a diff.
@@ -126,26 +127,26 @@ func (r Row) Label() string {
 
 // Verdict is what a variant's results say.
 type Verdict struct {
-	Variant     string   `json:"variant"`
-	Baseline    bool     `json:"baseline,omitempty"`
-	Trials      int      `json:"trials"`
-	Failed      int      `json:"failed,omitempty"`
-	GuardOK     bool     `json:"guard_ok"`
-	Guard       []string `json:"guard_notes,omitempty"`
-	Recommended bool     `json:"recommended"`
-	Summary     string   `json:"summary"`
+	Variant     string            `json:"variant"`
+	Baseline    bool              `json:"baseline,omitempty"`
+	Trials      int               `json:"trials"`
+	Failed      int               `json:"failed,omitempty"`
+	GuardOK     bool              `json:"guard_ok"`
+	Guard       []warning.Warning `json:"guard_notes,omitempty"` // guard metrics worse than the tolerance
+	Recommended bool              `json:"recommended"`
+	Summary     string            `json:"summary"`
 }
 
 // Results are an experiment's (or a diff's) comparisons. Renderers read them and never change them.
 type Results struct {
-	Name      string    `json:"name"`
-	Alpha     float64   `json:"alpha"`
-	Primary   string    `json:"primary"`
-	Tolerance float64   `json:"guard_tolerance_percent"`
-	Rows      []Row     `json:"rows"`
-	Verdicts  []Verdict `json:"verdicts"`
-	Warnings  []string  `json:"warnings,omitempty"`
-	Sweep     *Sweep    `json:"sweep,omitempty"`
+	Name      string            `json:"name"`
+	Alpha     float64           `json:"alpha"`
+	Primary   string            `json:"primary"`
+	Tolerance float64           `json:"guard_tolerance_percent"`
+	Rows      []Row             `json:"rows"`
+	Verdicts  []Verdict         `json:"verdicts"`
+	Warnings  []warning.Warning `json:"warnings,omitempty"`
+	Sweep     *Sweep            `json:"sweep,omitempty"`
 	// Plan and Sequential: a sequential experiment's design and each variant's answer on the primary metric.
 	Plan       *Plan        `json:"plan,omitempty"`
 	Sequential []Sequential `json:"sequential,omitempty"`

@@ -78,6 +78,9 @@ func Table(w io.Writer, r Report) error {
 			fmt.Fprintln(w, "  "+s)
 		}
 	}
+	for _, x := range r.Warnings {
+		fmt.Fprintf(w, "warning (%s): %s\n", x.Figure, x.Message)
+	}
 	return groupsTable(w, r)
 }
 

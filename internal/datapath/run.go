@@ -19,6 +19,8 @@ import (
 	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/session"
 	"github.com/tare-dev/tare/internal/summary"
+
+	"github.com/tare-dev/tare/internal/warning"
 )
 
 // Options say what a run measures.
@@ -55,7 +57,13 @@ type Report struct {
 	Schedule
 	Trials []Trial `json:"trials"`
 	Ratios []Ratio `json:"ratios"`
+	// Warnings qualify the report's figures (a trial's own window warnings are in the trial).
+	Warnings []warning.Warning `json:"warnings,omitempty"`
 }
+
+// WarnOtherNode marks a run where tare measured a machine other than the node the pods ran on: the CPU figures are not
+// the pods' node's.
+const WarnOtherNode = "other-node"
 
 // Schedule is how a run's trials ran: how many rounds of how long, in the order of which seed, when, for
 // how long, and whether Ctrl-C cut the run short. Its fields appear inline in a report's JSON.
@@ -270,7 +278,11 @@ func pickNodes(ctx context.Context, cs kubernetes.Interface, o Options, rep *Rep
 		return fmt.Errorf("node %q is not a Ready node that takes pods (kubectl get nodes)", want)
 	}
 	if o.Host != "" && o.Host != rep.Node {
-		say("warning: tare measures this machine (%s) and the pods run on node %s: the CPU figures are this machine's", o.Host, rep.Node)
+		w := warning.Warning{Code: WarnOtherNode, Figure: "cpu_per_unit", Subject: rep.Node,
+			Message: fmt.Sprintf("tare measures this machine (%s) and the pods run on node %s: the CPU figures are this machine's", o.Host, rep.Node),
+			Cause:   "--node names another node than the one tare runs on"}
+		say("warning: %s", w.Message)
+		rep.Warnings = append(rep.Warnings, w)
 	}
 	return nil
 }
@@ -382,7 +394,7 @@ type Usage struct {
 	End      time.Time          `json:"end"`
 	NodeBusy float64            `json:"node_busy_m"` // millicores: the node's busy time over the window
 	Groups   map[string]float64 `json:"groups_m"`    // millicores per group (component, pod, other, …)
-	Warnings []string           `json:"warnings,omitempty"`
+	Warnings []session.Warning  `json:"warnings,omitempty"`
 }
 
 // usageOf reads a session's result (res, or the error that ended it) into the window's usage.
@@ -399,9 +411,7 @@ func usageOf(res session.Result, err error) (Usage, error) {
 	for _, g := range sum.Groups {
 		u.Groups[g.Name] += g.CPU.Mean
 	}
-	for _, w := range res.Warnings {
-		u.Warnings = append(u.Warnings, w.String())
-	}
+	u.Warnings = res.Warnings
 	return u, nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/tare-dev/tare/internal/session"
 )
 
 // Trial is one measured run of the load generator over one lane, with what the node spent meanwhile.
@@ -17,9 +19,9 @@ type Trial struct {
 	Groups   map[string]float64 `json:"groups_m"`    // millicores per group (component, pod, other, …)
 	// CPUPerUnit is the node's CPU-seconds per unit of work: per Gbit moved (streams), per 10,000 round
 	// trips (tcp-rr).
-	CPUPerUnit float64  `json:"cpu_per_unit"`
-	Warnings   []string `json:"warnings,omitempty"`
-	Error      string   `json:"error,omitempty"` // the trial did not run or the tool failed
+	CPUPerUnit float64           `json:"cpu_per_unit"`
+	Warnings   []session.Warning `json:"warnings,omitempty"` // the trial window's, each with its sample
+	Error      string            `json:"error,omitempty"`    // the trial did not run or the tool failed
 }
 
 // Unit names what CPUPerUnit is per.

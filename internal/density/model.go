@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare/internal/component"
+	"github.com/tare-dev/tare/internal/session"
 )
 
 // Cost is what one group used over a window: CPU in millicores, memory in bytes (means over the window).
@@ -22,11 +23,11 @@ type Cost struct {
 // Window is what one step measured.
 type Window struct {
 	Step
-	Start    time.Time       `json:"start"`
-	Seconds  float64         `json:"seconds"`
-	Busy     float64         `json:"node_busy_millicores"`
-	Groups   map[string]Cost `json:"groups"`
-	Warnings []string        `json:"warnings,omitempty"`
+	Start    time.Time         `json:"start"`
+	Seconds  float64           `json:"seconds"`
+	Busy     float64           `json:"node_busy_millicores"`
+	Groups   map[string]Cost   `json:"groups"`
+	Warnings []session.Warning `json:"warnings,omitempty"` // the window's, each with its sample
 }
 
 // Where a group's processes run, for the users of cgroup-based tools: what a pod cgroup sees is already in

@@ -17,6 +17,8 @@ import (
 	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/session"
 	"github.com/tare-dev/tare/internal/summary"
+
+	"github.com/tare-dev/tare/internal/warning"
 )
 
 // Options say what a density run does.
@@ -55,7 +57,12 @@ type Report struct {
 	// KubeReserved is the recommendation for the node's pod limit (--max-pods, else the node's own),
 	// nil when the model has too few pod counts.
 	KubeReserved *Reserved `json:"kube_reserved"`
+	// Warnings qualify the report's figures (a window's own warnings are in its step).
+	Warnings []warning.Warning `json:"warnings,omitempty"`
 }
+
+// WarnOtherNode marks a run where tare measured a machine other than the node the pods ran on.
+const WarnOtherNode = "other-node"
 
 // podLabel marks the run's pods.
 const podLabel = "tare.dev/density"
@@ -75,8 +82,13 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 	if err != nil {
 		return Report{}, err
 	}
+	var warnings []warning.Warning
 	if o.Host != "" && o.Host != node.Name {
-		say("warning: tare measures this machine (%s) and the pods run on node %s: unless that is this machine under another name, run tare density on %s", o.Host, node.Name, node.Name)
+		w := warning.Warning{Code: WarnOtherNode, Figure: "steps",
+			Message: fmt.Sprintf("tare measures this machine (%s) and the pods run on node %s: unless that is this machine under another name, run tare density on %s", o.Host, node.Name, node.Name),
+			Cause:   "--node names another node than the one tare runs on"}
+		say("warning: %s", w.Message)
+		warnings = append(warnings, w)
 	}
 	maxPods := 0
 	if q, ok := node.Allocatable[corev1.ResourcePods]; ok {
@@ -93,7 +105,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 			say("warning: %v", err)
 		}
 	}()
-	rep := Report{Node: node.Name, Image: o.Image, Containers: max(1, o.Containers), Counts: o.Counts, Trials: o.Trials, Window: o.Window.String(), Seed: o.Seed, Started: time.Now()}
+	rep := Report{Node: node.Name, Image: o.Image, Containers: max(1, o.Containers), Counts: o.Counts, Trials: o.Trials, Window: o.Window.String(), Seed: o.Seed, Started: time.Now(), Warnings: warnings}
 	steps := Order(o.Counts, o.Trials, rand.New(rand.NewPCG(o.Seed, o.Seed+1)))
 	charged := map[string]map[bool]bool{}
 	finish := func(err error) (Report, error) {
@@ -251,9 +263,7 @@ func measure(ctx context.Context, o Options, st Step, charged map[string]map[boo
 		c.Private += g.Private
 		w.Groups[name] = c
 	}
-	for _, x := range res.Warnings {
-		w.Warnings = append(w.Warnings, x.String())
-	}
+	w.Warnings = res.Warnings
 	return w, nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tare-dev/tare/internal/record"
 	"github.com/tare-dev/tare/internal/session"
+	"github.com/tare-dev/tare/internal/warning"
 )
 
 // TestStoreKeepsTrialWarnings: a trial's window warnings survive the experiment file, including one
@@ -65,12 +66,12 @@ func TestStoreKeepsTrialWarnings(t *testing.T) {
 		t.Errorf("trial 3 took a stale row: %v", again[2].Warnings)
 	}
 	res := Analyze(st.Spec, st.Plan, again)
-	for _, line := range []string{
-		"window warning in trial 2 sample 0: reading node resources: gone",
-		"window warning in trial 2 sample 4: disk full; measuring on without it",
+	for _, w := range []warning.Warning{
+		{Code: "window-source", Figure: "trials", Subject: "trial 2 sample 0", Message: "window warning in trial 2 sample 0: reading node resources: gone"},
+		{Code: "window-sink", Figure: "trials", Subject: "trial 2 sample 4", Message: "window warning in trial 2 sample 4: disk full; measuring on without it"},
 	} {
-		if !slices.Contains(res.Warnings, line) {
-			t.Errorf("results lack %q:\n%s", line, strings.Join(res.Warnings, "\n"))
+		if !slices.Contains(res.Warnings, w) {
+			t.Errorf("results lack %+v:\n%+v", w, res.Warnings)
 		}
 	}
 }

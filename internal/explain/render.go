@@ -64,10 +64,13 @@ func (r Report) Table(w io.Writer) error {
 	r.tableAPI(p)
 	r.tableProfiles(p)
 	r.tableUSE(p)
-	if len(r.Notes) > 0 {
+	if len(r.Notes)+len(r.Warnings) > 0 {
 		p.f("NOTES\n")
 		for _, n := range r.Notes {
 			p.f("  - %s\n", n)
+		}
+		for _, w := range r.Warnings {
+			p.f("  - warning: %s\n", w.Message)
 		}
 	}
 	return p.err

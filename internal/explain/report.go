@@ -27,9 +27,10 @@ type Report struct {
 	USE          USE               `json:"use"`
 	Facts        *ClusterFacts     `json:"cluster,omitempty"`
 	// ClusterRead says when Facts were read; nil without them.
-	ClusterRead *ClusterRead     `json:"cluster_read,omitempty"`
-	Notes       []string         `json:"notes,omitempty"`
-	Summary     *summary.Summary `json:"-"`
+	ClusterRead *ClusterRead      `json:"cluster_read,omitempty"`
+	Notes       []string          `json:"notes,omitempty"`    // sources that are missing, and what to do about it
+	Warnings    []summary.Warning `json:"warnings,omitempty"` // about the whole window (the summary's)
+	Summary     *summary.Summary  `json:"-"`
 }
 
 // API is the API-client view: the audit log's, or the API server's metrics when there is no audit log.
@@ -84,6 +85,6 @@ func New(samples []sample.Sample, sum summary.Summary, api API, facts *ClusterFa
 	if r.Findings == nil {
 		r.Findings = []Finding{}
 	}
-	r.Notes = append(r.Notes, sum.Warnings...)
+	r.Warnings = sum.Warnings
 	return r
 }

@@ -163,9 +163,11 @@ func clusterNotes(v cluster.View) Section {
 	}
 	for _, n := range v.Nodes {
 		for _, w := range n.Warnings {
-			s.Items = append(s.Items, n.Name+": "+w)
+			s.Items = append(s.Items, fmt.Sprintf("%s: warning (%s, on %s): %s; likely cause: %s", n.Name, w.Code, w.Figure, w.Message, w.Cause))
+		}
+		for _, l := range n.Limitations {
+			s.Items = append(s.Items, n.Name+": limitation: "+l)
 		}
 	}
-	s.Items = append(s.Items, v.Warnings...)
 	return s
 }

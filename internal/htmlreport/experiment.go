@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/tare-dev/tare/internal/compare"
+	"github.com/tare-dev/tare/internal/warning"
 )
 
 // boxData is the chart input of kind box.
@@ -115,7 +116,7 @@ func resultsSection(r compare.Results) Section {
 	for _, x := range r.Verdicts {
 		guard := "ok"
 		if !x.GuardOK {
-			guard = "worse: " + strings.Join(x.Guard, "; ")
+			guard = "worse: " + strings.Join(warning.Messages(x.Guard), "; ")
 		}
 		rec := "no"
 		switch {
@@ -128,7 +129,7 @@ func resultsSection(r compare.Results) Section {
 	}
 	s.Tables = append(s.Tables, v)
 	for _, w := range r.Warnings {
-		s.Items = append(s.Items, "Warning: "+w)
+		s.Items = append(s.Items, "Warning: "+w.Message)
 	}
 	return s
 }

@@ -305,6 +305,9 @@ func notesSection(rep explain.Report, sum summary.Summary) Section {
 	for _, n := range rep.Notes {
 		s.Items = append(s.Items, "Note: "+n)
 	}
+	for _, w := range rep.Warnings {
+		s.Items = append(s.Items, fmt.Sprintf("Warning (%s): %s", w.Code, w.Message))
+	}
 	return s
 }
 

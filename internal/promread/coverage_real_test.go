@@ -22,8 +22,8 @@ func TestReadCoverage(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, w := range covered.Warnings {
-		if strings.Contains(w, "holds its samples from") {
-			t.Errorf("a covered window warns: %s", w)
+		if w.Code == promread.WarnPartialCoverage {
+			t.Errorf("a covered window warns: %+v", w)
 		}
 	}
 	long, err := promread.Read(t.Context(), promread.Options{URL: srv.URL, Window: 2 * time.Minute, Time: at})
@@ -32,8 +32,12 @@ func TestReadCoverage(t *testing.T) {
 	}
 	var named int
 	for _, w := range long.Warnings {
-		node, rest, ok := strings.Cut(strings.TrimPrefix(w, "node "), ": Prometheus holds its samples from ")
-		if !ok {
+		if w.Code != promread.WarnPartialCoverage {
+			continue
+		}
+		node, rest, ok := strings.Cut(strings.TrimPrefix(w.Message, "node "), ": Prometheus holds its samples from ")
+		if !ok || node != w.Subject {
+			t.Errorf("a coverage warning that does not name its node first: %+v", w)
 			continue
 		}
 		named++
@@ -44,6 +48,6 @@ func TestReadCoverage(t *testing.T) {
 		}
 	}
 	if named != len(promtest.TwoNodes) {
-		t.Errorf("%d nodes named as not covering 2m, want %d: %q", named, len(promtest.TwoNodes), long.Warnings)
+		t.Errorf("%d nodes named as not covering 2m, want %d: %+v", named, len(promtest.TwoNodes), long.Warnings)
 	}
 }

@@ -30,11 +30,12 @@ func TestCoverageWarnings(t *testing.T) {
 		Samples: vec("node", map[string]float64{"a": 40, "b": 24, "c": 40}),
 	}
 	got := coverageWarnings(r, at, 10*time.Minute)
-	if len(got) != 1 || !strings.HasPrefix(got[0], "node b: Prometheus holds its samples from 2026-11-23T11:54:00Z only, 6m of the 10m window") ||
-		!strings.Contains(got[0], "up to 40% short") || !strings.Contains(got[0], "--window of at most 6m") {
-		t.Errorf("warnings %q, want one for node b", got)
+	if len(got) != 1 || got[0].Code != WarnPartialCoverage || got[0].Figure != "busy_cores" || got[0].Subject != "b" ||
+		!strings.HasPrefix(got[0].Message, "node b: Prometheus holds its samples from 2026-11-23T11:54:00Z only, 6m of the 10m window") ||
+		!strings.Contains(got[0].Message, "up to 40% short") || !strings.Contains(got[0].Message, "--window of at most 6m") {
+		t.Errorf("warnings %+v, want one for node b", got)
 	}
 	if got := coverageWarnings(Results{}, at, time.Minute); len(got) != 0 {
-		t.Errorf("no answers: %q", got)
+		t.Errorf("no answers: %+v", got)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/tare-dev/tare/internal/warning"
 )
 
 // ErrNoAgents means Prometheus holds no tare agent series in the window: no agent was scraped.
@@ -61,8 +63,10 @@ func Map(r Results) (Report, error) {
 	}
 	rep.Cluster.Pods = mapPods(r.Pods)
 	if _, ok := byNode[""]; ok {
-		rep.Warnings = append(rep.Warnings, "some agent series have no node label: scrape them with the relabelling "+
-			"of deploy/prometheus/prometheus.yml (__meta_kubernetes_pod_node_name to node)")
+		rep.Warnings = append(rep.Warnings, warning.Warning{Code: WarnNoNodeLabel, Figure: "nodes",
+			Message: "some agent series have no node label: scrape them with the relabelling " +
+				"of deploy/prometheus/prometheus.yml (__meta_kubernetes_pod_node_name to node)",
+			Cause: "a scrape configuration without the relabelling; those series are in no node's figures"})
 	}
 	return rep, nil
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/tare-dev/tare/internal/promread"
+
+	"github.com/tare-dev/tare/internal/warning"
 )
 
 // queryFields names each query by its field in Queries; fixtures are saved under these names.
@@ -110,9 +112,11 @@ func TestMap(t *testing.T) {
 			name: "series without a node label",
 			in:   promread.Results{CPUs: model.Vector{sample(4)}, Busy: model.Vector{sample(1)}},
 			want: promread.Report{
-				Nodes:    []promread.Node{{CPUs: 4, BusyCores: 1, BusyPercent: 25}},
-				Cluster:  promread.Cluster{Nodes: 1, BusyCores: 1, Pods: []promread.Pod{}},
-				Warnings: []string{"some agent series have no node label: scrape them with the relabelling of deploy/prometheus/prometheus.yml (__meta_kubernetes_pod_node_name to node)"},
+				Nodes:   []promread.Node{{CPUs: 4, BusyCores: 1, BusyPercent: 25}},
+				Cluster: promread.Cluster{Nodes: 1, BusyCores: 1, Pods: []promread.Pod{}},
+				Warnings: []warning.Warning{{Code: promread.WarnNoNodeLabel, Figure: "nodes",
+					Message: "some agent series have no node label: scrape them with the relabelling of deploy/prometheus/prometheus.yml (__meta_kubernetes_pod_node_name to node)",
+					Cause:   "a scrape configuration without the relabelling; those series are in no node's figures"}},
 			},
 		},
 	} {

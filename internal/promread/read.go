@@ -13,6 +13,8 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/tare-dev/tare/internal/warning"
 )
 
 // queryTimeout bounds a whole Read: a server that accepts connections but never answers is named, not
@@ -88,7 +90,7 @@ func Read(ctx context.Context, o Options) (Report, error) {
 		warnings = append(warnings, w...)
 	}
 	for _, w := range warnings {
-		rep.Warnings = append(rep.Warnings, "prometheus: "+w)
+		rep.Warnings = append(rep.Warnings, warning.Warning{Code: WarnPrometheus, Message: "prometheus: " + w})
 	}
 	rep.Warnings = append(rep.Warnings, coverageWarnings(r, at, o.Window)...)
 	return rep, nil

@@ -56,7 +56,7 @@ func (r Report) Table(w io.Writer) error {
 		}
 	}
 	for _, warn := range r.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", warn)
+		fmt.Fprintf(&b, "warning: %s\n", warn.Message)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

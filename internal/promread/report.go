@@ -1,16 +1,30 @@
 package promread
 
-import "time"
+import (
+	"time"
+
+	"github.com/tare-dev/tare/internal/warning"
+)
+
+// Warning codes of a Prometheus read.
+const (
+	// WarnPartialCoverage: a node's samples begin inside the window, so its rates read short.
+	WarnPartialCoverage = "partial-coverage"
+	// WarnNoNodeLabel: agent series without a node label, left out of every node.
+	WarnNoNodeLabel = "no-node-label"
+	// WarnPrometheus: a warning Prometheus returned with an answer.
+	WarnPrometheus = "prometheus"
+)
 
 // Report is what tare agents measured over a window, read back from Prometheus. CPU is in cores (CPU
 // seconds per second averaged over the window), memory in bytes at the last scrape.
 type Report struct {
-	Prometheus string    `json:"prometheus"` // the server's URL
-	Window     string    `json:"window"`     // as PromQL writes it: 10m, 30s
-	Time       time.Time `json:"time"`       // end of the window
-	Nodes      []Node    `json:"nodes"`
-	Cluster    Cluster   `json:"cluster"`
-	Warnings   []string  `json:"warnings,omitempty"`
+	Prometheus string            `json:"prometheus"` // the server's URL
+	Window     string            `json:"window"`     // as PromQL writes it: 10m, 30s
+	Time       time.Time         `json:"time"`       // end of the window
+	Nodes      []Node            `json:"nodes"`
+	Cluster    Cluster           `json:"cluster"`
+	Warnings   []warning.Warning `json:"warnings,omitempty"`
 
 	// Top bounds the groups and pods the table lists (0: all); JSON holds every one.
 	Top int `json:"-"`

@@ -270,9 +270,9 @@ func TestCgroupV2RootUserProcesses(t *testing.T) {
 	if err := r.UseCgroupRoot(dir); err != nil {
 		t.Fatal(err)
 	}
-	named := hasPrefix(r.Limitations, "cgroup v2 reference: ")
+	named := hasPrefix(r.Limitations(), "cgroup v2 reference: ")
 	t.Logf("%d processes besides kernel threads in the root cgroup; the test's parent is there: %v", n, inRoot)
 	if inRoot && (n == 0 || !named) || n == 0 && named {
-		t.Errorf("%d user processes in the root cgroup (parent there: %v), limitation named: %v (%q)", n, inRoot, named, r.Limitations)
+		t.Errorf("%d user processes in the root cgroup (parent there: %v), limitation named: %v (%q)", n, inRoot, named, r.Limitations())
 	}
 }

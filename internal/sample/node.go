@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/tare-dev/tare/internal/kernel"
@@ -22,8 +21,8 @@ type NodeReader struct {
 	cgroup     *kernel.PinnedFile    // v1: the root's cpuacct.usage
 	v2         *kernel.CgroupV2Tasks // v2: the top-level cgroups and the root's threads
 	cgroupFile string                // the v1 file or v2 hierarchy TasksCPU reads, "" if none
-	// Limitations lists what could not be read and why, for the report.
-	Limitations []string
+	sources    []string              // what of the node's counters could not be read, and why
+	refLimit   string                // what the task-time reference misses, "" when nothing: replaced with the reference
 }
 
 // NewNodeReader probes which node sources this kernel offers.
@@ -32,7 +31,7 @@ func NewNodeReader(procRoot, sysRoot string) (*NodeReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &NodeReader{counters: counters, procRoot: procRoot, sysRoot: sysRoot, Limitations: append([]string(nil), counters.Limitations...)}
+	r := &NodeReader{counters: counters, procRoot: procRoot, sysRoot: sysRoot, sources: append([]string(nil), counters.Limitations...)}
 	r.detectCgroup()
 	return r, nil
 }
@@ -56,14 +55,18 @@ func (r *NodeReader) detectCgroup() {
 	if len(errs) > 0 {
 		why = strings.Join(errs, "; ")
 	}
-	r.Limitations = append(r.Limitations, limitNoTaskTime+why+"; node busy comes from /proc/stat (tick-sampled), pass --cgroup-root to name a hierarchy")
+	r.refLimit = "node task time: " + why + "; node busy comes from /proc/stat (tick-sampled), pass --cgroup-root to name a hierarchy"
 }
 
-// The beginnings of the limitations about the node's reference.
-const (
-	limitNoTaskTime = "node task time: "
-	limitV2Root     = "cgroup v2 reference: "
-)
+// Limitations lists what could not be read and why, for the report: the node's counters, then what the
+// task-time reference misses.
+func (r *NodeReader) Limitations() []string {
+	out := append([]string(nil), r.sources...)
+	if r.refLimit != "" {
+		out = append(out, r.refLimit)
+	}
+	return out
+}
 
 // UseCgroupRoot makes the cgroup hierarchy rooted at dir the node's task-time reference: the root of a
 // cgroup v2 hierarchy (any controllers, or none), or of a v1 hierarchy with the cpuacct controller. The
@@ -88,15 +91,13 @@ func (r *NodeReader) UseCgroupRoot(dir string) error {
 		}
 	}
 	r.closeCgroup()
-	r.Limitations = slices.DeleteFunc(r.Limitations, func(l string) bool { // about the reference replaced
-		return strings.HasPrefix(l, limitNoTaskTime) || strings.HasPrefix(l, limitV2Root)
-	})
+	r.refLimit = "" // about the reference replaced
 	if v2 != nil {
 		r.v2, r.ref, r.cgroupFile = v2, RefCgroupV2, dir
 		if n := kernel.RootUserProcesses(dir, r.procRoot); n > 0 {
-			r.Limitations = append(r.Limitations, fmt.Sprintf(limitV2Root+"%d processes besides kernel threads live in the root cgroup of %s "+
+			r.refLimit = fmt.Sprintf("cgroup v2 reference: %d processes besides kernel threads live in the root cgroup of %s "+
 				"(an init that does not place services in cgroups): what they run after their last reading before they exit, and all "+
-				"of those that start and end between samples, is missed, so node busy may read low", n, dir))
+				"of those that start and end between samples, is missed, so node busy may read low", n, dir)
 		}
 		return nil
 	}

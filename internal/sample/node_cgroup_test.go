@@ -62,8 +62,8 @@ func TestUseCgroupRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer none.Close()
-	if none.Reference() != RefProcStat || none.TasksCPU() != 0 || !hasPrefix(none.Limitations, "node task time: ") {
-		t.Errorf("no cgroups: reference %s, limitations %q", none.Reference(), none.Limitations)
+	if none.Reference() != RefProcStat || none.TasksCPU() != 0 || !hasPrefix(none.Limitations(), "node task time: ") {
+		t.Errorf("no cgroups: reference %s, limitations %q", none.Reference(), none.Limitations())
 	}
 }
 

@@ -111,7 +111,7 @@ func New(ctx context.Context, opts Options, warn func(string)) (*Sampler, error)
 		}
 	}
 	s.meta = Meta{CPUs: kernel.OnlineCPUs(opts.SysRoot), ClockTicks: kernel.UserHZ, Interval: opts.Interval, Detail: opts.Interval * time.Duration(s.detailEvery),
-		SelfPID: opts.SelfPID, CgroupSource: node.CgroupSource(), NodeReference: node.Reference(), Limitations: append([]string(nil), node.Limitations...)}
+		SelfPID: opts.SelfPID, CgroupSource: node.CgroupSource(), NodeReference: node.Reference(), Limitations: node.Limitations()}
 	kc := s.meta.describeHost(opts.ProcRoot, opts.HostRoot, host)
 	s.meta.KernelHZ, s.meta.IRQTime, s.meta.TicklessIdle = kc.HZ, kc.IRQTimeAccounting, kc.TicklessIdle
 	s.meta.PodRoot, s.meta.PIDNamespace = opts.PodRoot, kernel.Namespace(opts.ProcRoot, opts.SelfPID, "pid")

@@ -42,7 +42,9 @@ func Build(meta sample.Meta, samples []sample.Sample, opts Options) Summary {
 	s.Node.EffortNote = EffortNote
 	s.Node.CPUs = meta.CPUs
 	if len(samples) < 2 {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("only %d sample(s): at least two are needed to measure anything; measure for longer than one interval", len(samples)))
+		s.Warnings = append(s.Warnings, Warning{Code: WarnTooFewSamples, Figure: FigureWindow,
+			Message: fmt.Sprintf("only %d sample(s): at least two are needed to measure anything; measure for longer than one interval", len(samples)),
+			Cause:   "the window ended (or was interrupted) before its second sample"})
 		if len(samples) == 1 {
 			s.Window.Start, s.Window.End = samples[0].Time, samples[0].Time
 		}

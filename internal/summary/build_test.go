@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tare-dev/tare/internal/sample"
+	"github.com/tare-dev/tare/internal/warning"
 )
 
 // series builds samples one second apart; busy[i] is node busy seconds in interval i.
@@ -83,7 +84,10 @@ func TestBuildTooFewSamples(t *testing.T) {
 		ss := series(nil, func(int, *sample.Sample) {})[:n]
 		s := Build(sample.Meta{}, ss, Options{})
 		want := []string{fmt.Sprintf("only %d sample(s): at least two are needed to measure anything; measure for longer than one interval", n)}
-		if diff := cmp.Diff(want, s.Warnings); diff != "" || s.Window.Intervals != 0 || len(s.Groups) != 0 || s.Node.Busy.N != 0 {
+		if len(s.Warnings) != 1 || s.Warnings[0].Code != WarnTooFewSamples || s.Warnings[0].Figure != FigureWindow {
+			t.Errorf("%d samples: warnings %+v, want one %s on the %s", n, s.Warnings, WarnTooFewSamples, FigureWindow)
+		}
+		if diff := cmp.Diff(want, warning.Messages(s.Warnings)); diff != "" || s.Window.Intervals != 0 || len(s.Groups) != 0 || s.Node.Busy.N != 0 {
 			t.Errorf("%d samples: warnings (-want +got):\n%s\nsummary %+v", n, diff, s)
 		}
 	}

@@ -30,8 +30,8 @@ func (s Summary) Table(w io.Writer) error {
 	for _, l := range s.Meta.Limitations {
 		ew.printf("limitation: %s\n", l)
 	}
-	for _, l := range s.Warnings {
-		ew.printf("warning: %s\n", l)
+	for _, w := range s.Warnings {
+		ew.printf("warning: %s\n", w.Message)
 	}
 	return ew.err
 }

@@ -42,7 +42,7 @@ type Summary struct {
 	Reconcile      Reconciliation `json:"reconciliation"`
 	BlockIO        *BlockIO       `json:"block_io,omitempty"` // nil unless the session traced block I/O
 	Filter         string         `json:"filter,omitempty"`
-	Warnings       []string       `json:"warnings,omitempty"`
+	Warnings       []Warning      `json:"warnings,omitempty"` // about the whole window, not one figure of it
 	top            int
 	groupSeries    map[string][]float64
 	meter          sample.BusyMeter

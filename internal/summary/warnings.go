@@ -4,21 +4,12 @@ import (
 	"fmt"
 
 	"github.com/tare-dev/tare/internal/sample"
+	"github.com/tare-dev/tare/internal/warning"
 )
 
 // Warning qualifies one figure of a summary, the way benchstat attaches a note to the number it concerns:
 // what is wrong with the figure, and its likely cause.
-type Warning struct {
-	Code    string `json:"code"`
-	Figure  string `json:"figure"` // the JSON field it qualifies
-	Message string `json:"message"`
-	Cause   string `json:"likely_cause"`
-}
-
-// String is the warning in one line.
-func (w Warning) String() string {
-	return fmt.Sprintf("%s: %s; likely cause: %s", w.Code, w.Message, w.Cause)
-}
+type Warning = warning.Warning
 
 // Warning codes.
 const (
@@ -30,6 +21,8 @@ const (
 	WarnAssumedTick = "assumed-tick-rate"
 	// WarnAssumedIRQ: whether irq time belongs in node busy is assumed (IRQ time accounting off).
 	WarnAssumedIRQ = "assumed-irq-accounting"
+	// WarnTooFewSamples: the window holds fewer than two samples, so no figure measures anything.
+	WarnTooFewSamples = "too-few-samples"
 )
 
 // Figures warnings attach to (their JSON names in the reconciliation).
@@ -37,6 +30,7 @@ const (
 	FigureUnattributed = "unattributed_millicores"
 	FigureResolution   = "resolution_millicores"
 	FigureNodeBusy     = "node_busy_millicores"
+	FigureWindow       = "window"
 )
 
 // reconcileWarnings says what is wrong with a reconciliation's figures.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
@@ -23,17 +24,28 @@ func TestREADMEAgreesWithHelp(t *testing.T) {
 			t.Errorf("global flag --%s is not in the README", f.Name)
 		}
 	})
-	for _, cmd := range root.Commands() {
-		if cmd.Hidden || cmd.Name() == "help" || cmd.Name() == "completion" {
-			continue
-		}
-		if !strings.Contains(readme, "### `tare "+cmd.Name()) {
-			t.Errorf("verb %s has no usage section in the README", cmd.Name())
-		}
-		cmd.LocalFlags().VisitAll(func(f *pflag.Flag) {
-			if !f.Hidden && f.Name != "help" && !strings.Contains(readme, "`--"+f.Name+"`") && !strings.Contains(readme, "--"+f.Name+" ") {
-				t.Errorf("flag --%s of %s is not in the README", f.Name, cmd.Name())
+	// Every verb and sub-verb (lab up, datapath net, cluster measure, ...), to any depth.
+	var walk func(cmd *cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		for _, sub := range cmd.Commands() {
+			if sub.Hidden || sub.Name() == "help" || sub.Name() == "completion" {
+				continue
 			}
-		})
+			path := strings.TrimPrefix(sub.CommandPath(), root.Name()+" ")
+			if cmd == root && !strings.Contains(readme, "### `tare "+sub.Name()) {
+				t.Errorf("verb %s has no usage section in the README", sub.Name())
+			}
+			if cmd != root && !strings.Contains(readme, "tare "+path) {
+				t.Errorf("%s is not in the README", path)
+			}
+			sub.LocalFlags().VisitAll(func(f *pflag.Flag) {
+				if !f.Hidden && f.Name != "help" && !strings.Contains(readme, "`--"+f.Name+"`") && !strings.Contains(readme, "--"+f.Name+" ") &&
+					!strings.Contains(readme, "--"+f.Name+"]") && !strings.Contains(readme, "--"+f.Name+"`") {
+					t.Errorf("flag --%s of %s is not in the README", f.Name, path)
+				}
+			})
+			walk(sub)
+		}
 	}
+	walk(root)
 }

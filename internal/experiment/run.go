@@ -299,7 +299,7 @@ func (r *Runner) labFor(ctx context.Context, lt *LabTarget, sets []lab.Tuning) (
 		return st, true, start, nil
 	}
 	st, err := lab.LoadState(r.LabDir())
-	if err != nil || !st.Ready || st.Paused != nil || len(st.Running()) != len(st.Processes) {
+	if err != nil || st.Whole(r.LabDir()) != nil {
 		// Not running (the first trial, a resume) or not whole: start it afresh.
 		_, _ = lab.Down(context.WithoutCancel(ctx), r.LabDir(), true)
 		start := time.Now()

@@ -48,13 +48,8 @@ func Retune(ctx context.Context, dir string, sets []Tuning, also []string) (*Ret
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case !st.Ready:
-		return nil, fmt.Errorf("the lab in %s is not ready: start it with tare lab up", dir)
-	case st.Paused != nil:
-		return nil, fmt.Errorf("the lab in %s is paused: tare lab unpause resumes it", dir)
-	case len(st.Running()) != len(st.Processes):
-		return nil, fmt.Errorf("the lab in %s has stopped processes: tare lab down, then up", dir)
+	if err := st.Whole(dir); err != nil {
+		return nil, err
 	}
 	tunings, err := ProfileTunings(st.Profile)
 	if err != nil {

@@ -109,6 +109,20 @@ func (s *State) Running() []Process {
 	return out
 }
 
+// Whole says why the lab in dir cannot serve as it runs (not ready, paused, a process stopped), and what
+// to do; nil when it is up, not paused, and every process it started is alive.
+func (s *State) Whole(dir string) error {
+	switch {
+	case !s.Ready:
+		return fmt.Errorf("the lab in %s is not ready: start it with tare lab up", dir)
+	case s.Paused != nil:
+		return fmt.Errorf("the lab in %s is paused: tare lab unpause resumes it", dir)
+	case len(s.Running()) != len(s.Processes):
+		return fmt.Errorf("the lab in %s has stopped processes: tare lab down, then up", dir)
+	}
+	return nil
+}
+
 // Process returns the recorded process of a component.
 func (s *State) Process(name string) (Process, bool) {
 	for _, p := range s.Processes {

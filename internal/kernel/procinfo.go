@@ -108,6 +108,10 @@ type Detail struct {
 	ReadBytes, WriteBytes uint64 // cumulative bytes that reached the storage layer, from io
 	Threads               int
 	StatmRSS              uint64 // resident pages from statm, to tell whether smaps_rollup needs reading again
+	// SmapsStatm is StatmRSS when smaps_rollup was last read: RSS, PSS and private memory are estimated from
+	// it while statm stays within smapsDrift of it (Estimated is then set).
+	SmapsStatm uint64
+	Estimated  bool
 	// SmapsErr and IOErr say why smaps_rollup or io could not be read (nil when they were).
 	SmapsErr, IOErr error
 }
@@ -135,9 +139,19 @@ func ReadDetail(procRoot string, pid int, stat *ProcStat, prev *Detail, refresh 
 	return d
 }
 
+// smapsDrift is how far statm's resident size may move from its value at the last smaps_rollup reading
+// before smaps_rollup is read again: 2% of it, at least 64 pages (256 KiB with 4 KiB pages). Within it, the
+// change is taken as the process's own private pages (a Go or Java heap growing or giving memory back,
+// which is what moves the resident size of a long-lived process): RSS, PSS and private memory move by it
+// alike. So the figures are at most that far from what smaps_rollup would say, and the whole reading is
+// refreshed on the process's turn (ReadMemory's refresh) whatever statm says.
+func smapsDrift(statm uint64) uint64 { return max(statm/50, 64) }
+
 // ReadMemory fills d's RSS, PSS and private memory. smaps_rollup walks the page tables and is the costliest
-// read tare makes, so it is skipped when statm (which needs no lock) says the resident size has not changed
-// since prev, unless refresh is set.
+// read tare makes (most of the CPU of a long-running agent on a node of busy Go processes, whose resident
+// size moves a little between any two readings), so it is read again only when statm (which needs no lock)
+// says the resident size moved by more than smapsDrift since smaps_rollup was last read, or when refresh is
+// set; in between, the figures follow statm's change (Estimated).
 //
 // smaps_rollup waits for the process's memory-map lock, so it is read with a deadline (blockingread.go).
 // When it does not answer, smapsErr matches ErrStuck, RSS comes from statm, and PSS and private memory are
@@ -147,8 +161,13 @@ func ReadMemory(procRoot string, pid int, comm string, prev *Detail, refresh boo
 	if b, err := ReadBounded(filepath.Join(procRoot, strconv.Itoa(pid), "statm")); err == nil {
 		d.StatmRSS = parseStatmRSS(b)
 	}
-	if prev != nil && !refresh && prev.SmapsErr == nil && d.StatmRSS != 0 && d.StatmRSS == prev.StatmRSS {
-		d.RSS, d.PSS, d.Private = prev.RSS, prev.PSS, prev.Private
+	if prev != nil && !refresh && prev.SmapsErr == nil && d.StatmRSS != 0 && prev.SmapsStatm != 0 &&
+		absDiff(d.StatmRSS, prev.SmapsStatm) <= smapsDrift(prev.SmapsStatm) {
+		d.SmapsStatm = prev.SmapsStatm
+		page := int64(os.Getpagesize())
+		moved := (int64(d.StatmRSS) - int64(prev.StatmRSS)) * page
+		d.RSS, d.PSS, d.Private = addClamped(prev.RSS, moved), addClamped(prev.PSS, moved), addClamped(prev.Private, moved)
+		d.Estimated = d.StatmRSS != d.SmapsStatm
 	} else if b, err := BlockingReads(procRoot).read(pid, comm, "smaps_rollup"); err != nil {
 		d.SmapsErr = err
 		if errors.Is(err, ErrStuck) {
@@ -161,7 +180,23 @@ func ReadMemory(procRoot string, pid int, comm string, prev *Detail, refresh boo
 		d.SmapsErr = err
 	} else {
 		d.RSS, d.PSS, d.Private = m.rss, m.pss, m.private
+		d.SmapsStatm = d.StatmRSS
 	}
+}
+
+func absDiff(a, b uint64) uint64 {
+	if a > b {
+		return a - b
+	}
+	return b - a
+}
+
+// addClamped adds a signed change to a size, never below zero.
+func addClamped(v uint64, by int64) uint64 {
+	if by < 0 && uint64(-by) > v {
+		return 0
+	}
+	return uint64(int64(v) + by)
 }
 
 // parseStatmRSS returns the resident pages, field 2 of /proc/PID/statm.

@@ -36,6 +36,9 @@ type Options struct {
 	// node of a one-machine cluster) and are grouped as classify.ForeignGroup. "" counts every pod as
 	// this node's.
 	PodRoot string
+	// NoResources skips the node's memory, disk and network counters (Node.Resources, which explain's USE
+	// view and recordings use): for the agent, which serves none of them, and would read them every second.
+	NoResources bool
 }
 
 // Sampler takes samples of the node. It is not safe for concurrent use.
@@ -94,9 +97,11 @@ func New(ctx context.Context, opts Options, warn func(string)) (*Sampler, error)
 	if err != nil {
 		return nil, err
 	}
-	res, err := kernel.NewResourceReader(opts.ProcRoot, opts.SysRoot)
-	if err != nil {
-		return nil, err
+	var res *kernel.ResourceReader
+	if !opts.NoResources {
+		if res, err = kernel.NewResourceReader(opts.ProcRoot, opts.SysRoot); err != nil {
+			return nil, err
+		}
 	}
 	s := &Sampler{opts: opts, pfs: pfs, node: node, res: res, procs: map[int]*procState{}, recent: map[int]recentExit{},
 		reapedBy: map[int]int64{}, ledgers: map[int]*ledger{}, denied: map[string]int{}, warned: map[string]bool{}, warn: warn}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -43,6 +44,8 @@ func Main() {
 		err = nestMid(args)
 	case "idle":
 		waitStdin()
+	case "grow":
+		err = grow()
 	default:
 		err = fmt.Errorf("unknown %s mode %q", EnvMode, mode)
 	}
@@ -210,4 +213,28 @@ func churn(args []string) error {
 	fmt.Println("ready")
 	waitStdin()
 	return nil
+}
+
+// grow maps and touches fresh private memory as told: each line on stdin is a size in KiB; the helper
+// prints "ok" once that much more of its memory is resident. It ends when stdin closes.
+func grow() error {
+	in := bufio.NewScanner(os.Stdin)
+	var kept [][]byte // referenced to the end, so nothing is unmapped
+	for in.Scan() {
+		kib, err := strconv.Atoi(strings.TrimSpace(in.Text()))
+		if err != nil || kib <= 0 {
+			return fmt.Errorf("grow: want a size in KiB, got %q", in.Text())
+		}
+		b, err := syscall.Mmap(-1, 0, kib<<10, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+		if err != nil {
+			return fmt.Errorf("grow: %w", err)
+		}
+		for i := 0; i < len(b); i += os.Getpagesize() {
+			b[i] = 1
+		}
+		kept = append(kept, b)
+		fmt.Println("ok")
+	}
+	_ = kept
+	return in.Err()
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -42,11 +41,7 @@ func TestAgentsOnThreeNodeLab(t *testing.T) {
 	prometheus := promtest.Upstream(t, "prometheus") // built the first time: before the lab's deadline starts
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	dir := labDir(t)
-	if _, errOut, err := run(ctx, "lab", "up", "--dir", dir, "--nodes", "3"); err != nil {
-		t.Fatalf("lab up --nodes 3: %v\n%s", err, errOut)
-	}
-	kc := filepath.Join(dir, "kubeconfig")
+	_, kc, _ := labUp(ctx, t, "--nodes", "3")
 	if _, errOut, err := run(ctx, "cluster", "measure", "--kubeconfig", kc, "--duration", "5s"); err == nil ||
 		!strings.Contains(errOut, "tare agent manifest | kubectl apply -f -") {
 		t.Errorf("cluster measure without agents: %v, stderr %q: want an error saying how to deploy them", err, errOut)
@@ -226,30 +221,4 @@ func startBurnerPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, 
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// podCgroup finds a pod's cgroup in the cpuacct hierarchy (v1) or the unified one.
-func podCgroup(t *testing.T, uid string) string {
-	t.Helper()
-	for _, root := range []string{"/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup"} {
-		found := ""
-		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			switch {
-			case err != nil:
-				return filepath.SkipDir
-			case !d.IsDir():
-				return nil
-			}
-			if seg, ok := classify.PodFromCgroup(strings.TrimPrefix(p, root)); ok && seg.UID == uid && seg.Container == "" {
-				found = p
-				return filepath.SkipAll
-			}
-			return nil
-		})
-		if _, err := os.Stat(filepath.Join(found, "cpuacct.usage")); found != "" && err == nil {
-			return found
-		}
-	}
-	t.Fatalf("no cpuacct cgroup for pod %s", uid)
-	return ""
 }

@@ -199,14 +199,12 @@ func TestDatapathDiskOnLab(t *testing.T) {
 	requireLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	labdir := labDir(t)
 	if _, errOut, err := run(ctx, "lab", "install", "--datapath"); err != nil {
 		t.Fatalf("lab install --datapath: %v\n%s", err, errOut)
 	}
-	if _, errOut, err := run(ctx, "lab", "up", "--dir", labdir); err != nil {
-		t.Fatalf("lab up: %v\n%s", err, errOut)
-	}
-	kc := filepath.Join(labdir, "kubeconfig")
+	labdir, kc, _ := labUp(ctx, t)
+	cs := clientsetOf(t, kc)
+	pod := tracePod(ctx, cs, "tare-datapath-disk", "disk")
 	dir := filepath.Join(t.TempDir(), "disk")
 	out, errOut, err := run(ctx, "datapath", "disk", "--kubeconfig", kc, "--lab-dir", labdir, "--targets", "host,hostpath,rootfs,emptydir,pvc",
 		"--rw", "randread", "--bs", "4k", "--size", "128m", "--trials", "5", "--duration", "2s", "--dir", dir, "-o", "json")
@@ -239,14 +237,9 @@ func TestDatapathDiskOnLab(t *testing.T) {
 	if x, _ := diskRatio(r, "hostpath", "iops"); x.Lo > 1 || x.Hi < 1 {
 		t.Errorf("hostPath against host, the same device without an overlay: %.3f [%.3f, %.3f], want an interval containing 1", x.Ratio, x.Lo, x.Hi)
 	}
-	// The pod's fio is the pod's: its trials credit the run's pod.
-	for _, tr := range r.Trials {
-		if tr.Lane.Target == datapath.TargetRootFS && tr.Groups["pod tare-datapath-disk/disk"] <= 0 {
-			t.Errorf("trial %d: no CPU for the pod: %v", tr.Seq, tr.Groups)
-			break
-		}
-	}
-	cs := clientsetOf(t, kc)
+	// The pod's fio is the pod's: in every trial tare credits the pod what its cgroup used (most on the
+	// targets fio reads from inside it: hostpath, rootfs, emptydir, pvc).
+	checkPodCPU(t, "pod tare-datapath-disk/disk", pod.stop(t), out)
 	waitNamespaceGone(ctx, t, cs, "tare-datapath-disk")
 	if pvs := kubectl(t, kc, "get", "pv,storageclass", "-o", "name"); strings.Contains(pvs, "tare-disk") {
 		t.Errorf("left in the cluster: %s", pvs)

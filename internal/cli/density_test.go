@@ -36,11 +36,7 @@ func TestDensityOnLab(t *testing.T) {
 	requireLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	dir := labDir(t)
-	if _, errOut, err := run(ctx, "lab", "up", "--dir", dir); err != nil {
-		t.Fatalf("lab up: %v\n%s", err, errOut)
-	}
-	kc := filepath.Join(dir, "kubeconfig")
+	_, kc, _ := labUp(ctx, t)
 	cs := clientsetOf(t, kc)
 	noNamespace := func(when string) {
 		t.Helper()

@@ -37,7 +37,9 @@ variants:
   - {name: dns-1, scale: [kube-system/coredns=1], set: [kube-scheduler.v=2]}
 `, replicas, log, kubeconfig, kubeconfig))
 	out := filepath.Join(dir, "exp")
+	guard := watchGuard(kubeconfig)
 	stdout, stderr, err := run(context.Background(), "experiment", spec, "--out", out, "-o", "json")
+	pods := guard.stop()
 	if err != nil {
 		t.Fatalf("experiment: %v\n%s", err, stderr)
 	}
@@ -52,11 +54,9 @@ variants:
 	if len(r.Trials) != 4 || len(lines) != 4 {
 		t.Fatalf("%d trials, %d applies, want 4 each:\n%s", len(r.Trials), len(lines), b)
 	}
+	checkGuard(t, r.Trials, pods)
 	prev := "2" // as the test deployed it
 	for i, tr := range r.Trials {
-		if tr.Status != "ok" || tr.Guard[experiment.GuardReady] <= 0 || tr.Guard[experiment.GuardLatency] <= 0 {
-			t.Errorf("trial %d (%s): %s %s, guard %v", tr.Seq, tr.Variant, tr.Status, tr.Error, tr.Guard)
-		}
 		if got, w := lines[i], fmt.Sprintf("%s||%s|%s", tr.Variant, sets[tr.Variant], prev); got != w {
 			t.Errorf("apply %d saw %q, want %q (variant|value|set|replicas left by the trial before)", i+1, got, w)
 		}

@@ -84,7 +84,9 @@ variants:
   - {name: le-off, set: [kube-controller-manager.leader-elect=false, kube-scheduler.leader-elect=false]}
 `)
 	out := filepath.Join(t.TempDir(), "le")
+	guard := watchGuard(filepath.Join(out, "lab", "kubeconfig")) // the experiment's lab, once it runs
 	stdout, stderr, err := run(context.Background(), "experiment", spec, "--out", out, "--lab-dir", t.TempDir(), "-o", "json")
+	pods := guard.stop()
 	if err != nil {
 		t.Fatalf("experiment: %v\n%s", err, stderr)
 	}
@@ -94,10 +96,8 @@ variants:
 	if len(r.Trials) != 10 {
 		t.Fatalf("%d trials, want 10", len(r.Trials))
 	}
+	checkGuard(t, r.Trials, pods)
 	for _, tr := range r.Trials {
-		if tr.Status != "ok" || tr.Guard[experiment.GuardReady] <= 0 || tr.Guard[experiment.GuardLatency] <= 0 {
-			t.Errorf("trial %d (%s): %s %s, guard %v", tr.Seq, tr.Variant, tr.Status, tr.Error, tr.Guard)
-		}
 		if _, err := os.Stat(tr.Recording); err != nil {
 			t.Errorf("trial %d's recording: %v", tr.Seq, err)
 		}

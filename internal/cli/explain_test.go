@@ -97,11 +97,7 @@ func assertNoSecrets(t *testing.T, what, out string) {
 func TestExplainUpstreamLab(t *testing.T) {
 	requireLab(t)
 	ctx := context.Background()
-	dir := labDir(t)
-	if _, errOut, err := run(ctx, "lab", "up", "--dir", dir, "--profile", "upstream", "--audit"); err != nil {
-		t.Fatalf("lab up: %v\n%s", err, errOut)
-	}
-	kc := filepath.Join(dir, "kubeconfig")
+	dir, kc, _ := labUp(ctx, t, "--profile", "upstream", "--audit")
 	// Two DNS replicas on a one-node cluster, as kubeadm deploys CoreDNS (the lab's web image stands in).
 	kubectlApply(t, kc, `apiVersion: apps/v1
 kind: Deployment

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,14 +12,23 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/procfs"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/lab/labtest"
 )
 
 // requireLab skips without root or in -short mode and makes sure every lab component is installed
@@ -37,18 +47,18 @@ func requireLab(t *testing.T) {
 	}
 }
 
-// labDir is a fresh directory for a lab, removed (after down) at the end of the test.
-func labDir(t *testing.T) string {
+// labUp starts a lab with tare lab up FLAGS in a new directory (labtest.TempDir: stopped and removed after
+// the test), once no other lab holds the lab's ports, and returns the directory, its kubeconfig and what
+// up printed.
+func labUp(ctx context.Context, t *testing.T, flags ...string) (dir, kubeconfig, out string) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "tare-lab-") // short: containerd's socket paths must fit in 108 bytes
+	dir = labtest.TempDir(t)
+	labtest.WaitForPorts(ctx, t)
+	out, errOut, err := run(ctx, append([]string{"lab", "up", "--dir", dir}, flags...)...)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("lab up %s: %v\nstderr:\n%s", strings.Join(flags, " "), err, errOut)
 	}
-	t.Cleanup(func() {
-		_, _ = lab.Down(context.Background(), dir, false)
-		_ = os.RemoveAll(dir)
-	})
-	return dir
+	return dir, filepath.Join(dir, "kubeconfig"), out
 }
 
 // clientsetOf is a typed client of the cluster kubeconfig kc names.
@@ -145,13 +155,9 @@ func TestLabStatusWithoutLab(t *testing.T) {
 func TestLab(t *testing.T) {
 	requireLab(t)
 	ctx := context.Background()
-	dir := labDir(t)
+	labtest.WaitForPorts(ctx, t) // the sysctls before are the machine's own, not another lab's
 	sysctlsBefore := readProcSys(t)
-	out, errOut, err := run(ctx, "lab", "up", "--dir", dir, "--profile", "tuned", "--audit", "--kwok-nodes", "2")
-	if err != nil {
-		t.Fatalf("lab up: %v\nstderr:\n%s", err, errOut)
-	}
-	kc := filepath.Join(dir, "kubeconfig")
+	dir, kc, out := labUp(ctx, t, "--profile", "tuned", "--audit", "--kwok-nodes", "2")
 	for _, want := range []string{"etcd healthy", "kube-apiserver ready", "node Ready", "2 kwok nodes Ready", "probe pod Running",
 		"kube-controller-manager --leader-elect=false", "minikube measured 18%", "audit log: " + filepath.Join(dir, "audit", "audit.log"),
 		"export KUBECONFIG=" + kc} {
@@ -171,10 +177,11 @@ func TestLab(t *testing.T) {
 		if err != nil {
 			t.Fatalf("status: %v\n%s", err, out)
 		}
-		for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "containerd", "kubelet", "kube-proxy", "kwok"} {
-			if !strings.Contains(out, "\n"+c+" ") || !strings.Contains(out, "running") {
-				t.Errorf("status lacks %s running:\n%s", c, out)
-			}
+		// The lab's daemons, from the kernel: lab up ran in this process, so they are its children.
+		procs := labChildren(t, dir)
+		t.Logf("the lab's processes: %v", procs)
+		if diff := cmp.Diff(procs, statusRows(out)); diff != "" {
+			t.Errorf("status's components are not the lab's running processes (-/proc +status):\n%s\n%s", diff, out)
 		}
 		for _, want := range []string{": ready", "node kwok-node-1 (kwok): Ready"} {
 			if !strings.Contains(out, want) {
@@ -187,8 +194,26 @@ func TestLab(t *testing.T) {
 		}
 		out, _, err = run(ctx, "lab", "status", "--dir", dir, "-o", "json")
 		var st labStatus
-		if err != nil || json.Unmarshal([]byte(out), &st) != nil || !st.Exists || st.StatusReport == nil || !st.Healthy || len(st.Components) < 8 {
-			t.Errorf("status -o json: %v\n%s", err, out)
+		if err != nil || json.Unmarshal([]byte(out), &st) != nil || !st.Exists || st.StatusReport == nil || !st.Healthy {
+			t.Fatalf("status -o json: %v\n%s", err, out)
+		}
+		listed := map[int]string{}
+		for _, c := range st.Components {
+			state := " running"
+			if !c.Running {
+				state = " not running"
+			}
+			listed[c.PID] = c.Name + state
+		}
+		nodes := map[string]bool{}
+		for _, n := range st.Nodes {
+			nodes[n.Name] = n.Ready
+		}
+		if diff := cmp.Diff(procs, listed); diff != "" {
+			t.Errorf("status -o json's components are not the lab's running processes (-/proc +status):\n%s", diff)
+		}
+		if diff := cmp.Diff(readyNodes(t, kc), nodes); diff != "" {
+			t.Errorf("status -o json's nodes are not the API's (-kubectl +status):\n%s", diff)
 		}
 		out, _, err = run(ctx, "lab", "env", "--dir", dir, "-o", "json")
 		var e struct{ Kubeconfig, Dir string }
@@ -323,10 +348,36 @@ func TestLab(t *testing.T) {
 		}
 	})
 	t.Run("explain without an audit log reads the API server's counters", func(t *testing.T) {
+		// The test's own requests, which nothing else in the lab makes (GETs of one absent pod template),
+		// five a second through the whole explain, and the API server's own counters read by the test
+		// around it: explain's figures must lie within what the test sent and saw.
+		cs := clientsetOf(t, kc)
+		before := scrapeRequests(t, cs)
+		gets := startGets(cs)
 		r, _ := explainJSON(t, "--lab-dir", dir, "--duration", "5s", "--pprof", "none", "--audit", "none")
+		sent := gets.stop()
+		after := scrapeRequests(t, cs)
 		m := r.API.Metrics
-		if m == nil || m.Requests <= 0 || len(m.Rows) == 0 || !strings.Contains(m.Missing, "audit") || !strings.Contains(r.API.Missing, "--audit-log-path") {
-			t.Errorf("metrics view: %+v, missing %q", m, r.API.Missing)
+		if m == nil || !strings.Contains(m.Missing, "audit") || !strings.Contains(r.API.Missing, "--audit-log-path") {
+			t.Fatalf("metrics view: %+v, missing %q", m, r.API.Missing)
+		}
+		inWindow := sent.within(r.Window.Start, r.Window.End)
+		var row float64
+		for _, x := range m.Rows {
+			if x.Verb == "GET" && x.Resource == "podtemplates" {
+				row = x.Requests
+			}
+		}
+		t.Logf("explain: %.0f requests, %.0f GETs of pod templates; the test sent %d (%d inside the window), the API server counted %.0f (%.0f in all)",
+			m.Requests, row, len(sent), inWindow, after.podTemplateGets-before.podTemplateGets, after.all-before.all)
+		if got := after.podTemplateGets - before.podTemplateGets; got != float64(len(sent)) {
+			t.Errorf("the API server counted %.0f GETs of pod templates, the test sent %d: someone else sends them", got, len(sent))
+		}
+		if row < float64(inWindow) || row > float64(len(sent)) {
+			t.Errorf("explain counts %.0f GETs of pod templates; the test sent %d, %d of them inside the window", row, len(sent), inWindow)
+		}
+		if m.Requests < row || m.Requests > after.all-before.all {
+			t.Errorf("explain counts %.0f requests, the API server %.0f from before explain to after it", m.Requests, after.all-before.all)
 		}
 	})
 	t.Run("measure names every lab process", func(t *testing.T) {
@@ -340,18 +391,23 @@ func TestLab(t *testing.T) {
 				t.Errorf("measure has no %s group: %v", c, groups)
 			}
 		}
-		named := 0
+		// Every pod of the deployment, as the API lists them, is a group of its own named namespace/name,
+		// and no other group claims to be one.
+		want, named := map[string]bool{}, map[string]bool{}
+		for _, p := range strings.Fields(kubectl(t, kc, "get", "pods", "-l", "app=web", "-o", "name")) {
+			want["pod default/"+strings.TrimPrefix(p, "pod/")] = true
+		}
 		for g := range groups {
 			if strings.HasPrefix(g, "pod default/web-") {
-				named++
+				named[g] = true
 			}
 		}
-		if named == 0 {
-			t.Errorf("no web pod named namespace/name: %v", groups)
+		if diff := cmp.Diff(want, named); diff != "" || len(want) != 10 {
+			t.Errorf("the web pods' groups are not the deployment's 10 pods (-kubectl +measure):\n%s", diff)
 		}
 	})
 
-	out, errOut, err = run(ctx, "lab", "down", "--dir", dir)
+	out, errOut, err := run(ctx, "lab", "down", "--dir", dir)
 	if err != nil {
 		t.Fatalf("lab down: %v\n%s%s", err, out, errOut)
 	}
@@ -364,6 +420,141 @@ func TestLab(t *testing.T) {
 	if after := readProcSys(t); fmt.Sprint(after) != fmt.Sprint(sysctlsBefore) {
 		t.Errorf("sysctls changed by the lab: before %v, after %v", sysctlsBefore, after)
 	}
+}
+
+// labChildren are this process's children whose command line names the lab directory dir, from /proc:
+// the lab's daemons when lab up ran in this process (containerd's shims leave for init). Each is
+// "EXE running" by PID, EXE the base name of the file it runs (/proc/PID/exe).
+func labChildren(t *testing.T, dir string) map[int]string {
+	t.Helper()
+	procs, err := procfs.AllProcs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]string{}
+	for _, p := range procs {
+		st, err := p.Stat()
+		if err != nil || st.PPID != os.Getpid() || st.State == "Z" {
+			continue
+		}
+		args, _ := p.CmdLine()
+		exe, err := p.Executable()
+		if err == nil && slices.ContainsFunc(args, func(a string) bool { return strings.Contains(a, dir+"/") || a == dir }) {
+			out[p.PID] = filepath.Base(exe) + " running"
+		}
+	}
+	return out
+}
+
+// statusRows are the rows of lab status's component table: "NAME STATE" by PID.
+func statusRows(out string) map[int]string {
+	rows := map[int]string{}
+	_, table, _ := strings.Cut(out, "COMPONENT")
+	for _, line := range strings.Split(table, "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			break
+		}
+		pid, err := strconv.Atoi(f[1])
+		if err != nil {
+			break
+		}
+		rows[pid] = f[0] + " " + strings.Join(f[2:], " ")
+	}
+	return rows
+}
+
+// readyNodes are the cluster's nodes and whether each is Ready, as kubectl lists them.
+func readyNodes(t *testing.T, kubeconfig string) map[string]bool {
+	t.Helper()
+	out := kubectl(t, kubeconfig, "get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
+	nodes := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		name, status, _ := strings.Cut(line, " ")
+		nodes[name] = status == "True"
+	}
+	return nodes
+}
+
+// requestCounts is what kube-apiserver's own apiserver_request_total says it served: in all, and GETs of
+// pod templates.
+type requestCounts struct{ all, podTemplateGets float64 }
+
+// scrapeRequests reads apiserver_request_total from the API server's /metrics.
+func scrapeRequests(t *testing.T, cs kubernetes.Interface) requestCounts {
+	t.Helper()
+	b, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c requestCounts
+	for _, m := range families["apiserver_request_total"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		c.all += m.GetCounter().GetValue()
+		if labels["verb"] == "GET" && labels["resource"] == "podtemplates" && labels["group"] == "" {
+			c.podTemplateGets += m.GetCounter().GetValue()
+		}
+	}
+	return c
+}
+
+// getStream GETs an absent pod template five times a second until stopped.
+type getStream struct {
+	quit, done chan struct{}
+	sent       getSpans
+}
+
+// getSpan is when one GET was sent and when its answer came.
+type getSpan struct{ start, end time.Time }
+
+type getSpans []getSpan
+
+func startGets(cs kubernetes.Interface) *getStream {
+	g := &getStream{quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(g.done)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			start := time.Now()
+			_, err := cs.CoreV1().PodTemplates(metav1.NamespaceDefault).Get(context.Background(), "tare-test-absent", metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				g.sent = append(g.sent, getSpan{start, time.Now()})
+			}
+			select {
+			case <-g.quit:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return g
+}
+
+// stop ends the stream and returns the GETs that were answered (not found).
+func (g *getStream) stop() getSpans {
+	close(g.quit)
+	<-g.done
+	return g.sent
+}
+
+// within counts the GETs sent and answered between a and b.
+func (s getSpans) within(a, b time.Time) int {
+	n := 0
+	for _, x := range s {
+		if !x.start.Before(a) && !x.end.After(b) {
+			n++
+		}
+	}
+	return n
 }
 
 func readProcSys(t *testing.T) map[string]string {

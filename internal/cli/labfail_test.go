@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/lab/labtest"
 )
 
 // TestLabPortInUse: a port the lab needs is taken; up names it and its holder and starts nothing.
@@ -24,7 +25,7 @@ func TestLabPortInUse(t *testing.T) {
 		t.Skipf("port 6443 is already taken on this machine: %v", err)
 	}
 	defer ln.Close()
-	dir := labDir(t)
+	dir := labtest.TempDir(t)
 	_, _, err = run(context.Background(), "lab", "up", "--dir", dir)
 	want := fmt.Sprintf("port 6443 (for kube-apiserver) is in use by PID %d", os.Getpid())
 	if err == nil || !strings.Contains(err.Error(), want) {
@@ -39,7 +40,7 @@ func TestLabPortInUse(t *testing.T) {
 // everything started before it is stopped; the logs stay for a look.
 func TestLabComponentDies(t *testing.T) {
 	requireLab(t)
-	dir := labDir(t)
+	dir := labtest.TempDir(t)
 	_, _, err := run(context.Background(), "lab", "up", "--dir", dir, "--set", "kube-apiserver.no-such-flag=1")
 	if err == nil {
 		t.Fatal("up with a bad apiserver flag succeeded")
@@ -64,7 +65,7 @@ func TestLabComponentDies(t *testing.T) {
 // everything (from the state written after each step and from the command lines) and cleans up.
 func TestLabDownAfterKill9(t *testing.T) {
 	requireLab(t)
-	dir := labDir(t)
+	dir := labtest.TempDir(t)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +138,7 @@ func TestLabAsNonRoot(t *testing.T) {
 		}
 	}
 	_ = filepath.Walk(cache, func(p string, _ os.FileInfo, _ error) error { return os.Chmod(p, 0o755) })
-	dir := labDir(t)
+	dir := labtest.TempDir(t)
 	if err := os.Chown(dir, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tare-dev/tare/internal/lab"
 )
@@ -39,16 +38,7 @@ func TestLabPauseWithoutLab(t *testing.T) {
 func TestLabPauseCLI(t *testing.T) {
 	requireLab(t)
 	ctx := context.Background()
-	dir := labDir(t)
-	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(2 * time.Second) {
-		_, errOut, err := run(ctx, "lab", "up", "--dir", dir, "--control-plane-only")
-		if err == nil {
-			break
-		}
-		if !strings.Contains(err.Error(), "is in use") || time.Now().After(deadline) { // another test's lab holds the ports
-			t.Fatalf("lab up: %v\n%s", err, errOut)
-		}
-	}
+	dir, _, _ := labUp(ctx, t, "--control-plane-only")
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	if _, _, err := run(cancelled, "lab", "pause", "--dir", dir); err == nil || !strings.Contains(err.Error(), "nothing was left frozen") {

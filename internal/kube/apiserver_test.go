@@ -18,13 +18,14 @@ import (
 	"github.com/tare-dev/tare/internal/component"
 	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/lab/labtest"
 	"github.com/tare-dev/tare/internal/summary"
 	"github.com/tare-dev/tare/internal/testenv"
 	"github.com/tare-dev/tare/internal/testload"
 )
 
 // The package's tests share one real API server: the lab's etcd (Debian's) and kube-apiserver (built from
-// the upstream module, cached after the first build), started by lab.Up with nothing else.
+// the upstream module, cached after the first build), started by lab.Up with nothing else (labtest.APIServer).
 var apiLab *lab.State
 
 func TestMain(m *testing.M) {
@@ -40,22 +41,14 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "tare-kube-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "kube:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	if err = lab.InstallAPIServer(ctx); err == nil {
-		// StopWithCaller: a test binary that panics or times out takes etcd and kube-apiserver with it.
-		apiLab, err = lab.Up(ctx, lab.UpOptions{Dir: dir, APIServerOnly: true, StopWithCaller: true})
-	}
+	st, stop, err := labtest.APIServer(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kube: starting a real API server:", err)
 		return 1
 	}
+	apiLab = st
 	code := m.Run()
-	if _, err := lab.Down(context.WithoutCancel(ctx), dir, false); err != nil {
+	if err := stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "kube: stopping the API server:", err)
 		return 1
 	}

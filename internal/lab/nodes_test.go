@@ -22,9 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/tare-dev/tare/internal/component"
-	"github.com/tare-dev/tare/internal/testenv"
 )
 
 // TestUpThreeNodes starts a real three-node lab (the machine plus two network namespaces), checks that
@@ -33,22 +30,8 @@ import (
 // traffic between nodes switches to VXLAN and back (checkOverlay), and that Down, with the overlay on,
 // leaves nothing: no process, namespace, link, route, mount, cgroup or iptables chain.
 func TestUpThreeNodes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real three-node lab")
-	}
-	testenv.NeedRoot(t, "the lab's nodes need root: network namespaces, containerd, kubelet")
-	if _, err := findBinaries("", component.Names(component.Entry.InLab)); err != nil {
-		testenv.Unavailable(t, "the lab is not installed (tare lab install): %v", err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	waitForPorts(ctx, t)
-	dir := t.TempDir()
-	t.Cleanup(func() { _, _ = Down(context.Background(), dir, false) })
-	st, err := Up(ctx, UpOptions{Dir: dir, Nodes: 3, StopWithCaller: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, st := upLab(t, UpOptions{Nodes: 3}, 5*time.Minute)
+	dir := st.Dir
 	for _, s := range st.Steps {
 		t.Logf("%8s %s", s.At.Round(time.Millisecond), s.Name)
 	}
@@ -121,37 +104,6 @@ func TestUpThreeNodes(t *testing.T) {
 	}
 	if r.Kept {
 		t.Errorf("down kept %s", dir)
-	}
-}
-
-// waitForPorts waits until no other lab holds the lab's ports (other tests start single-node labs).
-// tempLabDir is a new lab directory (short: containerd's socket paths must fit in 108 bytes) that the
-// test's clean-up stops and removes.
-func tempLabDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "tare-lab-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = Down(context.Background(), dir, false)
-		_ = os.RemoveAll(dir)
-	})
-	return dir
-}
-
-func waitForPorts(ctx context.Context, t *testing.T) {
-	t.Helper()
-	for {
-		err := portsFree(labPorts(UpOptions{}.components()))
-		if err == nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("another lab holds the ports: %v", err)
-		case <-time.After(2 * time.Second):
-		}
 	}
 }
 
@@ -359,28 +311,11 @@ func TestExtraNodes(t *testing.T) {
 // first) and then drops the lab as a crash would: Down, working from the state alone, must remove the
 // namespaces, veths, bridge, routes and the lab's iptables chain, and put ip_forward back.
 func TestDownAfterCrashInNodeNetworks(t *testing.T) {
-	if testing.Short() {
-		t.Skip("changes the machine's network")
-	}
-	testenv.NeedRoot(t, "network namespaces, links and routes need root")
-	if _, err := (UpOptions{Nodes: 3}).checkNodes(); err != nil {
-		testenv.Unavailable(t, "%v", err)
-	}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	waitForPorts(ctx, t) // Down removes the KUBE-/CNI- chains: never while another lab runs
-	dir := t.TempDir()
-	t.Cleanup(func() { _, _ = Down(context.Background(), dir, false) })
+	l := bareLab(ctx, t, 3)
+	dir := l.opts.Dir
 	forward := readSysctls()["net/ipv4/ip_forward"]
-	l := &lab{opts: UpOptions{Dir: dir, Nodes: 3}, p: paths{dir}, start: time.Now()}
-	l.st = &State{Version: stateVersion, Dir: dir, Started: l.start, NetnsBefore: netnsNames(),
-		Sysctls: readSysctls(), MadeDirs: absentDirs(machineDirs)}
-	if err := os.MkdirAll(l.p.join("logs"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.st.save(); err != nil {
-		t.Fatal(err)
-	}
 	if err := l.nodeNetworks(); err != nil {
 		t.Fatal(err)
 	}

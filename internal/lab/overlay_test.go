@@ -19,8 +19,6 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/tare-dev/tare/internal/testenv"
 )
 
 // TestOverlayPlan checks what each overlay wants in each node's network for labs of 2 and 3 nodes.
@@ -112,27 +110,9 @@ func TestOverlayRefuses(t *testing.T) {
 // to routed, the routes are what up made and no VTEP is left; and Down, after a crash with the overlay on,
 // leaves nothing.
 func TestOverlayNodeNetworks(t *testing.T) {
-	if testing.Short() {
-		t.Skip("changes the machine's network")
-	}
-	testenv.NeedRoot(t, "network namespaces, links and routes need root")
-	if _, err := (UpOptions{Nodes: 3}).checkNodes(); err != nil {
-		testenv.Unavailable(t, "%v", err)
-	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	waitForPorts(ctx, t) // Down removes the KUBE-/CNI- chains: never while another lab runs
-	dir := t.TempDir()
-	t.Cleanup(func() { _, _ = Down(context.Background(), dir, false) })
-	l := &lab{opts: UpOptions{Dir: dir, Nodes: 3}, p: paths{dir}, start: time.Now()}
-	l.st = &State{Version: stateVersion, Dir: dir, Started: l.start, NetnsBefore: netnsNames(),
-		Sysctls: readSysctls(), MadeDirs: absentDirs(machineDirs)}
-	if err := os.MkdirAll(l.p.join("logs"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.st.save(); err != nil {
-		t.Fatal(err)
-	}
+	l := bareLab(ctx, t, 3)
 	if err := l.nodeNetworks(); err != nil {
 		t.Fatal(err)
 	}
@@ -156,10 +136,10 @@ func TestOverlayNodeNetworks(t *testing.T) {
 		t.Fatal(err)
 	}
 	switchOverlay(t, OverlayVXLAN, nodes)
-	if _, err := Down(ctx, dir, false); err != nil {
+	if _, err := Down(ctx, l.opts.Dir, false); err != nil {
 		t.Fatal(err)
 	}
-	if left := Leftovers(dir, true); len(left) > 0 {
+	if left := Leftovers(l.opts.Dir, true); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
 	}
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/session"
 	"github.com/tare-dev/tare/internal/summary"
-	"github.com/tare-dev/tare/internal/testenv"
 )
 
 // TestPauseLab starts a real lab with a web pod and pauses it: for 10 s measured by tare's session, every
@@ -32,21 +31,8 @@ import (
 // leaseWaitAfter, unpause waits for the node's lease renewal. Pauses interrupted at each step leave
 // nothing frozen, and a down from a paused lab leaves nothing behind.
 func TestPauseLab(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real lab")
-	}
-	testenv.NeedRoot(t, "pausing needs the cgroup freezer, and the lab's node needs root")
-	if _, err := findBinaries("", component.Names(component.Entry.InLab)); err != nil {
-		testenv.Unavailable(t, "the lab is not installed (tare lab install): %v", err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
-	defer cancel()
-	waitForPorts(ctx, t)
-	dir := tempLabDir(t)
-	st, err := Up(ctx, UpOptions{Dir: dir, StopWithCaller: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, st := upLab(t, UpOptions{}, 4*time.Minute) // pausing needs root too: the cgroup freezer
+	dir := st.Dir
 	c, err := Client(st.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)

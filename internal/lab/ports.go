@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/procfs"
 
@@ -96,6 +98,23 @@ func portsFree(ports []labPort) error {
 		return fmt.Errorf("cannot start the lab: %w (stop what holds it, or tare lab down if it is an earlier lab)", errors.Join(errs...))
 	}
 	return nil
+}
+
+// WaitPortsFree waits until no process holds a port that a lab started with opts listens on, looking
+// every two seconds, and returns the last refusal when ctx ends first. Up itself does not wait (it refuses
+// at once); tests wait, since another test, or another package's tests, may run a lab meanwhile.
+func WaitPortsFree(ctx context.Context, opts UpOptions) error {
+	for {
+		err := portsFree(labPorts(opts.components()))
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("another lab still holds the ports: %w", err)
+		case <-time.After(2 * time.Second):
+		}
+	}
 }
 
 // portOwner names the process listening on a TCP port, as " by PID N (comm)", or "" if it cannot tell.

@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"context"
 	"errors"
 	"os"
 	"slices"
@@ -13,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tare-dev/tare/internal/component"
-	"github.com/tare-dev/tare/internal/testenv"
 )
 
 func TestRetuned(t *testing.T) {
@@ -51,20 +49,8 @@ func TestRetuned(t *testing.T) {
 // taken by the new instance); a forced restart of an unchanged scheduler; etcd refused with nothing
 // changed; and Down leaves nothing.
 func TestRetune(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real control plane")
-	}
-	if _, err := findBinaries("", UpOptions{ControlPlaneOnly: true, KwokNodes: 1}.components()); err != nil {
-		testenv.Unavailable(t, "the lab is not installed (tare lab install): %v", err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	waitForPorts(ctx, t)
-	dir := tempLabDir(t)
-	st, err := Up(ctx, UpOptions{Dir: dir, ControlPlaneOnly: true, StopWithCaller: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, st := upLab(t, UpOptions{ControlPlaneOnly: true}, 5*time.Minute)
+	dir := st.Dir
 	pids := func() map[string]int {
 		st, err := LoadState(dir)
 		if err != nil {

@@ -11,9 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/tare-dev/tare/internal/component"
-	"github.com/tare-dev/tare/internal/testenv"
 )
 
 // TestImportToolsImage starts a real lab of two nodes (one when the machine cannot run more), imports the
@@ -21,27 +18,17 @@ import (
 // --version runs to Succeeded; on the last node `iperf3 -s -1` answers the machine's iperf3 client for one
 // second. A second import finds the image on every node and only checks.
 func TestImportToolsImage(t *testing.T) {
-	if testing.Short() {
+	if testing.Short() { // before the tools are looked for
 		t.Skip("starts a real lab")
 	}
-	testenv.NeedRoot(t, "the lab's nodes need root")
 	needTools(t)
-	if _, err := findBinaries("", component.Names(component.Entry.InLab)); err != nil {
-		testenv.Unavailable(t, "the lab is not installed (tare lab install): %v", err)
-	}
 	nodes := 2
 	if _, err := (UpOptions{Nodes: nodes}).checkNodes(); err != nil {
 		t.Logf("one node only: %v", err)
 		nodes = 1
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
-	defer cancel()
-	waitForPorts(ctx, t)
-	dir := tempLabDir(t)
-	st, err := Up(ctx, UpOptions{Dir: dir, Nodes: nodes, StopWithCaller: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, st := upLab(t, UpOptions{Nodes: nodes}, 10*time.Minute)
+	dir := st.Dir
 	for i, want := range []time.Duration{time.Minute, 3 * time.Second} {
 		start := time.Now()
 		if err := ImportToolsImage(ctx, dir); err != nil {

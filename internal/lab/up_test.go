@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"slices"
@@ -17,21 +16,8 @@ import (
 // TestUpAPIServerOnly starts the real etcd and kube-apiserver through Up's API-server-only option, checks
 // that nothing else runs and the API answers, and that Down leaves nothing behind.
 func TestUpAPIServerOnly(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real etcd and kube-apiserver")
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
-	defer cancel()
-	if err := InstallAPIServer(ctx); errors.Is(err, ErrPrerequisite) {
-		testenv.Unavailable(t, "installing etcd and kube-apiserver: %v", err)
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	dir := tempLabDir(t)
-	st, err := Up(ctx, UpOptions{Dir: dir, APIServerOnly: true, StopWithCaller: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, st := upLab(t, UpOptions{APIServerOnly: true}, 20*time.Minute)
+	dir := st.Dir
 	var names []string
 	for _, p := range st.Processes {
 		names = append(names, p.Name)

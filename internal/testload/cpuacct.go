@@ -34,39 +34,49 @@ func CPUCgroup(t testing.TB, name string, pid int) func() time.Duration {
 // CgroupUsage returns a reader of the cumulative CPU of an existing cgroup dir (cpuacct.usage in a v1
 // cpuacct hierarchy, else cpu.stat's usage_usec): a pod's cgroup, for instance.
 func CgroupUsage(t testing.TB, dir string) func() time.Duration {
+	read := cgroupReader(dir)
+	return func() time.Duration {
+		d, err := read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+}
+
+// cgroupReader reads the cumulative CPU of cgroup dir, or why it cannot (the cgroup is gone, say).
+func cgroupReader(dir string) func() (time.Duration, error) {
 	file := "cpuacct.usage"
 	if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
 		file = "cpu.stat"
 	}
-	return func() time.Duration {
+	return func() (time.Duration, error) {
 		b, err := os.ReadFile(filepath.Join(dir, file))
 		if err != nil {
-			t.Fatalf("reading %s: %v", dir, err)
+			return 0, fmt.Errorf("reading %s: %w", dir, err)
 		}
-		return parseUsage(t, file, string(b))
+		return parseUsage(file, string(b))
 	}
 }
 
-func parseUsage(t testing.TB, file, s string) time.Duration {
-	t.Helper()
+func parseUsage(file, s string) (time.Duration, error) {
 	if file == "cpuacct.usage" {
 		ns, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 		if err != nil {
-			t.Fatalf("cpuacct.usage %q: %v", s, err)
+			return 0, fmt.Errorf("cpuacct.usage %q: %w", s, err)
 		}
-		return time.Duration(ns)
+		return time.Duration(ns), nil
 	}
 	for _, line := range strings.Split(s, "\n") {
 		if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
 			us, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 			if err != nil {
-				t.Fatalf("cpu.stat %q: %v", s, err)
+				return 0, fmt.Errorf("cpu.stat %q: %w", s, err)
 			}
-			return time.Duration(us) * time.Microsecond
+			return time.Duration(us) * time.Microsecond, nil
 		}
 	}
-	t.Fatalf("cpu.stat without usage_usec: %q", s)
-	return 0
+	return 0, fmt.Errorf("cpu.stat without usage_usec: %q", s)
 }
 
 // UsageTrace polls a cgroup's cumulative CPU every 10 ms from start until stop is called, so that a test can
@@ -81,16 +91,38 @@ type UsageTrace struct {
 
 // TraceUsage starts polling read (a reader from CPUCgroup).
 func TraceUsage(read func() time.Duration) *UsageTrace {
+	return trace(func() (time.Duration, bool) { return read(), true })
+}
+
+// TraceCgroup starts polling the cumulative CPU of cgroup dir, and ends by itself when the cgroup cannot
+// be read any more: a pod's, which goes with the pod. Stop then only waits.
+func TraceCgroup(dir string) *UsageTrace {
+	read := cgroupReader(dir)
+	return trace(func() (time.Duration, bool) {
+		d, err := read()
+		return d, err == nil
+	})
+}
+
+// trace polls read every 10 ms until Stop is called or read fails.
+func trace(read func() (time.Duration, bool)) *UsageTrace {
 	tr := &UsageTrace{done: make(chan struct{}), quit: make(chan struct{})}
+	poll := func() bool {
+		at := time.Now()
+		u, ok := read()
+		if ok {
+			tr.times, tr.usage = append(tr.times, at), append(tr.usage, u)
+		}
+		return ok
+	}
 	go func() {
 		defer close(tr.done)
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
-		for {
-			tr.times, tr.usage = append(tr.times, time.Now()), append(tr.usage, read())
+		for poll() {
 			select {
 			case <-tr.quit:
-				tr.times, tr.usage = append(tr.times, time.Now()), append(tr.usage, read())
+				poll()
 				return
 			case <-tick.C:
 			}

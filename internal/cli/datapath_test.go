@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/tare-dev/tare/internal/datapath"
 	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/testload"
@@ -244,5 +247,46 @@ func TestDatapathOnLab(t *testing.T) {
 		t.Errorf("overlay after the run: %v %v", mode, err)
 	}
 	waitNamespaceGone(ctx, t, cs, "tare-datapath")
+	noToolsLeft(t)
+}
+
+// TestDatapathOneNode: on a one-node lab the paths that need a second node are named with why and what to
+// do, the other paths still run (here the host path's two trials), and a run of only such paths is refused
+// before anything is created in the cluster.
+func TestDatapathOneNode(t *testing.T) {
+	requireLab(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, errOut, err := run(ctx, "lab", "install", "--datapath"); err != nil {
+		t.Fatalf("lab install --datapath: %v\n%s", err, errOut)
+	}
+	dir, kc, _ := labUp(ctx, t)
+	cs := clientsetOf(t, kc)
+	const why = "needs a second node that takes pods (a lab with tare lab up --nodes 2)"
+	_, errOut, err := run(ctx, "datapath", "net", "--kubeconfig", kc, "--lab-dir", dir, "--paths", "pod-cross-node,vxlan")
+	if err == nil || !strings.Contains(errOut, "no path can be measured") ||
+		!strings.Contains(errOut, "pod-cross-node "+why) || !strings.Contains(errOut, "vxlan "+why) {
+		t.Errorf("only cross-node paths: %v, stderr %q", err, errOut)
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, "tare-datapath", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a refused run left namespace tare-datapath (%v)", err)
+	}
+	out, errOut, err := run(ctx, "datapath", "net", "--kubeconfig", kc, "--lab-dir", dir, "--paths", "host,pod-cross-node",
+		"--modes", "tcp-rr", "--sizes", "1k", "--trials", "2", "--duration", "1s", "-o", "json")
+	if err != nil {
+		t.Fatalf("host and pod-cross-node: %v\n%s", err, errOut)
+	}
+	if !strings.Contains(errOut, "skipping path pod-cross-node: "+why) {
+		t.Errorf("stderr does not name the skipped path: %q", errOut)
+	}
+	r := decodeDatapath(t, out)
+	if r.Skipped["pod-cross-node"] != why || len(r.Trials) != 2 {
+		t.Errorf("skipped %v, %d trials (want pod-cross-node skipped, the host's 2 trials)", r.Skipped, len(r.Trials))
+	}
+	for _, tr := range r.Trials {
+		if tr.Lane.Path != datapath.Host || tr.Error != "" || tr.TPS <= 0 {
+			t.Errorf("trial %d: %s %q, %v round trips/s", tr.Seq, tr.Lane.Path, tr.Error, tr.TPS)
+		}
+	}
 	noToolsLeft(t)
 }

@@ -124,13 +124,25 @@ func TestPauseLab(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(leaseWaitAfter + time.Second) // the pause is what is tested: nothing to poll for
+		began := time.Now()
 		r, err := Unpause(ctx, dir)
 		if err != nil {
 			t.Fatal(err)
 		}
+		took := time.Since(began)
 		t.Logf("after %s paused: /readyz ok after %s, lease renewed after %s, all thawed in %s", r.Paused, r.ReadyAfter, r.LeasesRenewed, r.ThawTook)
-		if r.LeasesRenewed <= 0 || r.LeaseNote != "" || r.ReadyAfter > 5*time.Second {
-			t.Errorf("unpause after %s: lease renewed after %s (%q), /readyz after %s", r.Paused, r.LeasesRenewed, r.LeaseNote, r.ReadyAfter)
+		if r.LeasesRenewed <= 0 || r.LeasesRenewed > took || r.LeaseNote != "" || r.ReadyAfter > 5*time.Second {
+			t.Errorf("unpause after %s (took %s): lease renewed after %s (%q), /readyz after %s", r.Paused, took, r.LeasesRenewed, r.LeaseNote, r.ReadyAfter)
+		}
+		// The kubelet's own record: every node lease was renewed after the unpause began.
+		leases, err := c.CoordinationV1().Leases("kube-node-lease").List(ctx, metav1.ListOptions{})
+		if err != nil || len(leases.Items) == 0 {
+			t.Fatalf("node leases: %v (%d)", err, len(leases.Items))
+		}
+		for _, l := range leases.Items {
+			if l.Spec.RenewTime == nil || l.Spec.RenewTime.Time.Before(began.Truncate(time.Microsecond)) {
+				t.Errorf("node lease %s last renewed %v, before the unpause began at %v", l.Name, l.Spec.RenewTime, began)
+			}
 		}
 		checkResumed(ctx, t, dir, c, before, cgroupsBefore)
 	})
@@ -170,12 +182,25 @@ func TestPauseLab(t *testing.T) {
 		if _, err := Pause(ctx, dir); err != nil {
 			t.Fatal(err)
 		}
+		// The processes down must stop: those alive now, frozen, by their PIDs in /proc.
+		var running []int
+		for _, p := range st.Processes {
+			if alive(p) {
+				running = append(running, p.PID)
+			}
+		}
 		r, err := Down(ctx, dir, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !r.WasPaused || len(r.Stopped) < 6 {
-			t.Errorf("down from paused: was paused %v, stopped %d", r.WasPaused, len(r.Stopped))
+		var stopped []int
+		for _, p := range r.Stopped {
+			stopped = append(stopped, p.PID)
+		}
+		slices.Sort(running)
+		slices.Sort(stopped)
+		if !r.WasPaused || len(running) == 0 || !slices.Equal(stopped, running) {
+			t.Errorf("down from paused: was paused %v, stopped PIDs %v, want those alive before it %v", r.WasPaused, stopped, running)
 		}
 		for _, p := range st.Processes {
 			if alive(p) {

@@ -76,6 +76,7 @@ func TestComponentArgsExist(t *testing.T) {
 	}
 	p := paths{"/lab"}
 	pki := &PKI{Dir: "/lab/pki"}
+	helps := map[string]string{}
 	for _, c := range []struct {
 		name string
 		args []string
@@ -92,6 +93,7 @@ func TestComponentArgsExist(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		help, _ := exec.CommandContext(ctx, b.path(c.name), "--help").CombinedOutput() // exits 0 or 2
 		cancel()
+		helps[c.name] = string(help)
 		for _, a := range c.args {
 			if !strings.HasPrefix(a, "--") {
 				continue
@@ -100,6 +102,18 @@ func TestComponentArgsExist(t *testing.T) {
 			if !hasFlag(string(help), flag) {
 				t.Errorf("%s has no flag --%s (in its --help: %.200q)", c.name, flag, help)
 			}
+		}
+	}
+	// Every flag the tuned profile sets is one its component has (a flag the component does not know
+	// would stop it at start, or, for a removed one, do nothing the profile claims).
+	tuned, err := ProfileTunings(ProfileTuned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range tuned {
+		help, ok := helps[x.Component]
+		if !ok || !hasFlag(help, x.Flag) {
+			t.Errorf("tuned profile: %s has no flag --%s", x.Component, x.Flag)
 		}
 	}
 }

@@ -88,7 +88,7 @@ func (v View) Table(w io.Writer) error {
 	}
 	for _, n := range v.Nodes {
 		for _, w := range n.Warnings {
-			notes = append(notes, fmt.Sprintf("%s: warning (%s): %s", n.Name, w.Figure, w.Message))
+			notes = append(notes, n.Name+": "+w.Note())
 		}
 		for _, l := range n.Limitations {
 			notes = append(notes, n.Name+": "+l)

@@ -79,7 +79,7 @@ func Table(w io.Writer, r Report) error {
 		}
 	}
 	for _, x := range r.Warnings {
-		fmt.Fprintf(w, "warning (%s): %s\n", x.Figure, x.Message)
+		fmt.Fprintln(w, x.Note())
 	}
 	return groupsTable(w, r)
 }

@@ -34,7 +34,7 @@ func (o Output) Table(w io.Writer) error {
 	fmt.Fprintf(w, "Node %s: %v idle pods of %s, %d trials in shuffled order (--seed %d), %s windows (n = %d, took %s)\n\n",
 		o.Node, o.Counts, image, o.Trials, o.Seed, o.Window, len(o.Steps), o.Took)
 	for _, x := range o.Warnings {
-		fmt.Fprintf(w, "warning (%s): %s\n\n", x.Figure, x.Message)
+		fmt.Fprintf(w, "%s\n\n", x.Note())
 	}
 	m := o.Model
 	fmt.Fprintf(w, "Node busy: %s at 0 pods, %s per pod [95%% CI %s, %s], R² %.2f\n\n",

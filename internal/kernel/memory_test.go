@@ -55,7 +55,7 @@ func TestReadMemoryFollowsStatm(t *testing.T) {
 	step(4096) // settle the Go runtime's own start-up growth before the first reading
 	var first Detail
 	ReadMemory("/proc", pid, "grow", nil, false, &first)
-	if first.SmapsErr != nil || first.Estimated || first.SmapsStatm == 0 || first.PSS == 0 {
+	if first.SmapsErr != nil || first.Estimated() || first.SmapsStatm == 0 || first.PSS == 0 {
 		t.Fatalf("first reading %+v", first)
 	}
 	page := uint64(os.Getpagesize())
@@ -64,7 +64,7 @@ func TestReadMemoryFollowsStatm(t *testing.T) {
 	var second Detail
 	ReadMemory("/proc", pid, "grow", &first, false, &second)
 	rss, pss := smapsKB(t, pid)
-	if !second.Estimated || second.SmapsStatm != first.SmapsStatm {
+	if !second.Estimated() || second.SmapsStatm != first.SmapsStatm {
 		t.Errorf("after %d KiB: smaps_rollup read again (%+v), want the estimate", small, second)
 	}
 	// The estimate follows statm's change; it may differ from smaps_rollup by what moved besides the step,
@@ -85,7 +85,7 @@ func TestReadMemoryFollowsStatm(t *testing.T) {
 	var third Detail
 	ReadMemory("/proc", pid, "grow", &second, false, &third)
 	rss, pss = smapsKB(t, pid)
-	if third.Estimated || third.SmapsStatm == first.SmapsStatm {
+	if third.Estimated() || third.SmapsStatm == first.SmapsStatm {
 		t.Errorf("after %d KiB more: not read again (%+v)", big, third)
 	}
 	if absDiff(third.PSS, pss) > 64*page || absDiff(third.RSS, rss) > 64*page {
@@ -94,7 +94,7 @@ func TestReadMemoryFollowsStatm(t *testing.T) {
 
 	var fourth Detail
 	ReadMemory("/proc", pid, "grow", &third, true, &fourth)
-	if fourth.Estimated || fourth.SmapsErr != nil {
+	if fourth.Estimated() || fourth.SmapsErr != nil {
 		t.Errorf("refresh did not read smaps_rollup: %+v", fourth)
 	}
 }

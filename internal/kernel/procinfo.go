@@ -108,10 +108,9 @@ type Detail struct {
 	ReadBytes, WriteBytes uint64 // cumulative bytes that reached the storage layer, from io
 	Threads               int
 	StatmRSS              uint64 // resident pages from statm, to tell whether smaps_rollup needs reading again
-	// SmapsStatm is StatmRSS when smaps_rollup was last read: RSS, PSS and private memory are estimated from
-	// it while statm stays within smapsDrift of it (Estimated is then set).
+	// SmapsStatm is StatmRSS when smaps_rollup was last read (0 when it was not): RSS, PSS and private
+	// memory follow statm from it while statm stays within smapsDrift of it (see Estimated).
 	SmapsStatm uint64
-	Estimated  bool
 	// SmapsErr and IOErr say why smaps_rollup or io could not be read (nil when they were).
 	SmapsErr, IOErr error
 }
@@ -167,7 +166,6 @@ func ReadMemory(procRoot string, pid int, comm string, prev *Detail, refresh boo
 		page := int64(os.Getpagesize())
 		moved := (int64(d.StatmRSS) - int64(prev.StatmRSS)) * page
 		d.RSS, d.PSS, d.Private = addClamped(prev.RSS, moved), addClamped(prev.PSS, moved), addClamped(prev.Private, moved)
-		d.Estimated = d.StatmRSS != d.SmapsStatm
 	} else if b, err := BlockingReads(procRoot).read(pid, comm, "smaps_rollup"); err != nil {
 		d.SmapsErr = err
 		if errors.Is(err, ErrStuck) {
@@ -198,6 +196,10 @@ func addClamped(v uint64, by int64) uint64 {
 	}
 	return uint64(int64(v) + by)
 }
+
+// Estimated reports that RSS, PSS and private memory follow statm's change since smaps_rollup was last
+// read, instead of that reading itself.
+func (d Detail) Estimated() bool { return d.SmapsStatm != 0 && d.StatmRSS != d.SmapsStatm }
 
 // parseStatmRSS returns the resident pages, field 2 of /proc/PID/statm.
 func parseStatmRSS(b []byte) uint64 {

@@ -1,7 +1,5 @@
 package warning
 
-import "slices"
-
 // Warning qualifies one figure of a report.
 type Warning struct {
 	Code    string `json:"code"`
@@ -19,6 +17,9 @@ func (w Warning) String() string {
 	return w.Code + ": " + w.Message + "; likely cause: " + w.Cause
 }
 
+// Note is the warning as a table prints it beside other notes: the figure it qualifies and its message.
+func (w Warning) Note() string { return "warning (" + w.Figure + "): " + w.Message }
+
 // Messages returns each warning's message, in order, for reports that print them as plain notes.
 func Messages(ws []Warning) []string {
 	out := make([]string, len(ws))
@@ -26,25 +27,4 @@ func Messages(ws []Warning) []string {
 		out[i] = w.Message
 	}
 	return out
-}
-
-// Codes returns the distinct codes of ws, in the order they first appear.
-func Codes(ws []Warning) []string {
-	var out []string
-	for _, w := range ws {
-		if !slices.Contains(out, w.Code) {
-			out = append(out, w.Code)
-		}
-	}
-	return out
-}
-
-// Has reports whether ws holds a warning with the code.
-func Has(ws []Warning, code string) bool {
-	for _, w := range ws {
-		if w.Code == code {
-			return true
-		}
-	}
-	return false
 }

@@ -89,9 +89,11 @@ bench-experiment: build
 	$(GO) run ./bench/experiment -tare ./$(BIN) $(BENCH_EXPERIMENT)
 
 # bench-agent: tare agent beside prometheus-node-exporter and prometheus-process-exporter, each scraped every
-# 15 s for 2 minutes: CPU and peak RSS of each, and the ratios. Root.
+# 15 s for 5 minutes, on the node as it is and then with 8 short processes started a second: CPU and peak
+# RSS of each, and the ratios. Root.
 bench-agent: build deps
-	$(GO) run ./bench/agent -tare ./$(BIN)
+	$(GO) run ./bench/agent -tare ./$(BIN) -duration 5m
+	$(GO) run ./bench/agent -tare ./$(BIN) -duration 5m -churn 8
 
 # bench-datapath: a default tare datapath net run on a two-node lab: how long it takes, each ratio's interval
 # width, and the smallest throughput difference the host path's noise lets it detect. Root.

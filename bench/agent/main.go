@@ -1,9 +1,14 @@
 // Command agent is tare agent's cost benchmark (make bench-agent): tare agent, prometheus-node-exporter and
 // prometheus-process-exporter (every process grouped by comm) run side by side on the same node, each
-// scraped over loopback every --scrape by the bench for --duration. It prints each one's CPU (utime+stime
-// from /proc/PID/stat over the scraped span, after a warm-up scrape), peak RSS (VmHWM) and series count,
-// the ratios agent/node-exporter and agent/process-exporter, and whether the targets are met: the agent
-// costs less CPU than process-exporter and at most twice node-exporter.
+// scraped over loopback every --scrape by the bench for --duration. It prints each one's CPU (the thread
+// group's runtime from taskstats, in nanoseconds, over the scraped span, after a warm-up scrape), peak RSS
+// (VmHWM) and series count, the ratios agent/node-exporter and agent/process-exporter, and whether the
+// targets are met: the agent costs less CPU than process-exporter and at most twice node-exporter.
+//
+// --churn RATE makes the node busy in the way that costs tare agent most, reproducibly: the bench starts RATE
+// short processes (/bin/true) a second, evenly spaced, from the warm-up to the end. --compare OLD runs a
+// second tare binary beside the first, so that a change is measured against the build before it in the
+// same run.
 package main
 
 import (
@@ -33,6 +38,8 @@ type config struct {
 	scrape   time.Duration
 	interval time.Duration
 	basePort int
+	churn    float64
+	compare  string
 }
 
 func main() {
@@ -41,7 +48,9 @@ func main() {
 	flag.DurationVar(&c.duration, "duration", 2*time.Minute, "how long the three are scraped")
 	flag.DurationVar(&c.scrape, "scrape", 15*time.Second, "scrape interval (Prometheus's default)")
 	flag.DurationVar(&c.interval, "interval", time.Second, "tare agent's --interval")
-	flag.IntVar(&c.basePort, "port", 19847, "first of three loopback ports the exporters listen on")
+	flag.IntVar(&c.basePort, "port", 19847, "first of four loopback ports the exporters listen on")
+	flag.Float64Var(&c.churn, "churn", 0, "short processes (/bin/true) the bench starts a second while it runs (0: none)")
+	flag.StringVar(&c.compare, "compare", "", "another tare binary run as a second agent beside the first (an earlier build)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, c)
@@ -76,7 +85,14 @@ func run(ctx context.Context, c config) error {
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "bench agent: not root: tare runs unprivileged (schedstat, cutime), not as on a node")
 	}
-	for _, bin := range []string{c.tare, "prometheus-node-exporter", "prometheus-process-exporter"} {
+	if c.churn < 0 || c.churn > 1000 {
+		return fmt.Errorf("--churn %v: give 0 to 1000 process starts a second", c.churn)
+	}
+	bins := []string{c.tare, "prometheus-node-exporter", "prometheus-process-exporter"}
+	if c.compare != "" {
+		bins = append(bins, c.compare)
+	}
+	for _, bin := range bins {
 		if _, err := exec.LookPath(bin); err != nil {
 			return fmt.Errorf("%s: %w (make deps installs the exporters; make build builds tare)", bin, err)
 		}
@@ -99,6 +115,10 @@ func run(ctx context.Context, c config) error {
 		{name: "process-exporter", url: "http://" + addr(2) + "/metrics",
 			cmd: exec.Command("prometheus-process-exporter", "-web.listen-address", addr(2), "-config.path", pecfg)},
 	}
+	if c.compare != "" {
+		exps = append(exps, &exporter{name: "tare agent (old)", url: "http://" + addr(3) + "/metrics",
+			cmd: exec.Command(c.compare, "agent", "--listen", addr(3), "--interval", c.interval.String())})
+	}
 	for _, e := range exps {
 		log, err := os.Create(filepath.Join(dir, strings.ReplaceAll(e.name, " ", "-")+".log"))
 		if err != nil {
@@ -110,6 +130,11 @@ func run(ctx context.Context, c config) error {
 			return fmt.Errorf("starting %s: %w", e.name, err)
 		}
 		defer stopProcess(e.cmd)
+	}
+	if c.churn > 0 {
+		churnCtx, stopChurn := context.WithCancel(ctx)
+		done := churn(churnCtx, c.churn)
+		defer func() { stopChurn(); <-done }()
 	}
 	client := &http.Client{Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
@@ -147,9 +172,29 @@ func run(ctx context.Context, c config) error {
 			return fmt.Errorf("%s: %w", e.name, err)
 		}
 	}
-	fmt.Printf("%.1f processes started per second on the node during the span (tare agent follows each start: the proc connector and taskstats)\n",
+	fmt.Printf("%.1f processes started per second on the node during the span (tare agent follows each start: exec tracepoints or the proc connector, and taskstats)\n",
 		float64(forks()-forks0)/span.Seconds())
 	return report(os.Stdout, exps, span)
+}
+
+// churn starts rate short processes a second, evenly spaced, until ctx ends; the channel closes when the last
+// one has been waited for.
+func churn(ctx context.Context, rate float64) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			_ = exec.Command("/bin/true").Run() // lives about a millisecond; a slow start only delays the next
+		}
+	}()
+	return done
 }
 
 // forks is the number of processes started since boot (the processes line of /proc/stat).
@@ -177,11 +222,14 @@ func report(w io.Writer, exps []*exporter, span time.Duration) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", e.name, err)
 		}
-		fmt.Fprintf(w, "%-17s %9.2fm %11.2fs %10.1f MiB %8d %12d\n", e.name, mc[i], cpu.Seconds(), float64(hwm)/(1<<20), e.series, e.bytes/max(e.scrapes, 1))
+		fmt.Fprintf(w, "%-17s %9.2fm %11.3fs %10.1f MiB %8d %12d\n", e.name, mc[i], cpu.Seconds(), float64(hwm)/(1<<20), e.series, e.bytes/max(e.scrapes, 1))
 	}
 	vsNode, vsProc := ratio(mc[0], mc[1]), ratio(mc[0], mc[2])
 	fmt.Fprintf(w, "agent/node-exporter CPU %.2fx (target ≤ 2x: %s); agent/process-exporter CPU %.2fx (target < 1x: %s)\n",
 		vsNode, met(vsNode <= 2), vsProc, met(vsProc < 1))
+	if len(exps) > 3 {
+		fmt.Fprintf(w, "agent/old agent CPU %.2fx\n", ratio(mc[0], mc[3]))
+	}
 	fmt.Fprintln(w, "node-exporter and process-exporter work only when scraped; tare agent samples every --interval whether scraped or not.")
 	return nil
 }
@@ -250,8 +298,18 @@ func scrape(ctx context.Context, client *http.Client, e *exporter) error {
 	return nil
 }
 
-// processCPU is a process's utime+stime from /proc/PID/stat.
+// processCPU is a process's CPU time: the scheduler's nanosecond runtime of the whole thread group, exited
+// threads included, from taskstats (root); without it utime+stime from /proc/PID/stat, in 10 ms ticks, too
+// coarse for an exporter that spends a few ticks a minute.
 func processCPU(pid int) (time.Duration, error) {
+	if ts, err := kernel.OpenTaskstats(); err == nil {
+		defer func() { _ = ts.Close() }()
+		st, err := ts.TGID(pid)
+		if err != nil {
+			return 0, err
+		}
+		return time.Duration(st.CPUNs), nil
+	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err

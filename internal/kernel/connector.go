@@ -52,15 +52,6 @@ func parseProcEvent(p []byte) (ProcEvent, bool) {
 	return ProcEvent{}, false
 }
 
-// ExecInfo is what tare captured of a process the moment it exec'd (or forked without exec'ing).
-type ExecInfo struct {
-	Cmdline string // redacted
-	Comm    string
-	PPID    int
-	Started time.Time // when the process was forked (or exec'd, if tare missed the fork)
-	At      time.Time // last update, for expiry
-}
-
 // ExecWatcher keeps the redacted command line of every process that exec'd recently, read from /proc the
 // moment the proc connector announces the exec, so that processes living a few milliseconds keep their
 // command line after they exit.
@@ -72,23 +63,25 @@ type ExecWatcher struct {
 	fd     int
 	file   *os.File // fd, registered with the network poller
 	closed bool     // guarded by sockMu: fd is closed
-	reader func(pid int) (cmdline, comm string, ppid int, err error)
+	reader ExecReadFunc
 	sockMu sync.Mutex // held while reading the socket, so Sync and the loop never race
 	buf    []byte
-	mu     sync.Mutex
-	byPID  map[int]ExecInfo
-	born   map[int]bool // processes forked since the last NewPIDs
+	table  *ExecTable
+	mu     sync.Mutex // guards lost
 	lost   int
 	done   chan struct{}
 }
 
 // WatchExecs subscribes to proc connector events (needs CAP_NET_ADMIN) and serves them until ctx ends.
-func WatchExecs(ctx context.Context, reader func(pid int) (string, string, int, error)) (*ExecWatcher, error) {
+func WatchExecs(ctx context.Context, reader ExecReadFunc) (*ExecWatcher, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, unix.NETLINK_CONNECTOR)
 	if err != nil {
 		return nil, fmt.Errorf("opening the proc connector: %w", err)
 	}
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20)
+	// Without the filter every event still reaches handle, which skips what it does not want: the filter
+	// only spares the wake-ups, so a kernel refusing it costs CPU, not correctness.
+	_ = attachConnectorFilter(fd)
 	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: cnIdxProc}); err != nil {
 		unix.Close(fd)
 		if errors.Is(err, unix.EPERM) {
@@ -103,8 +96,8 @@ func WatchExecs(ctx context.Context, reader func(pid int) (string, string, int, 
 		}
 		return nil, fmt.Errorf("subscribing to proc events: %w", err)
 	}
-	w := &ExecWatcher{fd: fd, file: os.NewFile(uintptr(fd), "proc connector"), reader: reader, byPID: map[int]ExecInfo{},
-		born: map[int]bool{}, done: make(chan struct{}), buf: make([]byte, 64*1024)}
+	w := &ExecWatcher{fd: fd, file: os.NewFile(uintptr(fd), "proc connector"), reader: reader, table: NewExecTable(),
+		done: make(chan struct{}), buf: make([]byte, 64*1024)}
 	rc, err := w.file.SyscallConn()
 	if err != nil {
 		w.file.Close()
@@ -136,7 +129,7 @@ func (w *ExecWatcher) loop(rc syscall.RawConn, stop func() bool) {
 	for {
 		// Wait without holding the socket lock: the poller calls back when the socket is readable.
 		err := rc.Read(func(fd uintptr) bool {
-			_, _, err := unix.Recvfrom(int(fd), peek[:], unix.MSG_DONTWAIT|unix.MSG_PEEK)
+			_, err := rawRecv(int(fd), peek[:], unix.MSG_DONTWAIT|unix.MSG_PEEK)
 			return !errors.Is(err, unix.EAGAIN)
 		})
 		if err != nil { // closed, or the context ended
@@ -152,7 +145,9 @@ func (w *ExecWatcher) Sync() {
 	w.sockMu.Lock()
 	defer w.sockMu.Unlock()
 	for !w.closed {
-		n, _, err := unix.Recvfrom(w.fd, w.buf, unix.MSG_DONTWAIT)
+		// Raw: the socket does not block, and an ordinary system call would wake the runtime's monitor
+		// thread from its sleep on every event.
+		n, err := rawRecv(w.fd, w.buf, unix.MSG_DONTWAIT)
 		if err != nil {
 			if errors.Is(err, unix.ENOBUFS) {
 				w.mu.Lock()
@@ -181,71 +176,39 @@ func (w *ExecWatcher) handle(ev ProcEvent) {
 	now := time.Now().Round(0) // wall clock only: start times are stored and compared across runs
 	switch ev.What {
 	case procEventExec:
-		cmd, comm, ppid, err := w.reader(ev.TGID)
+		_, forked := w.table.Lookup(ev.TGID) // its fork's record (or an earlier exec's) knows its parent
+		cmd, _, ppid, err := w.reader(ev.TGID, !forked)
 		if err != nil {
 			return
 		}
-		w.mu.Lock()
-		started := now
-		if prev, ok := w.byPID[ev.TGID]; ok {
-			started = prev.Started
-		}
-		w.byPID[ev.TGID] = ExecInfo{Cmdline: cmd, Comm: comm, PPID: ppid, Started: started, At: now}
-		w.mu.Unlock()
+		w.table.Execed(ev.TGID, ExecInfo{Cmdline: cmd, PPID: ppid, Started: now, At: now})
 	case procEventFork:
-		w.mu.Lock()
-		parent, ok := w.byPID[ev.ParentPID]
-		w.born[ev.TGID] = true
-		w.mu.Unlock()
-		if ok { // a fork that does not exec keeps its parent's command line
-			parent.PPID, parent.Started, parent.At = ev.ParentPID, now, now
-			w.put(ev.TGID, parent)
-			return
+		parent, ok := w.table.Lookup(ev.ParentPID)
+		if !ok { // a parent older than the watcher (a kubelet, a shim): read once, for all its forks
+			cmd, _, ppid, err := w.reader(ev.ParentPID, true)
+			if err != nil {
+				w.table.Forked(ev.TGID, ExecInfo{PPID: ev.ParentPID, Started: now, At: now})
+				return
+			}
+			parent = ExecInfo{Cmdline: cmd, PPID: ppid, At: now} // its start is unknown
+			w.table.put(ev.ParentPID, parent)
 		}
-		if cmd, comm, ppid, err := w.reader(ev.TGID); err == nil {
-			w.put(ev.TGID, ExecInfo{Cmdline: cmd, Comm: comm, PPID: ppid, Started: now, At: now})
-		}
+		// A fork that does not exec keeps its parent's command line.
+		w.table.Forked(ev.TGID, ExecInfo{Cmdline: parent.Cmdline, PPID: ev.ParentPID, Started: now, At: now})
 	}
-}
-
-func (w *ExecWatcher) put(pid int, info ExecInfo) {
-	w.mu.Lock()
-	w.byPID[pid] = info
-	w.mu.Unlock()
 }
 
 // NewPIDs returns the processes forked since the previous call, after handling every queued event.
 func (w *ExecWatcher) NewPIDs() []int {
 	w.Sync()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := make([]int, 0, len(w.born))
-	for pid := range w.born {
-		out = append(out, pid)
-	}
-	clear(w.born)
-	return out
+	return w.table.TakeBorn()
 }
 
 // Lookup returns what was captured for pid, if anything.
-func (w *ExecWatcher) Lookup(pid int) (ExecInfo, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	info, ok := w.byPID[pid]
-	return info, ok
-}
+func (w *ExecWatcher) Lookup(pid int) (ExecInfo, bool) { return w.table.Lookup(pid) }
 
 // Forget drops entries older than age, bounding memory on nodes with many processes.
-func (w *ExecWatcher) Forget(age time.Duration) {
-	cut := time.Now().Add(-age)
-	w.mu.Lock()
-	for pid, info := range w.byPID {
-		if info.At.Before(cut) {
-			delete(w.byPID, pid)
-		}
-	}
-	w.mu.Unlock()
-}
+func (w *ExecWatcher) Forget(age time.Duration) { w.table.Forget(age) }
 
 // Lost reports how many event batches the kernel dropped because tare fell behind.
 func (w *ExecWatcher) Lost() int {
@@ -258,12 +221,14 @@ func (w *ExecWatcher) Lost() int {
 func (w *ExecWatcher) Wait() { <-w.done }
 
 // Close stops the watcher and waits for its goroutine; the socket is closed with it.
-func (w *ExecWatcher) Close() {
+func (w *ExecWatcher) Close() error {
+	var err error
 	w.sockMu.Lock()
 	if !w.closed {
 		w.closed = true
-		_ = w.file.Close() // ends the loop's wait
+		err = w.file.Close() // ends the loop's wait
 	}
 	w.sockMu.Unlock()
 	w.Wait()
+	return err
 }

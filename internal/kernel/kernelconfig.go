@@ -135,6 +135,10 @@ func readKernelString(procRoot string, name ...string) string {
 // same in every container on the kernel; "" when unreadable.
 func BootID(procRoot string) string { return readKernelString(procRoot, "random", "boot_id") }
 
+// InitPIDNamespace is Namespace's answer for the initial PID namespace, whose PIDs BPF programs and the
+// proc connector report: its inode number is fixed (PROC_PID_INIT_INO, include/linux/proc_ns.h).
+const InitPIDNamespace = "pid:[4026531836]"
+
 // Namespace is the namespace of kind (pid, net, ...) process pid is in, as its /proc link reads
 // ("pid:[4026531836]"); "" when unreadable. Processes that show the same one share it.
 func Namespace(procRoot string, pid int, kind string) string {

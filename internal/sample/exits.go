@@ -143,7 +143,10 @@ func (s *Sampler) addTransient(smp *Sample, r kernel.ExitRecord) {
 	var started time.Time
 	if s.execs != nil {
 		if e, ok := s.execs.Lookup(r.PID); ok {
-			cmdline, started = e.Cmdline, e.Started
+			started = e.Started
+			if e.Cmdline != "" {
+				cmdline = e.Cmdline
+			}
 			if ppid <= 1 && e.PPID > 1 {
 				ppid = e.PPID // reparented to init after its parent exited
 			}

@@ -116,7 +116,7 @@ type Meta struct {
 	Duration     time.Duration `json:"duration_ns"`
 	Started      time.Time     `json:"started"`
 	CPUSource    string        `json:"cpu_source"`  // taskstats or schedstat
-	ExitSource   string        `json:"exit_source"` // taskstats+connector or cutime
+	ExitSource   string        `json:"exit_source"` // taskstats+tracepoints, taskstats+connector, taskstats or cutime
 	TareVersion  string        `json:"tare_version"`
 	SelfPID      int           `json:"self_pid"`
 	Limitations  []string      `json:"limitations,omitempty"`

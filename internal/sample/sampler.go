@@ -2,6 +2,7 @@ package sample
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
+	"github.com/tare-dev/tare/internal/exectrace"
 	"github.com/tare-dev/tare/internal/kernel"
 )
 
@@ -39,6 +41,9 @@ type Options struct {
 	// NoResources skips the node's memory, disk and network counters (Node.Resources, which explain's USE
 	// view and recordings use): for the agent, which serves none of them, and would read them every second.
 	NoResources bool
+	// ProcConnector follows process starts with the proc connector even where the exec tracepoints would
+	// load: for tests of that fallback, and to compare the two.
+	ProcConnector bool
 }
 
 // Sampler takes samples of the node. It is not safe for concurrent use.
@@ -49,7 +54,7 @@ type Sampler struct {
 	res          *kernel.ResourceReader
 	ts           *kernel.TaskstatsClient
 	exits        *kernel.ExitListener
-	execs        *kernel.ExecWatcher
+	execs        execSource
 	procs        map[int]*procState
 	recent       map[int]recentExit
 	reapedBy     map[int]int64       // parent PID -> synthetic process of children tare never saw (ledger.go)
@@ -152,14 +157,41 @@ func (s *Sampler) openPrivileged(ctx context.Context) {
 	} else {
 		s.act = act
 	}
+	// The tracepoints cost tare nothing per process started; the proc connector wakes it at each.
+	if ns := kernel.Namespace("/proc", os.Getpid(), "pid"); ns != "" && ns != kernel.InitPIDNamespace {
+		s.meta.Limitations = append(s.meta.Limitations, fmt.Sprintf("process starts: tare runs in a PID namespace of its own (%s), "+
+			"and the exec tracepoints and the proc connector report the host's PIDs: short-lived processes are named by their comm only (run tare with the host's PID namespace: hostPID)", ns))
+		s.meta.ExitSource = "taskstats"
+		return
+	}
+	terr := errors.New("not tried (the proc connector was asked for)")
+	var tr *exectrace.Tracer
+	if !s.opts.ProcConnector {
+		tr, terr = exectrace.Open(exectrace.Options{})
+	}
+	if terr == nil {
+		s.execs, s.meta.ExitSource = tr, "taskstats+tracepoints"
+		return
+	}
 	execs, err := kernel.WatchExecs(ctx, kernel.CmdlineReader(s.opts.ProcRoot))
 	if err != nil {
 		s.meta.Limitations = append(s.meta.Limitations,
-			fmt.Sprintf("proc connector: %v; short-lived processes are named by their 16-character comm only", err))
+			fmt.Sprintf("exec tracepoints: %v; proc connector: %v; short-lived processes are named by their 16-character comm only", terr, err))
 		s.meta.ExitSource = "taskstats"
 		return
 	}
 	s.execs, s.meta.ExitSource = execs, "taskstats+connector"
+}
+
+// execSource follows process starts, so that processes living a few milliseconds keep their command line
+// and parent: the scheduler's tracepoints (exectrace) where BPF is allowed, else the proc connector.
+type execSource interface {
+	Sync()                                  // take in every start that happened so far
+	NewPIDs() []int                         // processes forked since the previous call
+	Lookup(pid int) (kernel.ExecInfo, bool) // what was captured of pid
+	Forget(age time.Duration)               // drop what is older than age
+	Lost() int                              // starts missed because tare fell behind
+	Close() error
 }
 
 // Meta describes the sources in use; Limitations grows as the sampler meets unreadable files.
@@ -178,7 +210,7 @@ func (s *Sampler) Meta() Meta {
 		m.Limitations = append(m.Limitations, fmt.Sprintf("%d batches of exit notifications were dropped by the kernel (socket buffer full)", s.exits.Dropped))
 	}
 	if s.execs != nil && s.execs.Lost() > 0 {
-		m.Limitations = append(m.Limitations, fmt.Sprintf("%d batches of exec notifications were dropped (some short-lived command lines are unknown)", s.execs.Lost()))
+		m.Limitations = append(m.Limitations, fmt.Sprintf("%d process-start notifications (or batches of them) were dropped: tare fell behind, some short-lived command lines are unknown", s.execs.Lost()))
 	}
 	return m
 }
@@ -186,7 +218,7 @@ func (s *Sampler) Meta() Meta {
 // Close stops the exec watcher and releases every file and socket the sampler holds.
 func (s *Sampler) Close() {
 	if s.execs != nil {
-		s.execs.Close()
+		_ = s.execs.Close()
 	}
 	s.node.Close()
 	for _, st := range s.procs {

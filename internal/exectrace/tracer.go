@@ -1,0 +1,209 @@
+package exectrace
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+
+	"github.com/tare-dev/tare/internal/kernel"
+	"github.com/tare-dev/tare/internal/redact"
+)
+
+// ErrUnavailable means process starts cannot be traced here: a process without CAP_BPF and CAP_PERFMON (or
+// CAP_SYS_ADMIN), a kernel without BTF or older than 5.8. The error wrapping it says which. Callers use the
+// proc connector instead.
+var ErrUnavailable = errors.New("exec tracepoints unavailable")
+
+// Options tunes a Tracer. The zero value is ready to use.
+type Options struct {
+	// BufferBytes is the ring buffer's size, a power of two of at least a page: the records that fit
+	// between two Syncs (about 1.1 KiB each). 0 means 2 MiB.
+	BufferBytes uint32
+}
+
+const defaultBufferBytes = 2 << 20
+
+// Kinds of a record, as in exectrace.bpf.c.
+const (
+	kindFork = 1
+	kindExec = 2
+)
+
+// Tracer follows process starts from Open to Close. It is safe for concurrent use.
+type Tracer struct {
+	objs   exectraceObjects
+	links  []link.Link
+	mu     sync.Mutex // guards rd and closed, and orders Syncs
+	rd     *ringbuf.Reader
+	closed bool
+	table  *kernel.ExecTable
+	rec    ringbuf.Record
+}
+
+// Open loads the programs and attaches them. The error matches ErrUnavailable when this kernel or this
+// process's privileges do not allow it, and says what is missing.
+func Open(opts Options) (*Tracer, error) {
+	if !kernel.CanLoadBPF() {
+		return nil, fmt.Errorf("%w: loading BPF programs needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN: run as root", ErrUnavailable)
+	}
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
+		return nil, fmt.Errorf("%w: no kernel BTF (%w): needs a kernel built with CONFIG_DEBUG_INFO_BTF", ErrUnavailable, err)
+	}
+	spec, err := loadExectrace()
+	if err != nil {
+		return nil, fmt.Errorf("reading the embedded exec tracing programs: %w", err)
+	}
+	if opts.BufferBytes == 0 {
+		opts.BufferBytes = defaultBufferBytes
+	}
+	spec.Maps[exectraceMapEvents].MaxEntries = opts.BufferBytes
+	t := &Tracer{table: kernel.NewExecTable()}
+	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
+		return nil, loadError("loading the exec tracing programs", err)
+	}
+	if t.rd, err = ringbuf.NewReader(t.objs.Events); err != nil {
+		return nil, errors.Join(fmt.Errorf("reading the exec tracing ring buffer: %w", err), t.Close())
+	}
+	for _, p := range []*ebpf.Program{t.objs.ProcessFork, t.objs.ProcessExec} {
+		l, err := link.AttachTracing(link.TracingOptions{Program: p})
+		if err != nil {
+			return nil, errors.Join(loadError(fmt.Sprintf("attaching %v", p), err), t.Close())
+		}
+		t.links = append(t.links, l)
+	}
+	return t, nil
+}
+
+// loadError says why the programs could not be loaded or attached.
+func loadError(what string, err error) error {
+	switch {
+	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
+		return fmt.Errorf("%w: %s: %w: needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN (run as root), and no lockdown or seccomp policy forbidding BPF", ErrUnavailable, what, err)
+	case errors.Is(err, ebpf.ErrNotSupported), errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%w: %s: %w: needs kernel BTF (CONFIG_DEBUG_INFO_BTF) and Linux 5.8 or later", ErrUnavailable, what, err)
+	}
+	return fmt.Errorf("%w: %s: %w", ErrUnavailable, what, err)
+}
+
+// Close detaches the programs and frees the ring buffer; calling it again does nothing.
+func (t *Tracer) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	var errs []error
+	for _, l := range t.links {
+		errs = append(errs, l.Close())
+	}
+	if t.rd != nil {
+		errs = append(errs, t.rd.Close())
+	}
+	errs = append(errs, t.objs.Close())
+	return errors.Join(errs...)
+}
+
+// Sync moves every record written so far into the table.
+func (t *Tracer) Sync() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts)
+	now := time.Now().Round(0)
+	bootNow := uint64(ts.Nano())
+	t.rd.SetDeadline(now) // already passed: read what is there, never wait
+	for {
+		if err := t.rd.ReadInto(&t.rec); err != nil {
+			return // os.ErrDeadlineExceeded: drained
+		}
+		ev, ok := parseEvent(t.rec.RawSample)
+		if !ok {
+			continue
+		}
+		at := now
+		if ev.bootNs <= bootNow {
+			at = now.Add(-time.Duration(bootNow - ev.bootNs))
+		}
+		info := kernel.ExecInfo{Cmdline: ev.cmdline(), PPID: int(ev.ppid), Started: at, At: now}
+		switch ev.kind {
+		case kindFork:
+			t.table.Forked(int(ev.tgid), info)
+		case kindExec:
+			t.table.Execed(int(ev.tgid), info)
+		}
+	}
+}
+
+// event is one record of the ring buffer (struct event of exectrace.bpf.c).
+type event struct {
+	bootNs     uint64
+	kind       uint32
+	tgid, ppid uint32
+	argsFull   uint64
+	args       []byte // aliases the record
+}
+
+// eventSize is the size of struct event: 32 bytes of header (offsets in parseEvent), then the arguments.
+const (
+	eventSize = 32 + argsMax
+	argsMax   = 1024
+)
+
+// parseEvent decodes one record; false when it is too short (the program and this package disagree).
+func parseEvent(b []byte) (event, bool) {
+	if len(b) < eventSize {
+		return event{}, false
+	}
+	ne := binary.NativeEndian
+	ev := event{bootNs: ne.Uint64(b[0:]), kind: ne.Uint32(b[8:]), tgid: ne.Uint32(b[12:]), ppid: ne.Uint32(b[16:]),
+		argsFull: ne.Uint64(b[24:])}
+	ev.args = b[32 : 32+min(int(ne.Uint32(b[20:])), argsMax)]
+	return ev, true
+}
+
+// cmdline is a record's redacted command line, as /proc/PID/cmdline would give it (a cut one ends in " …"),
+// or "" when it has none (a kernel thread, an argument area out of memory).
+func (ev event) cmdline() string {
+	b := bytes.TrimRight(ev.args, "\x00")
+	if len(b) == 0 {
+		return ""
+	}
+	s := redact.Join(strings.Split(string(b), "\x00"))
+	if ev.argsFull > uint64(len(ev.args)) {
+		s += " …"
+	}
+	return s
+}
+
+// NewPIDs returns the processes forked since the previous call, after reading every record.
+func (t *Tracer) NewPIDs() []int {
+	t.Sync()
+	return t.table.TakeBorn()
+}
+
+// Lookup returns what was captured for pid, if anything.
+func (t *Tracer) Lookup(pid int) (kernel.ExecInfo, bool) { return t.table.Lookup(pid) }
+
+// Forget drops entries older than age.
+func (t *Tracer) Forget(age time.Duration) { t.table.Forget(age) }
+
+// Lost is how many records did not fit in the ring buffer.
+func (t *Tracer) Lost() int {
+	var n uint64
+	_ = t.objs.Dropped.Get(&n)
+	return int(n)
+}

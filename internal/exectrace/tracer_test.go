@@ -1,0 +1,159 @@
+package exectrace
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tare-dev/tare/internal/kernel"
+	"github.com/tare-dev/tare/internal/testenv"
+)
+
+func open(t *testing.T, opts Options) *Tracer {
+	t.Helper()
+	testenv.NeedRoot(t, "loading BPF programs needs CAP_BPF and CAP_PERFMON")
+	tr, err := Open(opts)
+	if errors.Is(err, ErrUnavailable) {
+		testenv.Unavailable(t, "%v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := tr.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return tr
+}
+
+// TestTracerNamesShortProcesses: a shell living 50 ms is named with the arguments the test gave it (its
+// secret redacted), the test as its parent, and a start between the test's clock readings around it; the
+// proc connector watcher, run beside it on the same process, agrees on the command line and the parent.
+func TestTracerNamesShortProcesses(t *testing.T) {
+	tr := open(t, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	conn, err := kernel.WatchExecs(ctx, kernel.CmdlineReader("/proc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	before := time.Now()
+	sh := exec.Command("sh", "-c", "sleep 0.05", "probe", "--password=hunter2")
+	if err := sh.Run(); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	pid := sh.Process.Pid
+	born := tr.NewPIDs()
+	got, ok := tr.Lookup(pid)
+	if !ok {
+		t.Fatalf("the tracer has no record of the shell %d", pid)
+	}
+	if !strings.HasPrefix(got.Cmdline, "sh -c sleep 0.05 probe --password=") || strings.Contains(got.Cmdline, "hunter2") {
+		t.Errorf("command line %q: want the shell's arguments with the password redacted", got.Cmdline)
+	}
+	if got.PPID != os.Getpid() {
+		t.Errorf("parent %d, want the test %d", got.PPID, os.Getpid())
+	}
+	// The boot-time clock and the wall clock are read a few microseconds apart at Sync: 5 ms of slack.
+	if got.Started.Before(before.Add(-5*time.Millisecond)) || got.Started.After(after.Add(5*time.Millisecond)) {
+		t.Errorf("started %v, want between %v and %v", got.Started, before, after)
+	}
+	if !contains(born, pid) {
+		t.Errorf("the shell %d is not among the processes born since Open (%d of them)", pid, len(born))
+	}
+	conn.Sync()
+	if peer, ok := conn.Lookup(pid); !ok || peer.Cmdline != got.Cmdline || peer.PPID != got.PPID {
+		t.Errorf("proc connector has %+v (found %v), tracer %+v", peer, ok, got)
+	}
+	if n := tr.Lost(); n != 0 {
+		t.Errorf("%d records lost", n)
+	}
+}
+
+// TestTracerCutsLongCommandLines: a command line longer than the copy keeps its first 1,024 bytes and says
+// it was cut.
+func TestTracerCutsLongCommandLines(t *testing.T) {
+	tr := open(t, Options{})
+	long := strings.Repeat("x", 3000)
+	sh := exec.Command("sh", "-c", "exit 0", long)
+	if err := sh.Run(); err != nil {
+		t.Fatal(err)
+	}
+	tr.Sync()
+	got, ok := tr.Lookup(sh.Process.Pid)
+	if !ok {
+		t.Fatalf("no record of %d", sh.Process.Pid)
+	}
+	want := "sh -c exit 0 " + long[:argsMax-len("sh\x00-c\x00exit 0\x00")]
+	if got.Cmdline != want+" …" {
+		t.Errorf("command line of %d bytes ending %q, want %d bytes and a cut mark", len(got.Cmdline), got.Cmdline[max(0, len(got.Cmdline)-20):], len(want)+4)
+	}
+}
+
+// TestTracerBufferFull: records that do not fit the ring buffer are counted, not silently lost. A one-page
+// buffer holds three records; the test starts ten processes before reading it.
+func TestTracerBufferFull(t *testing.T) {
+	tr := open(t, Options{BufferBytes: uint32(os.Getpagesize())})
+	for range 10 {
+		if err := exec.Command("true").Run(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.Sync()
+	// Each run is a fork and an exec: at least 20 records, of which a 4 KiB buffer holds 3.
+	if n := tr.Lost(); n < 20-3 {
+		t.Errorf("%d records counted lost, want at least 17", n)
+	}
+}
+
+func contains(pids []int, pid int) bool {
+	for _, p := range pids {
+		if p == pid {
+			return true
+		}
+	}
+	return false
+}
+
+// TestParseEvent decodes a record laid out as struct event of exectrace.bpf.c, and refuses a short one.
+func TestParseEvent(t *testing.T) {
+	b := make([]byte, eventSize)
+	ne := binary.NativeEndian
+	ne.PutUint64(b[0:], 123)
+	ne.PutUint32(b[8:], kindExec)
+	ne.PutUint32(b[12:], 42)
+	ne.PutUint32(b[16:], 7)
+	args := "kubectl\x00apply\x00-f\x00x.yaml\x00--token=abc\x00"
+	ne.PutUint32(b[20:], uint32(len(args)))
+	ne.PutUint64(b[24:], uint64(len(args)))
+	copy(b[32:], args)
+	ev, ok := parseEvent(b)
+	if !ok || ev.bootNs != 123 || ev.kind != kindExec || ev.tgid != 42 || ev.ppid != 7 {
+		t.Fatalf("parsed %+v, %v", ev, ok)
+	}
+	if got := ev.cmdline(); got != "kubectl apply -f x.yaml --token=***" {
+		t.Errorf("cmdline %q", got)
+	}
+	if _, ok := parseEvent(b[:eventSize-1]); ok {
+		t.Error("a short record parsed")
+	}
+}
+
+func FuzzParseEvent(f *testing.F) {
+	f.Add(make([]byte, eventSize))
+	f.Add([]byte("short"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if ev, ok := parseEvent(b); ok {
+			_ = ev.cmdline()
+		}
+	})
+}

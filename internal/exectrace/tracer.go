@@ -29,6 +29,9 @@ type Options struct {
 	// BufferBytes is the ring buffer's size, a power of two of at least a page: the records that fit
 	// between two Syncs (about 1.1 KiB each). 0 means 2 MiB.
 	BufferBytes uint32
+	// Table receives what the programs record; nil means a new one. A table shared with the proc
+	// connector's watcher lets a caller switch from it to the tracer without a gap.
+	Table *kernel.ExecTable
 }
 
 const defaultBufferBytes = 2 << 20
@@ -67,7 +70,10 @@ func Open(opts Options) (*Tracer, error) {
 		opts.BufferBytes = defaultBufferBytes
 	}
 	spec.Maps[exectraceMapEvents].MaxEntries = opts.BufferBytes
-	t := &Tracer{table: kernel.NewExecTable()}
+	if opts.Table == nil {
+		opts.Table = kernel.NewExecTable()
+	}
+	t := &Tracer{table: opts.Table}
 	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
 		return nil, loadError("loading the exec tracing programs", err)
 	}

@@ -39,7 +39,7 @@ func TestTracerNamesShortProcesses(t *testing.T) {
 	tr := open(t, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	conn, err := kernel.WatchExecs(ctx, kernel.CmdlineReader("/proc"))
+	conn, err := kernel.WatchExecs(ctx, kernel.CmdlineReader("/proc"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

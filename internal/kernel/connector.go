@@ -67,13 +67,18 @@ type ExecWatcher struct {
 	sockMu sync.Mutex // held while reading the socket, so Sync and the loop never race
 	buf    []byte
 	table  *ExecTable
-	mu     sync.Mutex // guards lost
+	mu     sync.Mutex // guards lost and starts
 	lost   int
+	starts int // processes forked since the watcher started
 	done   chan struct{}
 }
 
-// WatchExecs subscribes to proc connector events (needs CAP_NET_ADMIN) and serves them until ctx ends.
-func WatchExecs(ctx context.Context, reader ExecReadFunc) (*ExecWatcher, error) {
+// WatchExecs subscribes to proc connector events (needs CAP_NET_ADMIN) and records them in table (a new one
+// when nil) until ctx ends.
+func WatchExecs(ctx context.Context, reader ExecReadFunc, table *ExecTable) (*ExecWatcher, error) {
+	if table == nil {
+		table = NewExecTable()
+	}
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, unix.NETLINK_CONNECTOR)
 	if err != nil {
 		return nil, fmt.Errorf("opening the proc connector: %w", err)
@@ -96,7 +101,7 @@ func WatchExecs(ctx context.Context, reader ExecReadFunc) (*ExecWatcher, error) 
 		}
 		return nil, fmt.Errorf("subscribing to proc events: %w", err)
 	}
-	w := &ExecWatcher{fd: fd, file: os.NewFile(uintptr(fd), "proc connector"), reader: reader, table: NewExecTable(),
+	w := &ExecWatcher{fd: fd, file: os.NewFile(uintptr(fd), "proc connector"), reader: reader, table: table,
 		done: make(chan struct{}), buf: make([]byte, 64*1024)}
 	rc, err := w.file.SyscallConn()
 	if err != nil {
@@ -183,6 +188,9 @@ func (w *ExecWatcher) handle(ev ProcEvent) {
 		}
 		w.table.Execed(ev.TGID, ExecInfo{Cmdline: cmd, PPID: ppid, Started: now, At: now})
 	case procEventFork:
+		w.mu.Lock()
+		w.starts++
+		w.mu.Unlock()
 		parent, ok := w.table.Lookup(ev.ParentPID)
 		if !ok { // a parent older than the watcher (a kubelet, a shim): read once, for all its forks
 			cmd, _, ppid, err := w.reader(ev.ParentPID, true)
@@ -215,6 +223,13 @@ func (w *ExecWatcher) Lost() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.lost
+}
+
+// Starts is how many processes the watcher saw forked since it started.
+func (w *ExecWatcher) Starts() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.starts
 }
 
 // Wait blocks until the watcher's goroutine has stopped (after ctx ended).

@@ -125,7 +125,7 @@ func TestWatchExecsKeepsCommandLines(t *testing.T) {
 	testenv.NeedRoot(t, "the proc connector needs CAP_NET_ADMIN")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w, err := WatchExecs(ctx, CmdlineReader("/proc"))
+	w, err := WatchExecs(ctx, CmdlineReader("/proc"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

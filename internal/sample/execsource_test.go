@@ -12,26 +12,47 @@ import (
 	"github.com/tare-dev/tare/internal/testenv"
 )
 
-// TestExecSources: with either source of process starts, the exec tracepoints (the default as root) or the
-// proc connector (the fallback), a shell that lives 50 ms between two samples is a short-lived process of
-// the second, with the arguments and the parent the test gave it.
+// TestExecSources: with either source of process starts, the exec tracepoints or the proc connector, and
+// after the switch from the second to the first that the default makes once process starts pay for it, a
+// shell that lives 50 ms between two samples is a short-lived process of the second, with the arguments
+// and the parent the test gave it.
 func TestExecSources(t *testing.T) {
 	testenv.NeedRoot(t, "taskstats, the proc connector and BPF need root")
 	for _, tc := range []struct {
-		connector bool
-		source    string
-	}{{false, "taskstats+tracepoints"}, {true, "taskstats+connector"}} {
-		t.Run(tc.source, func(t *testing.T) {
-			s, err := New(context.Background(), Options{Interval: time.Second, Detail: time.Second, ProcConnector: tc.connector}, nil)
+		mode         ExecSource
+		before, want string
+	}{
+		{ExecTracepoints, "taskstats+tracepoints", "taskstats+tracepoints"},
+		{ExecConnector, "taskstats+connector", "taskstats+connector"},
+		{ExecAuto, "taskstats+connector", "taskstats+tracepoints"},
+	} {
+		name := string(tc.mode)
+		if name == "" {
+			name = "auto"
+		}
+		t.Run(name, func(t *testing.T) {
+			s, err := New(context.Background(), Options{Interval: time.Second, Detail: time.Second, ExecSource: tc.mode}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			if got := s.Meta().ExitSource; got != tc.source {
-				t.Fatalf("exit source %q, want %q (limitations: %q)", got, tc.source, s.Meta().Limitations)
+			if got := s.Meta().ExitSource; got != tc.before {
+				t.Fatalf("exit source %q, want %q (limitations: %q)", got, tc.before, s.Meta().Limitations)
 			}
 			if _, err := s.Sample(); err != nil {
 				t.Fatal(err)
+			}
+			// Enough starts for the default to switch, the last of them caught by the connector.
+			for range switchAfterStarts {
+				if err := exec.Command("true").Run(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := s.Sample(); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.Meta().ExitSource; got != tc.want {
+				t.Fatalf("after %d process starts: exit source %q, want %q", switchAfterStarts, got, tc.want)
 			}
 			sh := exec.Command("sh", "-c", "sleep 0.05", "probe")
 			if err := sh.Run(); err != nil {

@@ -2,7 +2,6 @@ package sample
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"github.com/tare-dev/tare/internal/exectrace"
 	"github.com/tare-dev/tare/internal/kernel"
 )
 
@@ -41,9 +39,9 @@ type Options struct {
 	// NoResources skips the node's memory, disk and network counters (Node.Resources, which explain's USE
 	// view and recordings use): for the agent, which serves none of them, and would read them every second.
 	NoResources bool
-	// ProcConnector follows process starts with the proc connector even where the exec tracepoints would
-	// load: for tests of that fallback, and to compare the two.
-	ProcConnector bool
+	// ExecSource chooses what follows process starts (starts.go): ExecAuto, ExecConnector or
+	// ExecTracepoints. The last two are for tests, and to compare the two.
+	ExecSource ExecSource
 }
 
 // Sampler takes samples of the node. It is not safe for concurrent use.
@@ -54,7 +52,7 @@ type Sampler struct {
 	res          *kernel.ResourceReader
 	ts           *kernel.TaskstatsClient
 	exits        *kernel.ExitListener
-	execs        execSource
+	execs        *starts
 	procs        map[int]*procState
 	recent       map[int]recentExit
 	reapedBy     map[int]int64       // parent PID -> synthetic process of children tare never saw (ledger.go)
@@ -164,40 +162,23 @@ func (s *Sampler) openPrivileged(ctx context.Context) {
 		s.meta.ExitSource = "taskstats"
 		return
 	}
-	terr := errors.New("not tried (the proc connector was asked for)")
-	var tr *exectrace.Tracer
-	if !s.opts.ProcConnector {
-		tr, terr = exectrace.Open(exectrace.Options{})
-	}
-	if terr == nil {
-		s.execs, s.meta.ExitSource = tr, "taskstats+tracepoints"
-		return
-	}
-	execs, err := kernel.WatchExecs(ctx, kernel.CmdlineReader(s.opts.ProcRoot))
+	st, err := openStarts(ctx, s.opts.ProcRoot, s.opts.ExecSource)
 	if err != nil {
 		s.meta.Limitations = append(s.meta.Limitations,
-			fmt.Sprintf("exec tracepoints: %v; proc connector: %v; short-lived processes are named by their 16-character comm only", terr, err))
+			fmt.Sprintf("%v; short-lived processes are named by their 16-character comm only", err))
 		s.meta.ExitSource = "taskstats"
 		return
 	}
-	s.execs, s.meta.ExitSource = execs, "taskstats+connector"
-}
-
-// execSource follows process starts, so that processes living a few milliseconds keep their command line
-// and parent: the scheduler's tracepoints (exectrace) where BPF is allowed, else the proc connector.
-type execSource interface {
-	Sync()                                  // take in every start that happened so far
-	NewPIDs() []int                         // processes forked since the previous call
-	Lookup(pid int) (kernel.ExecInfo, bool) // what was captured of pid
-	Forget(age time.Duration)               // drop what is older than age
-	Lost() int                              // starts missed because tare fell behind
-	Close() error
+	s.execs, s.meta.ExitSource = st, st.source()
 }
 
 // Meta describes the sources in use; Limitations grows as the sampler meets unreadable files.
 func (s *Sampler) Meta() Meta {
 	m := s.meta
 	m.Limitations = append([]string(nil), s.meta.Limitations...)
+	if s.execs != nil {
+		m.ExitSource = s.execs.source()
+	}
 	m.Limitations = append(m.Limitations, s.stuck.Limitations()...)
 	for _, kind := range sortedKeys(s.denied) {
 		why := "run as root to read other users' processes"

@@ -8,9 +8,21 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
+	"structs"
 
 	"github.com/cilium/ebpf"
 )
+
+type exectraceEvent struct {
+	_        structs.HostLayout
+	BootNs   uint64
+	Kind     uint32
+	Tgid     uint32
+	Ppid     uint32
+	ArgsLen  uint32
+	ArgsFull uint64
+	Args     [1024]int8
+}
 
 // Names of all BPF objects in the ELF.
 //

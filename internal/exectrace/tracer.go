@@ -51,6 +51,7 @@ type Tracer struct {
 	closed bool
 	table  *kernel.ExecTable
 	rec    ringbuf.Record
+	bad    int // records too short to decode
 }
 
 // Open loads the programs and attaches them. The error matches ErrUnavailable when this kernel or this
@@ -138,6 +139,7 @@ func (t *Tracer) Sync() {
 		}
 		ev, ok := parseEvent(t.rec.RawSample)
 		if !ok {
+			t.bad++ // the program and this package disagree: counted as lost, not silently skipped
 			continue
 		}
 		at := now
@@ -163,10 +165,17 @@ type event struct {
 	args       []byte // aliases the record
 }
 
-// eventSize is the size of struct event: 32 bytes of header (offsets in parseEvent), then the arguments.
+// Offsets of struct event's fields (exectrace.bpf.c); TestEventLayout holds them to clang's layout.
 const (
-	eventSize = 32 + argsMax
-	argsMax   = 1024
+	offBootNs   = 0
+	offKind     = 8
+	offTGID     = 12
+	offPPID     = 16
+	offArgsLen  = 20
+	offArgsFull = 24
+	offArgs     = 32
+	argsMax     = 1024
+	eventSize   = offArgs + argsMax
 )
 
 // parseEvent decodes one record; false when it is too short (the program and this package disagree).
@@ -175,24 +184,36 @@ func parseEvent(b []byte) (event, bool) {
 		return event{}, false
 	}
 	ne := binary.NativeEndian
-	ev := event{bootNs: ne.Uint64(b[0:]), kind: ne.Uint32(b[8:]), tgid: ne.Uint32(b[12:]), ppid: ne.Uint32(b[16:]),
-		argsFull: ne.Uint64(b[24:])}
-	ev.args = b[32 : 32+min(int(ne.Uint32(b[20:])), argsMax)]
+	ev := event{bootNs: ne.Uint64(b[offBootNs:]), kind: ne.Uint32(b[offKind:]), tgid: ne.Uint32(b[offTGID:]),
+		ppid: ne.Uint32(b[offPPID:]), argsFull: ne.Uint64(b[offArgsFull:])}
+	ev.args = b[offArgs : offArgs+min(int(ne.Uint32(b[offArgsLen:])), argsMax)]
 	return ev, true
 }
 
-// cmdline is a record's redacted command line, as /proc/PID/cmdline would give it (a cut one ends in " …"),
-// or "" when it has none (a kernel thread, an argument area out of memory).
+// cmdline is a record's redacted command line, as /proc/PID/cmdline would give it (a cut one ends in " …"
+// instead of its last, partial, argument), or "" when it has none (a kernel thread, an argument area out of
+// memory).
 func (ev event) cmdline() string {
 	b := bytes.TrimRight(ev.args, "\x00")
 	if len(b) == 0 {
 		return ""
 	}
-	s := redact.Join(strings.Split(string(b), "\x00"))
-	if ev.argsFull > uint64(len(ev.args)) {
-		s += " …"
+	args := strings.Split(string(b), "\x00")
+	if ev.argsFull <= uint64(len(ev.args)) || ev.args[len(ev.args)-1] == 0 { // whole, or cut between arguments
+		s := redact.Join(args)
+		if ev.argsFull > uint64(len(ev.args)) {
+			s += " …"
+		}
+		return s
 	}
-	return s
+	// Cut: the last argument is only the start of one, and a secret cut short may not look like one any
+	// more (a URL's password before its "@"), so it is left out.
+	if len(args) > 1 {
+		args = args[:len(args)-1]
+	} else {
+		args = nil
+	}
+	return strings.TrimSpace(redact.Join(args) + " …")
 }
 
 // NewPIDs returns the processes forked since the previous call, after reading every record.
@@ -207,9 +228,11 @@ func (t *Tracer) Lookup(pid int) (kernel.ExecInfo, bool) { return t.table.Lookup
 // Forget drops entries older than age.
 func (t *Tracer) Forget(age time.Duration) { t.table.Forget(age) }
 
-// Lost is how many records did not fit in the ring buffer.
+// Lost is how many records did not fit in the ring buffer, or could not be decoded.
 func (t *Tracer) Lost() int {
 	var n uint64
 	_ = t.objs.Dropped.Get(&n)
-	return int(n)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return int(n) + t.bad
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/testenv"
@@ -79,12 +80,15 @@ func TestTracerNamesShortProcesses(t *testing.T) {
 	}
 }
 
-// TestTracerCutsLongCommandLines: a command line longer than the copy keeps its first 1,024 bytes and says
-// it was cut.
+// TestTracerCutsLongCommandLines: a command line longer than the copy keeps its whole arguments within the
+// first 1,024 bytes and says it was cut; the argument the cut falls in is left out, so that a URL whose
+// password the cut separates from its "@" does not show the password's start.
 func TestTracerCutsLongCommandLines(t *testing.T) {
 	tr := open(t, Options{})
-	long := strings.Repeat("x", 3000)
-	sh := exec.Command("sh", "-c", "exit 0", long)
+	head := "sh\x00-c\x00exit 0\x00"
+	pad := strings.Repeat("x", argsMax-len(head)-len("\x00https://admin:S3cr")-1) // the cut falls after "S3cr"
+	url := "https://admin:S3cretPassw0rd@example.invalid/x"
+	sh := exec.Command("sh", "-c", "exit 0", pad, url, strings.Repeat("y", 2000))
 	if err := sh.Run(); err != nil {
 		t.Fatal(err)
 	}
@@ -93,11 +97,15 @@ func TestTracerCutsLongCommandLines(t *testing.T) {
 	if !ok {
 		t.Fatalf("no record of %d", sh.Process.Pid)
 	}
-	want := "sh -c exit 0 " + long[:argsMax-len("sh\x00-c\x00exit 0\x00")]
-	if got.Cmdline != want+" …" {
-		t.Errorf("command line of %d bytes ending %q, want %d bytes and a cut mark", len(got.Cmdline), got.Cmdline[max(0, len(got.Cmdline)-20):], len(want)+4)
+	if want := "sh -c exit 0 " + pad + " …"; got.Cmdline != want {
+		t.Errorf("command line of %d bytes ending %q, want %d bytes ending %q", len(got.Cmdline), tail(got.Cmdline), len(want), tail(want))
+	}
+	if strings.Contains(got.Cmdline, "S3cr") {
+		t.Errorf("the cut password shows: %q", tail(got.Cmdline))
 	}
 }
+
+func tail(s string) string { return s[max(0, len(s)-40):] }
 
 // TestTracerBufferFull: records that do not fit the ring buffer are counted, not silently lost. A one-page
 // buffer holds three records; the test starts ten processes before reading it.
@@ -156,4 +164,28 @@ func FuzzParseEvent(f *testing.F) {
 			_ = ev.cmdline()
 		}
 	})
+}
+
+// TestEventLayout holds parseEvent's offsets to the layout clang gave struct event, as bpf2go's Go type of
+// it (generated from the compiled object's BTF) has it.
+func TestEventLayout(t *testing.T) {
+	var ev exectraceEvent
+	for _, f := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"boot_ns", unsafe.Offsetof(ev.BootNs), offBootNs},
+		{"kind", unsafe.Offsetof(ev.Kind), offKind},
+		{"tgid", unsafe.Offsetof(ev.Tgid), offTGID},
+		{"ppid", unsafe.Offsetof(ev.Ppid), offPPID},
+		{"args_len", unsafe.Offsetof(ev.ArgsLen), offArgsLen},
+		{"args_full", unsafe.Offsetof(ev.ArgsFull), offArgsFull},
+		{"args", unsafe.Offsetof(ev.Args), offArgs},
+		{"size", unsafe.Sizeof(ev), eventSize},
+		{"args size", uintptr(len(ev.Args)), argsMax},
+	} {
+		if f.got != f.want {
+			t.Errorf("struct event's %s at %d in the compiled object, parseEvent reads %d", f.name, f.got, f.want)
+		}
+	}
 }

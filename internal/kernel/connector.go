@@ -13,6 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// staleRecord is the age beyond which the exec watcher does not trust a table entry to be the same process.
+const staleRecord = 10 * time.Second
+
 // Proc connector constants from linux/connector.h and linux/cn_proc.h.
 const (
 	cnIdxProc       = 1
@@ -181,7 +184,10 @@ func (w *ExecWatcher) handle(ev ProcEvent) {
 	now := time.Now().Round(0) // wall clock only: start times are stored and compared across runs
 	switch ev.What {
 	case procEventExec:
-		_, forked := w.table.Lookup(ev.TGID) // its fork's record (or an earlier exec's) knows its parent
+		// Its fork's record (or an earlier exec's) knows its parent; one older than staleRecord may be a
+		// process that had the PID before (its own fork missed: ENOBUFS), so stat is read again.
+		prev, forked := w.table.Lookup(ev.TGID)
+		forked = forked && now.Sub(prev.At) < staleRecord
 		cmd, _, ppid, err := w.reader(ev.TGID, !forked)
 		if err != nil {
 			return

@@ -178,6 +178,9 @@ func (s *Sampler) Meta() Meta {
 	m.Limitations = append([]string(nil), s.meta.Limitations...)
 	if s.execs != nil {
 		m.ExitSource = s.execs.source()
+		if l := s.execs.limitation(); l != "" {
+			m.Limitations = append(m.Limitations, l)
+		}
 	}
 	m.Limitations = append(m.Limitations, s.stuck.Limitations()...)
 	for _, kind := range sortedKeys(s.denied) {

@@ -18,7 +18,7 @@ const (
 	// ExecAuto starts with the proc connector and loads the exec tracepoints once the process starts it
 	// has seen would have paid for loading them (switchAfterStarts).
 	ExecAuto ExecSource = ""
-	// ExecConnector uses the proc connector only.
+	// ExecConnector uses the proc connector only, never the tracepoints.
 	ExecConnector ExecSource = "connector"
 	// ExecTracepoints loads the exec tracepoints at once (the proc connector if they cannot load).
 	ExecTracepoints ExecSource = "tracepoints"
@@ -55,6 +55,9 @@ func openStarts(ctx context.Context, procRoot string, mode ExecSource) (*starts,
 	}
 	conn, err := kernel.WatchExecs(ctx, kernel.CmdlineReader(procRoot), st.table)
 	if err != nil {
+		if mode == ExecConnector {
+			return nil, fmt.Errorf("proc connector: %w", err)
+		}
 		if st.why != nil {
 			return nil, fmt.Errorf("exec tracepoints: %w; proc connector: %w", st.why, err)
 		}
@@ -93,21 +96,33 @@ func (st *starts) source() string {
 func (st *starts) Sync() {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.tr == nil && st.why == nil && st.mode == ExecAuto && st.conn.Starts() >= switchAfterStarts {
-		if st.loadTracepoints() == nil {
-			// Attached: what the connector queued before is drained into the same table, then it goes.
-			st.conn.Sync()
-			st.lost += st.conn.Lost()
-			_ = st.conn.Close()
-			st.conn = nil
-		}
-	}
-	switch {
-	case st.tr != nil:
+	if st.tr != nil {
 		st.tr.Sync()
-	case st.conn != nil:
-		st.conn.Sync()
+		return
 	}
+	if st.conn == nil { // closed
+		return
+	}
+	st.conn.Sync()
+	if st.why == nil && st.mode == ExecAuto && st.conn.Starts() >= switchAfterStarts && st.loadTracepoints() == nil {
+		// Attached: what the connector queued meanwhile is drained into the same table, then it goes.
+		st.conn.Sync()
+		st.lost += st.conn.Lost()
+		_ = st.conn.Close()
+		st.conn = nil
+		st.tr.Sync()
+	}
+}
+
+// limitation says why the tracepoints are not in use when they should be ("" when they are, or are not
+// due yet).
+func (st *starts) limitation() string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.tr != nil || st.why == nil {
+		return ""
+	}
+	return fmt.Sprintf("%v; the proc connector follows process starts instead (about 0.25 ms of tare's CPU a start)", st.why)
 }
 
 // NewPIDs returns the processes forked since the previous call.

@@ -16,19 +16,13 @@ import (
 // wrapping it says which and what to do. Callers fall back to the byte counts of /proc/PID/io and say so.
 var ErrUnavailable = errors.New("block I/O tracing unavailable")
 
-// kernelBTF is where the kernel exposes its own BTF, which CO-RE and tp_btf programs need.
-const kernelBTF = "/sys/kernel/btf/vmlinux"
-
 // Check tells cheaply, without loading anything, whether Open can work here: the privileges, and the kernel
 // BTF. The error matches ErrUnavailable. Open can still fail (a kernel older than 6.5).
-func Check() error { return check(kernel.CanLoadBPF(), kernelBTF) }
+func Check() error { return check(kernel.CanLoadBPF(), kernel.KernelBTF) }
 
 func check(privileged bool, btfPath string) error {
-	if !privileged {
-		return fmt.Errorf("%w: loading BPF programs needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN: run as root", ErrUnavailable)
-	}
-	if _, err := os.Stat(btfPath); err != nil {
-		return fmt.Errorf("%w: no kernel BTF (%w): needs a kernel built with CONFIG_DEBUG_INFO_BTF", ErrUnavailable, err)
+	if err := kernel.CheckBPF(privileged, btfPath); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
 func TestCheck(t *testing.T) {
@@ -20,7 +22,7 @@ func TestCheck(t *testing.T) {
 		btfPath    string
 		want       string // in the message; "" for no error
 	}{
-		{"unprivileged", false, kernelBTF, "needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN: run as root"},
+		{"unprivileged", false, kernel.KernelBTF, "needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN: run as root"},
 		{"no BTF", true, btf, "needs a kernel built with CONFIG_DEBUG_INFO_BTF"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -29,9 +29,6 @@ type Options struct {
 	// BufferBytes is the ring buffer's size, a power of two of at least a page: the records that fit
 	// between two Syncs (about 1.1 KiB each). 0 means 2 MiB.
 	BufferBytes uint32
-	// Table receives what the programs record; nil means a new one. A table shared with the proc
-	// connector's watcher lets a caller switch from it to the tracer without a gap.
-	Table *kernel.ExecTable
 }
 
 const defaultBufferBytes = 2 << 20
@@ -54,14 +51,12 @@ type Tracer struct {
 	bad    int // records too short to decode
 }
 
-// Open loads the programs and attaches them. The error matches ErrUnavailable when this kernel or this
-// process's privileges do not allow it, and says what is missing.
-func Open(opts Options) (*Tracer, error) {
-	if !kernel.CanLoadBPF() {
-		return nil, fmt.Errorf("%w: loading BPF programs needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN: run as root", ErrUnavailable)
-	}
-	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
-		return nil, fmt.Errorf("%w: no kernel BTF (%w): needs a kernel built with CONFIG_DEBUG_INFO_BTF", ErrUnavailable, err)
+// Open loads the programs and attaches them; Sync records what they saw in table (one shared with the proc
+// connector's watcher lets a caller switch from it to the tracer without a gap). The error matches
+// ErrUnavailable when this kernel or this process's privileges do not allow it, and says what is missing.
+func Open(table *kernel.ExecTable, opts Options) (*Tracer, error) {
+	if err := kernel.CheckBPF(kernel.CanLoadBPF(), kernel.KernelBTF); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	spec, err := loadExectrace()
 	if err != nil {
@@ -71,10 +66,7 @@ func Open(opts Options) (*Tracer, error) {
 		opts.BufferBytes = defaultBufferBytes
 	}
 	spec.Maps[exectraceMapEvents].MaxEntries = opts.BufferBytes
-	if opts.Table == nil {
-		opts.Table = kernel.NewExecTable()
-	}
-	t := &Tracer{table: opts.Table}
+	t := &Tracer{table: table}
 	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
 		return nil, loadError("loading the exec tracing programs", err)
 	}
@@ -199,34 +191,16 @@ func (ev event) cmdline() string {
 		return ""
 	}
 	args := strings.Split(string(b), "\x00")
-	if ev.argsFull <= uint64(len(ev.args)) || ev.args[len(ev.args)-1] == 0 { // whole, or cut between arguments
-		s := redact.Join(args)
-		if ev.argsFull > uint64(len(ev.args)) {
-			s += " …"
-		}
-		return s
+	if ev.argsFull <= uint64(len(ev.args)) {
+		return redact.Join(args)
 	}
-	// Cut: the last argument is only the start of one, and a secret cut short may not look like one any
+	// Cut inside an argument: it is only the start of one, and a secret cut short may not look like one any
 	// more (a URL's password before its "@"), so it is left out.
-	if len(args) > 1 {
+	if ev.args[len(ev.args)-1] != 0 {
 		args = args[:len(args)-1]
-	} else {
-		args = nil
 	}
 	return strings.TrimSpace(redact.Join(args) + " …")
 }
-
-// NewPIDs returns the processes forked since the previous call, after reading every record.
-func (t *Tracer) NewPIDs() []int {
-	t.Sync()
-	return t.table.TakeBorn()
-}
-
-// Lookup returns what was captured for pid, if anything.
-func (t *Tracer) Lookup(pid int) (kernel.ExecInfo, bool) { return t.table.Lookup(pid) }
-
-// Forget drops entries older than age.
-func (t *Tracer) Forget(age time.Duration) { t.table.Forget(age) }
 
 // Lost is how many records did not fit in the ring buffer, or could not be decoded.
 func (t *Tracer) Lost() int {

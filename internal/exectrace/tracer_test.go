@@ -15,10 +15,12 @@ import (
 	"github.com/tare-dev/tare/internal/testenv"
 )
 
-func open(t *testing.T, opts Options) *Tracer {
+// open opens a tracer recording into a table of its own.
+func open(t *testing.T, opts Options) (*Tracer, *kernel.ExecTable) {
 	t.Helper()
 	testenv.NeedRoot(t, "loading BPF programs needs CAP_BPF and CAP_PERFMON")
-	tr, err := Open(opts)
+	table := kernel.NewExecTable()
+	tr, err := Open(table, opts)
 	if errors.Is(err, ErrUnavailable) {
 		testenv.Unavailable(t, "%v", err)
 	}
@@ -30,17 +32,18 @@ func open(t *testing.T, opts Options) *Tracer {
 			t.Error(err)
 		}
 	})
-	return tr
+	return tr, table
 }
 
 // TestTracerNamesShortProcesses: a shell living 50 ms is named with the arguments the test gave it (its
 // secret redacted), the test as its parent, and a start between the test's clock readings around it; the
 // proc connector watcher, run beside it on the same process, agrees on the command line and the parent.
 func TestTracerNamesShortProcesses(t *testing.T) {
-	tr := open(t, Options{})
+	tr, table := open(t, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	conn, err := kernel.WatchExecs(ctx, kernel.CmdlineReader("/proc"), nil)
+	connTable := kernel.NewExecTable()
+	conn, err := kernel.WatchExecs(ctx, kernel.CmdlineReader("/proc"), connTable)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +56,9 @@ func TestTracerNamesShortProcesses(t *testing.T) {
 	}
 	after := time.Now()
 	pid := sh.Process.Pid
-	born := tr.NewPIDs()
-	got, ok := tr.Lookup(pid)
+	tr.Sync()
+	born := table.TakeBorn()
+	got, ok := table.Lookup(pid)
 	if !ok {
 		t.Fatalf("the tracer has no record of the shell %d", pid)
 	}
@@ -72,7 +76,7 @@ func TestTracerNamesShortProcesses(t *testing.T) {
 		t.Errorf("the shell %d is not among the processes born since Open (%d of them)", pid, len(born))
 	}
 	conn.Sync()
-	if peer, ok := conn.Lookup(pid); !ok || peer.Cmdline != got.Cmdline || peer.PPID != got.PPID {
+	if peer, ok := connTable.Lookup(pid); !ok || peer.Cmdline != got.Cmdline || peer.PPID != got.PPID {
 		t.Errorf("proc connector has %+v (found %v), tracer %+v", peer, ok, got)
 	}
 	if n := tr.Lost(); n != 0 {
@@ -84,7 +88,7 @@ func TestTracerNamesShortProcesses(t *testing.T) {
 // first 1,024 bytes and says it was cut; the argument the cut falls in is left out, so that a URL whose
 // password the cut separates from its "@" does not show the password's start.
 func TestTracerCutsLongCommandLines(t *testing.T) {
-	tr := open(t, Options{})
+	tr, table := open(t, Options{})
 	head := "sh\x00-c\x00exit 0\x00"
 	pad := strings.Repeat("x", argsMax-len(head)-len("\x00https://admin:S3cr")-1) // the cut falls after "S3cr"
 	url := "https://admin:S3cretPassw0rd@example.invalid/x"
@@ -93,7 +97,7 @@ func TestTracerCutsLongCommandLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr.Sync()
-	got, ok := tr.Lookup(sh.Process.Pid)
+	got, ok := table.Lookup(sh.Process.Pid)
 	if !ok {
 		t.Fatalf("no record of %d", sh.Process.Pid)
 	}
@@ -110,7 +114,7 @@ func tail(s string) string { return s[max(0, len(s)-40):] }
 // TestTracerBufferFull: records that do not fit the ring buffer are counted, not silently lost. A one-page
 // buffer holds three records; the test starts ten processes before reading it.
 func TestTracerBufferFull(t *testing.T) {
-	tr := open(t, Options{BufferBytes: uint32(os.Getpagesize())})
+	tr, _ := open(t, Options{BufferBytes: uint32(os.Getpagesize())})
 	for range 10 {
 		if err := exec.Command("true").Run(); err != nil {
 			t.Fatal(err)

@@ -55,9 +55,9 @@ func parseProcEvent(p []byte) (ProcEvent, bool) {
 	return ProcEvent{}, false
 }
 
-// ExecWatcher keeps the redacted command line of every process that exec'd recently, read from /proc the
-// moment the proc connector announces the exec, so that processes living a few milliseconds keep their
-// command line after they exit.
+// ExecWatcher records in an ExecTable the redacted command line of every process that forks or execs, read
+// from /proc the moment the proc connector announces the exec, so that processes living a few milliseconds
+// keep their command line after they exit.
 //
 // The socket is non-blocking and waited on through Go's network poller, so no thread sits in a blocking
 // system call between events: such a thread keeps the runtime's monitor thread (sysmon) polling every few
@@ -76,12 +76,9 @@ type ExecWatcher struct {
 	done   chan struct{}
 }
 
-// WatchExecs subscribes to proc connector events (needs CAP_NET_ADMIN) and records them in table (a new one
-// when nil) until ctx ends.
+// WatchExecs subscribes to proc connector events (needs CAP_NET_ADMIN) and records them in table until ctx
+// ends.
 func WatchExecs(ctx context.Context, reader ExecReadFunc, table *ExecTable) (*ExecWatcher, error) {
-	if table == nil {
-		table = NewExecTable()
-	}
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, unix.NETLINK_CONNECTOR)
 	if err != nil {
 		return nil, fmt.Errorf("opening the proc connector: %w", err)
@@ -188,7 +185,7 @@ func (w *ExecWatcher) handle(ev ProcEvent) {
 		// process that had the PID before (its own fork missed: ENOBUFS), so stat is read again.
 		prev, forked := w.table.Lookup(ev.TGID)
 		forked = forked && now.Sub(prev.At) < staleRecord
-		cmd, _, ppid, err := w.reader(ev.TGID, !forked)
+		cmd, ppid, err := w.reader(ev.TGID, !forked)
 		if err != nil {
 			return
 		}
@@ -199,30 +196,15 @@ func (w *ExecWatcher) handle(ev ProcEvent) {
 		w.mu.Unlock()
 		parent, ok := w.table.Lookup(ev.ParentPID)
 		if !ok { // a parent older than the watcher (a kubelet, a shim): read once, for all its forks
-			cmd, _, ppid, err := w.reader(ev.ParentPID, true)
-			if err != nil {
-				w.table.Forked(ev.TGID, ExecInfo{PPID: ev.ParentPID, Started: now, At: now})
-				return
+			if cmd, ppid, err := w.reader(ev.ParentPID, true); err == nil {
+				parent = ExecInfo{Cmdline: cmd, PPID: ppid, At: now} // its start is unknown
+				w.table.put(ev.ParentPID, parent)
 			}
-			parent = ExecInfo{Cmdline: cmd, PPID: ppid, At: now} // its start is unknown
-			w.table.put(ev.ParentPID, parent)
 		}
-		// A fork that does not exec keeps its parent's command line.
+		// A fork that does not exec keeps its parent's command line (none if the parent could not be read).
 		w.table.Forked(ev.TGID, ExecInfo{Cmdline: parent.Cmdline, PPID: ev.ParentPID, Started: now, At: now})
 	}
 }
-
-// NewPIDs returns the processes forked since the previous call, after handling every queued event.
-func (w *ExecWatcher) NewPIDs() []int {
-	w.Sync()
-	return w.table.TakeBorn()
-}
-
-// Lookup returns what was captured for pid, if anything.
-func (w *ExecWatcher) Lookup(pid int) (ExecInfo, bool) { return w.table.Lookup(pid) }
-
-// Forget drops entries older than age, bounding memory on nodes with many processes.
-func (w *ExecWatcher) Forget(age time.Duration) { w.table.Forget(age) }
 
 // Lost reports how many event batches the kernel dropped because tare fell behind.
 func (w *ExecWatcher) Lost() int {

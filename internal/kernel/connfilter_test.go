@@ -125,7 +125,8 @@ func TestWatchExecsKeepsCommandLines(t *testing.T) {
 	testenv.NeedRoot(t, "the proc connector needs CAP_NET_ADMIN")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w, err := WatchExecs(ctx, CmdlineReader("/proc"), nil)
+	table := NewExecTable()
+	w, err := WatchExecs(ctx, CmdlineReader("/proc"), table)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func TestWatchExecsKeepsCommandLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Sync()
-	got, ok := w.Lookup(sh.Process.Pid)
+	got, ok := table.Lookup(sh.Process.Pid)
 	if !ok || got.Cmdline != "sh -c sleep 0.05; exit 0" || got.PPID != os.Getpid() {
 		t.Errorf("watcher has %+v (found %v) for the shell, want its command line and parent %d", got, ok, os.Getpid())
 	}

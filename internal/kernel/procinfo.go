@@ -82,37 +82,37 @@ func gone(pid int, err error) error {
 }
 
 // ExecReadFunc reads what the exec watcher keeps of a process: its redacted command line, and, when stat is
-// true, its comm and parent from /proc/PID/stat. The watcher passes false when it knows the parent from the
-// process's fork: the stat read cost more than the command line's.
-type ExecReadFunc func(pid int, stat bool) (cmdline, comm string, ppid int, err error)
+// true, its parent from /proc/PID/stat (0 otherwise). The watcher passes false when it knows the parent from
+// the process's fork: the stat read cost more than the command line's.
+type ExecReadFunc func(pid int, stat bool) (cmdline string, ppid int, err error)
 
 // CmdlineReader returns the reader the exec watcher uses. It waits at most BlockingReadTimeout for a command
 // line, and fails with ErrStuck when the process does not answer. An empty command line (a process ending
 // as it is read) is named by its comm, from stat, whatever stat says.
 func CmdlineReader(procRoot string) ExecReadFunc {
 	files := BlockingReads(procRoot)
-	return func(pid int, stat bool) (string, string, int, error) {
+	return func(pid int, stat bool) (string, int, error) {
 		var st ProcStat
 		if stat {
 			var err error
 			if st, err = ReadProcStat(procRoot, pid); err != nil {
-				return "", "", 0, err
+				return "", 0, err
 			}
 		}
 		b, err := files.read(pid, st.Comm, "cmdline")
 		if err != nil {
-			return "", "", 0, err
+			return "", 0, err
 		}
 		cmd := redact.Join(splitCmdline(b))
 		if cmd == "" {
 			if !stat {
 				if st, err = ReadProcStat(procRoot, pid); err != nil {
-					return "", "", 0, err
+					return "", 0, err
 				}
 			}
 			cmd = "[" + st.Comm + "]"
 		}
-		return cmd, st.Comm, st.PPID, nil
+		return cmd, st.PPID, nil
 	}
 }
 

@@ -73,7 +73,7 @@ func TestSamplerLockedProcess(t *testing.T) {
 		t.Errorf("reads of the locked process waited out the deadline %d times, want once (then skipped)", n)
 	}
 	start := time.Now()
-	if _, _, _, err := kernel.CmdlineReader("/proc")(locked.pid, true); !errors.Is(err, kernel.ErrStuck) || time.Since(start) > kernel.BlockingReadTimeout/2 {
+	if _, _, err := kernel.CmdlineReader("/proc")(locked.pid, true); !errors.Is(err, kernel.ErrStuck) || time.Since(start) > kernel.BlockingReadTimeout/2 {
 		t.Errorf("exec watcher's read of the locked process: %v after %v, want kernel.ErrStuck at once", err, time.Since(start))
 	}
 

@@ -169,7 +169,7 @@ func (s *Sampler) openPrivileged(ctx context.Context) {
 		s.meta.ExitSource = "taskstats"
 		return
 	}
-	s.execs, s.meta.ExitSource = st, st.source()
+	s.execs = st // Meta names it: it changes when the tracepoints take over
 }
 
 // Meta describes the sources in use; Limitations grows as the sampler meets unreadable files.

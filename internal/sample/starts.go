@@ -73,7 +73,7 @@ func openStarts(ctx context.Context, procRoot string, mode ExecSource) (*starts,
 
 // loadTracepoints loads the tracer into the shared table; st.mu is held or st is not shared yet.
 func (st *starts) loadTracepoints() error {
-	tr, err := exectrace.Open(exectrace.Options{Table: st.table})
+	tr, err := exectrace.Open(st.table, exectrace.Options{})
 	if err != nil {
 		st.why = err
 		return err

@@ -76,8 +76,9 @@ func TestExecSources(t *testing.T) {
 	}
 }
 
-// TestExecSourceInPIDNamespace: in a PID namespace of its own, where the PIDs of the tracepoints and of the
-// proc connector (the host's) are not the ones its /proc lists, the sampler uses neither and says why. The test runs itself again
+// TestExecSourceInPIDNamespace: with a /proc of a PID namespace of its own, where the PIDs of the
+// tracepoints and of the proc connector (the host's) are not the ones it lists, the sampler uses neither and
+// says why. The test runs itself again
 // under unshare(1) with a new PID namespace and its own /proc.
 func TestExecSourceInPIDNamespace(t *testing.T) {
 	testenv.NeedRoot(t, "unshare --pid needs root")

@@ -156,9 +156,11 @@ func (s *Sampler) openPrivileged(ctx context.Context) {
 		s.act = act
 	}
 	// The tracepoints cost tare nothing per process started; the proc connector wakes it at each.
-	if ns := kernel.Namespace("/proc", os.Getpid(), "pid"); ns != "" && ns != kernel.InitPIDNamespace {
-		s.meta.Limitations = append(s.meta.Limitations, fmt.Sprintf("process starts: tare runs in a PID namespace of its own (%s), "+
-			"and the exec tracepoints and the proc connector report the host's PIDs: short-lived processes are named by their comm only (run tare with the host's PID namespace: hostPID)", ns))
+	// Both report the initial PID namespace's PIDs: they name the processes of ProcRoot only if its PID 1 is
+	// in that namespace (tare itself may be in another and read the host's /proc).
+	if ns := kernel.Namespace(s.opts.ProcRoot, 1, "pid"); ns != "" && ns != kernel.InitPIDNamespace {
+		s.meta.Limitations = append(s.meta.Limitations, fmt.Sprintf("process starts: %s lists a PID namespace of its own (%s), "+
+			"and the exec tracepoints and the proc connector report the host's PIDs: short-lived processes are named by their comm only (give tare the host's /proc, or the host's PID namespace: hostPID)", s.opts.ProcRoot, ns))
 		s.meta.ExitSource = "taskstats"
 		return
 	}

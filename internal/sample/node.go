@@ -131,8 +131,8 @@ func (r *NodeReader) Read(full bool, prev Node) (Node, error) {
 }
 
 // TasksCPU reads the node's cumulative task time (ns) from its reference, 0 if unavailable. The sampler
-// reads it after the processes, so that its own work while sampling falls on the same side of both
-// readings. On cgroup v2 each call also reads every thread of the root cgroup (see kernel.CgroupV2Tasks).
+// reads it with /proc/stat as a sample begins, so that both span the interval between the samples' times
+// (see Sampler.sample). On cgroup v2 each call also reads every thread of the root cgroup (see kernel.CgroupV2Tasks).
 func (r *NodeReader) TasksCPU() uint64 {
 	switch {
 	case r.v2 != nil:

@@ -238,6 +238,12 @@ func (s *Sampler) sample(final bool) (Sample, error) {
 	if err != nil {
 		return Sample{}, err
 	}
+	// The task time is read with /proc/stat, at the sample's time. Read after the processes (as it was),
+	// it spanned Took more or less than the interval: a quick opening pass and a slow closing one (the
+	// closing pass reads every process, and a loaded node makes it slow) read 2.2 cores of task time in a
+	// one-second window on a 2-core node. The processes are read after it, so at the window's end they
+	// can be ahead of it by what they ran during the closing pass: the window's resolution allows for it.
+	node.TasksCPUNs = s.node.TasksCPU()
 	if full && s.res != nil {
 		var err error
 		if node.Resources, err = s.res.Read(); err != nil {
@@ -322,9 +328,7 @@ func (s *Sampler) sample(final bool) (Sample, error) {
 			delete(s.recent, pid)
 		}
 	}
-	smp.Node.TasksCPUNs = s.node.TasksCPU()
 	smp.Took = time.Since(now)
-	s.lastNode.TasksCPUNs = smp.Node.TasksCPUNs
 	smp.Procs = coalesce(smp.Procs)
 	s.seq++
 	s.lastTime = now

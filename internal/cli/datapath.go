@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -54,16 +55,19 @@ measuring session running during each trial (its first and last fifth, at most 1
   vxlan           the same two pods through a VXLAN tunnel (the tare lab's overlay, switched for those trials)
   clusterip       pod to a ClusterIP Service (kube-proxy) in front of a pod on the same node
 
-Modes: tcp-stream and udp-stream (iperf3 --json: received Gbit/s, retransmits, loss) and tcp-rr
-(sockperf ping-pong --full-rtt: round-trip p50 and p99 in µs, round trips per second). Each trial gives the
-node's CPU-seconds per Gbit (per 10,000 round trips for tcp-rr) and each group's. Every path is compared
+Modes: tcp-stream and udp-stream (iperf3 --json: received Gbit/s, retransmits, loss), tcp-rr
+(sockperf ping-pong --full-rtt: round-trip p50 and p99 in µs, round trips per second) and tcp-crr
+(tare-crr, netperf's TCP_CRR: a new connection for every request and response, the server closing first;
+connections per second, p50 and p99 of a whole connection in µs, failed ones counted; --parallel
+connections under way at once). Each trial gives the node's CPU-seconds per Gbit (per 10,000 round trips
+or connections) and each group's. Every path is compared
 with host: the ratio path ÷ host with a 95% interval (Hodges–Lehmann on the logarithms) and the
 Mann–Whitney p-value. A path given twice (host,host) is measured twice: an A/A check.
 
 The pods run in --namespace, created for the run and deleted after it, also on error or Ctrl-C (which
 prints the trials finished so far). On the tare lab the tools image is imported into every node first
 (tare lab install --datapath installs iperf3, sockperf and fio); elsewhere give --image with iperf3 and
-sockperf on PATH. Traffic goes only between this machine's loopback and the run's own pods. Needs root,
+sockperf on PATH (and tare-crr, from tare lab install --datapath's cache, for tcp-crr). Traffic goes only between this machine's loopback and the run's own pods. Needs root,
 like tare measure, and runs on the node it measures.`,
 		Example: `  # On the lab (tare lab up --nodes 2 for the cross-node paths)
   sudo tare datapath net
@@ -77,11 +81,11 @@ like tare measure, and runs on the node it measures.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.paths, "paths", "host,pod-same-node,vxlan,clusterip", "paths to measure, comma-separated (host,hostnet-pod,pod-same-node,pod-cross-node,vxlan,clusterip)")
-	f.StringVar(&o.modes, "modes", "tcp-stream,tcp-rr", "loads: tcp-stream, udp-stream, tcp-rr")
+	f.StringVar(&o.modes, "modes", "tcp-stream,tcp-rr", "loads: tcp-stream, udp-stream, tcp-rr, tcp-crr")
 	f.StringVar(&o.sizes, "sizes", "1k,16k", "message sizes (bytes; k and m suffixes); tcp-rr and udp-stream take at most 65507")
 	f.IntVar(&o.trials, "trials", 5, "trials of every path, mode and size, interleaved")
 	f.DurationVar(&o.duration, "duration", 4*time.Second, "length of each trial, whole seconds (sockperf adds its own 2 s warm-up)")
-	f.IntVar(&o.parallel, "parallel", 1, "parallel streams of the stream modes")
+	f.IntVar(&o.parallel, "parallel", 1, "parallel streams of the stream modes, connections under way at once of tcp-crr")
 	f.StringVar(&o.node, "node", "", "the node of the pods (default: this machine's node, else the only one)")
 	f.StringVar(&o.namespace, "namespace", "tare-datapath", "namespace of the run's pods: created for the run and deleted after it")
 	f.StringVar(&o.image, "image", "tools", "image with iperf3 and sockperf; tools is the lab's ("+lab.ToolsImage.Name+", never pulled)")
@@ -128,9 +132,18 @@ func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapat
 	do := datapath.Options{Node: o.node, Host: host, Namespace: o.namespace, Image: image, PullNever: pullNever,
 		Paths: lanes, Modes: modes, Sizes: sizes, Rounds: o.trials, Duration: o.duration, Parallel: o.parallel, Seed: seed, Say: say,
 		Session: session.Options{Sampler: g.sampleOptions(sample.Options{Interval: interval, Detail: 5 * time.Second}), Version: Version}}
-	onlyHost := true
+	onlyHost, anyHost := true, false
 	for _, l := range lanes {
 		onlyHost = onlyHost && l.Path == datapath.Host
+		anyHost = anyHost || l.Path == datapath.Host
+	}
+	if slices.Contains(modes, datapath.TCPCRR) {
+		do.CRR.Pod = lab.CRRName
+		if anyHost {
+			if do.CRR.Host, err = lab.CRRProgram(ctx); err != nil {
+				return fmt.Errorf("tcp-crr's program for the host path: %w (tare lab install --datapath builds it)", err)
+			}
+		}
 	}
 	source := "this machine"
 	var cs kubernetes.Interface

@@ -62,13 +62,13 @@ func ratioOf(r datapath.Report, path, against string, mode datapath.Mode, metric
 	return datapath.Ratio{}, false
 }
 
-// noToolsLeft: no iperf3 or sockperf server of tare's is left running on the machine. A deleted pod's
+// noToolsLeft: no iperf3, sockperf or tare-crr server of tare's is left running on the machine. A deleted pod's
 // containers are killed by the kubelet a moment after the API forgets it: wait up to 30 s.
 func noToolsLeft(t *testing.T) {
 	t.Helper()
 	var s string
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
-		out, _ := exec.Command("pgrep", "-a", "-f", "iperf3 --server|sockperf server").Output()
+		out, _ := exec.Command("pgrep", "-a", "-f", "iperf3 --server|sockperf server|tare-crr server").Output()
 		if s = strings.TrimSpace(string(out)); s == "" {
 			return
 		}

@@ -36,6 +36,7 @@ type endpoint struct {
 	addr         string
 	iperfPort    int
 	sockperfPort int
+	crrPort      int
 }
 
 // endpoints are what a run created: pods by name with their IPs, the Service's ClusterIP, the host servers.
@@ -50,15 +51,15 @@ type endpoints struct {
 func (e *endpoints) endpointOf(p Path) endpoint {
 	switch p {
 	case Host:
-		return endpoint{addr: "127.0.0.1", iperfPort: hostIperfPort, sockperfPort: hostSockperfPort}
+		return endpoint{addr: "127.0.0.1", iperfPort: hostIperfPort, sockperfPort: hostSockperfPort, crrPort: hostCRRPort}
 	case HostNetPod:
-		return endpoint{pod: hostNetPod, addr: "127.0.0.1", iperfPort: hostNetIperfPort, sockperfPort: hostNetSockperfPort}
+		return endpoint{pod: hostNetPod, addr: "127.0.0.1", iperfPort: hostNetIperfPort, sockperfPort: hostNetSockperfPort, crrPort: hostNetCRRPort}
 	case PodSameNode:
-		return endpoint{pod: clientPod, addr: e.ips[serverPod], iperfPort: podIperfPort, sockperfPort: podSockperfPort}
+		return endpoint{pod: clientPod, addr: e.ips[serverPod], iperfPort: podIperfPort, sockperfPort: podSockperfPort, crrPort: podCRRPort}
 	case ClusterIP:
-		return endpoint{pod: clientPod, addr: e.svcIP, iperfPort: podIperfPort, sockperfPort: podSockperfPort}
+		return endpoint{pod: clientPod, addr: e.svcIP, iperfPort: podIperfPort, sockperfPort: podSockperfPort, crrPort: podCRRPort}
 	default: // PodCrossNode, VXLAN
-		return endpoint{pod: clientPod, addr: e.ips[remotePod], iperfPort: podIperfPort, sockperfPort: podSockperfPort}
+		return endpoint{pod: clientPod, addr: e.ips[remotePod], iperfPort: podIperfPort, sockperfPort: podSockperfPort, crrPort: podCRRPort}
 	}
 }
 
@@ -80,9 +81,10 @@ func podsFor(paths map[Path]bool, node, remote string) map[string]string {
 	return out
 }
 
-// toolsPod is a pod running both servers, each in its own container, ready once it listens. The check is a
-// startup probe: it stops once the server listens, so no probe connects while a trial runs.
-func toolsPod(name, node, image string, pullNever bool) *corev1.Pod {
+// toolsPod is a pod running both servers, each in its own container, ready once it listens, and with crr
+// tare-crr's server (crr names it on the image's PATH; "" for none). The check is a startup probe: it
+// stops once the server listens, so no probe connects while a trial runs.
+func toolsPod(name, node, image string, pullNever bool, crr string) *corev1.Pod {
 	pull := corev1.PullIfNotPresent
 	if pullNever {
 		pull = corev1.PullNever
@@ -98,14 +100,16 @@ func toolsPod(name, node, image string, pullNever bool) *corev1.Pod {
 			PeriodSeconds: 1, FailureThreshold: 60}
 	}
 	iperfProbe, sockProbe := probe(iperfPort), probe(sockPort)
+	crrPort, crrBind := podCRRPort, ""
 	if hostNet {
 		// On the node's network the servers listen on loopback only, out of the network's reach; the
 		// kubelet's probe cannot reach them there, so Run waits for them itself.
 		iperf, sock = append(iperf, "--bind", "127.0.0.1"), append(sock, "--ip", "127.0.0.1")
 		iperfProbe, sockProbe = nil, nil
+		crrPort, crrBind = hostNetCRRPort, "127.0.0.1"
 	}
 	zero, no := int64(0), false
-	return &corev1.Pod{
+	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{roleLabel: name}},
 		Spec: corev1.PodSpec{
 			NodeName: node, HostNetwork: hostNet, TerminationGracePeriodSeconds: &zero, AutomountServiceAccountToken: &no,
@@ -119,6 +123,15 @@ func toolsPod(name, node, image string, pullNever bool) *corev1.Pod {
 			},
 		},
 	}
+	if crr != "" {
+		c := corev1.Container{Name: "crr", Image: image, ImagePullPolicy: pull, Command: crrServer(crr, crrPort, crrBind),
+			Ports: []corev1.ContainerPort{{ContainerPort: int32(crrPort)}}}
+		if !hostNet {
+			c.StartupProbe = probe(crrPort)
+		}
+		pod.Spec.Containers = append(pod.Spec.Containers, c)
+	}
+	return pod
 }
 
 // serverService is the ClusterIP Service in front of the server pod: iperf3 over TCP and UDP, sockperf.
@@ -129,16 +142,17 @@ func serverService() *corev1.Service {
 			{Name: "iperf3", Port: podIperfPort, TargetPort: intstr.FromInt32(podIperfPort)},
 			{Name: "iperf3-udp", Port: podIperfPort, TargetPort: intstr.FromInt32(podIperfPort), Protocol: corev1.ProtocolUDP},
 			{Name: "sockperf", Port: podSockperfPort, TargetPort: intstr.FromInt32(podSockperfPort)},
+			{Name: "crr", Port: podCRRPort, TargetPort: intstr.FromInt32(podCRRPort)},
 		}},
 	}
 }
 
-// createPods creates the pods and, for the clusterip path, the Service, and waits until every pod is Ready
-// (its servers listen) or the wait runs out.
-func createPods(ctx context.Context, cs kubernetes.Interface, ns, image string, pullNever bool, pods map[string]string, svc bool, wait time.Duration) (*endpoints, error) {
+// createPods creates the pods (with tare-crr's server when crr names it) and, for the clusterip path, the
+// Service, and waits until every pod is Ready (its servers listen) or the wait runs out.
+func createPods(ctx context.Context, cs kubernetes.Interface, ns, image string, pullNever bool, crr string, pods map[string]string, svc bool, wait time.Duration) (*endpoints, error) {
 	e := &endpoints{ips: map[string]string{}}
 	for name, node := range pods {
-		if _, err := cs.CoreV1().Pods(ns).Create(ctx, toolsPod(name, node, image, pullNever), metav1.CreateOptions{}); err != nil {
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, toolsPod(name, node, image, pullNever, crr), metav1.CreateOptions{}); err != nil {
 			return nil, fmt.Errorf("creating pod %s/%s: %w", ns, name, err)
 		}
 	}
@@ -191,13 +205,17 @@ func waitPodsReady(ctx context.Context, cs kubernetes.Interface, ns string, name
 	return ips, nil
 }
 
-// startHostServers starts the host path's servers on loopback and waits until both listen. They die with
-// tare (PDEATHSIG) if it is killed before it stops them.
-func (e *endpoints) startHostServers(ctx context.Context) error {
+// startHostServers starts the host path's servers on loopback, with tare-crr's when crr names its program,
+// and waits until each listens. They die with tare (PDEATHSIG) if it is killed before it stops them.
+func (e *endpoints) startHostServers(ctx context.Context, crr string) error {
 	iperf, sock := serverCommands(hostIperfPort, hostSockperfPort)
 	iperf = append(iperf, "--bind", "127.0.0.1")
 	sock = append(sock, "--ip", "127.0.0.1")
-	for _, argv := range [][]string{iperf, sock} {
+	servers, ports := [][]string{iperf, sock}, []int{hostIperfPort, hostSockperfPort}
+	if crr != "" {
+		servers, ports = append(servers, crrServer(crr, hostCRRPort, "127.0.0.1")), append(ports, hostCRRPort)
+	}
+	for _, argv := range servers {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 		if err := cmd.Start(); err != nil {
@@ -207,7 +225,7 @@ func (e *endpoints) startHostServers(ctx context.Context) error {
 		go func() { ch <- cmd.Wait() }()
 		e.servers, e.exited = append(e.servers, cmd), append(e.exited, ch)
 	}
-	for i, port := range []int{hostIperfPort, hostSockperfPort} {
+	for i, port := range ports {
 		if err := waitListening(ctx, port, 5*time.Second); err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 )
@@ -17,9 +18,11 @@ type Outcome struct {
 	Gbps        float64 `json:"gbps,omitempty"`               // received throughput (streams)
 	Retransmits int     `json:"retransmits,omitempty"`        // TCP retransmissions (tcp-stream)
 	LossPct     float64 `json:"loss_pct,omitempty"`           // lost datagrams (udp-stream)
-	TPS         float64 `json:"transactions_per_s,omitempty"` // round trips per second (tcp-rr)
-	P50us       float64 `json:"p50_us,omitempty"`             // round-trip latency (tcp-rr)
+	TPS         float64 `json:"transactions_per_s,omitempty"` // round trips (tcp-rr) or connections (tcp-crr) per second
+	P50us       float64 `json:"p50_us,omitempty"`             // round-trip latency (tcp-rr), a whole connection's (tcp-crr)
 	P99us       float64 `json:"p99_us,omitempty"`
+	Failed      int64   `json:"failed,omitempty"`     // transactions that failed (tcp-crr): refused, reset, timed out
+	FailedWhy   string  `json:"failed_why,omitempty"` // the first failure's error
 	// SenderCPU and ReceiverCPU are iperf3's own CPU figures for its two ends (cores, from each end's
 	// rusage over its run), an independent check of what tare measured.
 	SenderCPU   float64 `json:"sender_cpu,omitempty"`
@@ -101,4 +104,37 @@ func ParseSockperf(b []byte) (Outcome, error) {
 	}
 	o.TPS = msgs / o.Seconds
 	return o, nil
+}
+
+// crrReport is tare-crr client's output: one JSON object.
+type crrReport struct {
+	Seconds      float64 `json:"seconds"`
+	Transactions int64   `json:"transactions"`
+	P50us        float64 `json:"p50_us"`
+	P99us        float64 `json:"p99_us"`
+	Failed       int64   `json:"failed"`
+	Error        string  `json:"error"`
+}
+
+// ParseCRR reads tare-crr client's JSON: transactions per second over its run, the latency percentiles of
+// a whole transaction (connect to the server's close, µs), and the transactions that failed.
+func ParseCRR(b []byte) (Outcome, error) {
+	var r crrReport
+	if err := json.Unmarshal(bytes.TrimSpace(b), &r); err != nil {
+		return Outcome{}, fmt.Errorf("tare-crr output is not its JSON report: %w", err)
+	}
+	if r.Transactions <= 0 || r.Seconds <= 0 {
+		if r.Error != "" {
+			return Outcome{}, fmt.Errorf("tare-crr: no transaction completed: %s", r.Error)
+		}
+		return Outcome{}, errors.New("tare-crr reported no transactions")
+	}
+	if r.Failed < 0 || !(r.P50us > 0) || !(r.P99us >= r.P50us) {
+		return Outcome{}, fmt.Errorf("tare-crr reported %d failed, p50 %v µs, p99 %v µs: not a report", r.Failed, r.P50us, r.P99us)
+	}
+	tps := float64(r.Transactions) / r.Seconds
+	if math.IsInf(tps, 0) {
+		return Outcome{}, fmt.Errorf("tare-crr reported %d transactions in %v s: not a report", r.Transactions, r.Seconds)
+	}
+	return Outcome{Seconds: r.Seconds, TPS: tps, P50us: r.P50us, P99us: r.P99us, Failed: r.Failed, FailedWhy: r.Error}, nil
 }

@@ -62,6 +62,37 @@ func TestParseSockperf(t *testing.T) {
 	}
 }
 
+// The fixtures are tare-crr's client against its server over loopback (--parallel 2, 1 s) and against a
+// port where nothing listens; the expected figures were read from them with Python's json module.
+func TestParseCRR(t *testing.T) {
+	o, err := ParseCRR(fixture(t, "crr-loopback.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.P50us != 212.606 || o.P99us != 551.5779799999999 || !near(o.TPS, 8743/1.000111913) || o.Failed != 0 {
+		t.Errorf("%+v", o)
+	}
+	if _, err := ParseCRR(fixture(t, "crr-refused.json")); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("refused: %v", err)
+	}
+	for _, bad := range []string{"", "{", `{"seconds":1,"transactions":5}`, `{"seconds":1,"transactions":5,"p50_us":9,"p99_us":3}`} {
+		if _, err := ParseCRR([]byte(bad)); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+func FuzzParseCRR(f *testing.F) {
+	for _, n := range []string{"crr-loopback.json", "crr-refused.json"} {
+		f.Add(fixture(f, n))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if o, err := ParseCRR(b); err == nil && (o.TPS <= 0 || o.P50us <= 0 || o.P99us < o.P50us || math.IsInf(o.TPS, 0)) {
+			t.Errorf("accepted a run without transactions: %+v", o)
+		}
+	})
+}
+
 func FuzzParseIperf(f *testing.F) {
 	for _, n := range []string{"iperf3-tcp-loopback.json", "iperf3-udp-loopback.json", "iperf3-refused.json"} {
 		f.Add(fixture(f, n))

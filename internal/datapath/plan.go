@@ -34,13 +34,14 @@ const (
 	TCPStream Mode = "tcp-stream" // iperf3: one-way TCP throughput
 	UDPStream Mode = "udp-stream" // iperf3 -u -b 0: UDP throughput and loss
 	TCPRR     Mode = "tcp-rr"     // sockperf ping-pong: request/response latency and transactions/s
+	TCPCRR    Mode = "tcp-crr"    // tare-crr: a connection per request/response (netperf's TCP_CRR)
 )
 
 // Modes lists every mode.
-var Modes = []Mode{TCPStream, UDPStream, TCPRR}
+var Modes = []Mode{TCPStream, UDPStream, TCPRR, TCPCRR}
 
 // Stream says whether the mode measures throughput (else latency).
-func (m Mode) Stream() bool { return m != TCPRR }
+func (m Mode) Stream() bool { return m != TCPRR && m != TCPCRR }
 
 // Lane is one thing measured: a path, a mode and a message size. A path given twice (an A/A check) gets
 // a copy number from 2 on, so both are measured and compared.

@@ -37,8 +37,11 @@ func TestParseFlags(t *testing.T) {
 	if err := CheckLanes(Plan(lanes, []Mode{TCPRR}, []int{128 << 10})); err == nil {
 		t.Error("a 128k ping-pong accepted")
 	}
-	if err := CheckLanes(Plan(lanes, []Mode{TCPStream}, []int{128 << 10})); err != nil {
+	if err := CheckLanes(Plan(lanes, []Mode{TCPStream, TCPCRR}, []int{128 << 10})); err != nil {
 		t.Error(err)
+	}
+	if err := CheckLanes(Plan(lanes, []Mode{TCPCRR}, []int{128 << 20})); err == nil {
+		t.Error("a 128m tcp-crr request accepted")
 	}
 }
 

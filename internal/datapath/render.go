@@ -28,6 +28,9 @@ func Table(w io.Writer, r Report) error {
 	if failed := failures(r.Trials); failed != "" {
 		fmt.Fprintf(w, "Failed trials (left out): %s\n", failed)
 	}
+	if failed := failedTransactions(r.Trials); failed != "" {
+		fmt.Fprintf(w, "Failed transactions (left out of the trials' figures): %s\n", failed)
+	}
 	ratios := map[string]Ratio{}
 	for _, x := range r.Ratios {
 		if x.Against == r.Baseline {
@@ -166,6 +169,9 @@ func metricTitle(name string, m Mode) string {
 	case "gbps":
 		return "GBIT/S"
 	case "transactions_per_s":
+		if m == TCPCRR {
+			return "CONN/S"
+		}
 		return "RT/S"
 	case "p50_us":
 		return "P50 µs"
@@ -220,6 +226,17 @@ func failures(ts []Trial) string {
 	for _, t := range ts {
 		if t.Error != "" {
 			out = append(out, fmt.Sprintf("#%d %s %s %s: %s", t.Seq, t.Lane.Label(), t.Lane.Mode, FormatSize(t.Lane.Size), t.Error))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// failedTransactions lists the trials some of whose transactions failed (tcp-crr), with the first error.
+func failedTransactions(ts []Trial) string {
+	var out []string
+	for _, t := range ts {
+		if t.Error == "" && t.Failed > 0 {
+			out = append(out, fmt.Sprintf("#%d %s %s %s: %d (%s)", t.Seq, t.Lane.Label(), t.Lane.Mode, FormatSize(t.Lane.Size), t.Failed, t.FailedWhy))
 		}
 	}
 	return strings.Join(out, "; ")

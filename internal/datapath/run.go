@@ -35,7 +35,8 @@ type Options struct {
 	Sizes     []int
 	Rounds    int           // trials of every lane, interleaved
 	Duration  time.Duration // of every trial, whole seconds
-	Parallel  int           // streams of a stream mode
+	Parallel  int           // streams of a stream mode, transactions under way at once of tcp-crr
+	CRR       CRR           // tare-crr, for tcp-crr: on the machine (the host path) and in the image
 	Seed      uint64        // orders the trials
 	Session   session.Options
 	// Exec runs a command in a pod's container (kube.Client.Exec); needed by the pod paths.
@@ -104,15 +105,22 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 	for _, l := range o.Paths {
 		paths[l.Path] = true
 	}
+	crr := slices.Contains(o.Modes, TCPCRR)
 	if paths[Host] {
 		if err := toolsOnMachine(); err != nil {
 			return rep, err
+		}
+		if crr && o.CRR.Host == "" {
+			return rep, errors.New("tcp-crr on the host path runs tare-crr on this machine: none was given (tare lab install --datapath builds it)")
 		}
 	}
 	podPaths := paths[HostNetPod] || paths[PodSameNode] || paths[PodCrossNode] || paths[VXLAN] || paths[ClusterIP]
 	if podPaths {
 		if cs == nil || o.Exec == nil {
 			return rep, errors.New("the pod paths need a cluster: give --kubeconfig (or start one with tare lab up), or measure --paths host only")
+		}
+		if crr && o.CRR.Pod == "" {
+			return rep, errors.New("tcp-crr in pods runs tare-crr from the image: none was named")
 		}
 		if err := pickNodes(ctx, cs, o, &rep, say); err != nil {
 			return rep, err
@@ -184,14 +192,22 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 	}
 	if podPaths {
 		say("starting the servers' pods in namespace %s", o.Namespace)
-		made, err := createPods(ctx, cs, o.Namespace, o.Image, o.PullNever, podsFor(paths, rep.Node, rep.RemoteNode), paths[ClusterIP], 2*time.Minute)
+		podCRR := ""
+		if crr {
+			podCRR = o.CRR.Pod
+		}
+		made, err := createPods(ctx, cs, o.Namespace, o.Image, o.PullNever, podCRR, podsFor(paths, rep.Node, rep.RemoteNode), paths[ClusterIP], 2*time.Minute)
 		if err != nil {
 			return finish(rep, err)
 		}
 		e.ips, e.svcIP = made.ips, made.svcIP
 		if paths[HostNetPod] {
 			// The hostNetwork pod's servers listen on the node's loopback only (no probe reaches them).
-			for _, port := range []int{hostNetIperfPort, hostNetSockperfPort} {
+			ports := []int{hostNetIperfPort, hostNetSockperfPort}
+			if crr {
+				ports = append(ports, hostNetCRRPort)
+			}
+			for _, port := range ports {
 				if err := waitListening(ctx, port, time.Minute); err != nil {
 					return finish(rep, fmt.Errorf("the hostNetwork pod's servers: %w", err))
 				}
@@ -199,7 +215,11 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 		}
 	}
 	if paths[Host] {
-		if err := e.startHostServers(ctx); err != nil {
+		hostCRR := ""
+		if crr {
+			hostCRR = o.CRR.Host
+		}
+		if err := e.startHostServers(ctx, hostCRR); err != nil {
 			return finish(rep, err)
 		}
 	}
@@ -295,7 +315,11 @@ func pickNodes(ctx context.Context, cs kubernetes.Interface, o Options, rep *Rep
 func runTrial(ctx context.Context, o Options, e *endpoints, sl Slot) Trial {
 	t := Trial{Slot: sl, Groups: map[string]float64{}}
 	ep := e.endpointOf(sl.Lane.Path)
-	argv := clientCommand(sl.Lane, ep.addr, ep.iperfPort, ep.sockperfPort, o.Duration, o.Parallel)
+	prog := o.CRR.Host
+	if ep.pod != "" {
+		prog = o.CRR.Pod
+	}
+	argv := clientCommand(sl.Lane, ep, prog, o.Duration, o.Parallel)
 	head, tail := min(o.Duration/5, time.Second), min(o.Duration/5, time.Second)
 	marker := ""
 	if sl.Lane.Mode == TCPRR {
@@ -357,10 +381,13 @@ func runTrial(ctx context.Context, o Options, e *endpoints, sl Slot) Trial {
 	out := stdout.bytes()
 	var o2 Outcome
 	var perr error
-	if sl.Lane.Mode.Stream() {
-		o2, perr = ParseIperf(out)
-	} else {
+	switch sl.Lane.Mode {
+	case TCPRR:
 		o2, perr = ParseSockperf(out)
+	case TCPCRR:
+		o2, perr = ParseCRR(out)
+	default:
+		o2, perr = ParseIperf(out)
 	}
 	switch {
 	case perr != nil && runErr != nil:
@@ -466,6 +493,9 @@ func (t Trial) line() string {
 	}
 	if t.Lane.Mode.Stream() {
 		return fmt.Sprintf("%.2f Gbit/s, node busy %.0fm, %.3f CPU-s per Gbit", t.Gbps, t.NodeBusy, t.CPUPerUnit)
+	}
+	if t.Failed > 0 {
+		return fmt.Sprintf("p50 %.1f µs, p99 %.1f µs, %.0f/s, %d failed (%s), node busy %.0fm", t.P50us, t.P99us, t.TPS, t.Failed, t.FailedWhy, t.NodeBusy)
 	}
 	return fmt.Sprintf("p50 %.1f µs, p99 %.1f µs, %.0f/s, node busy %.0fm", t.P50us, t.P99us, t.TPS, t.NodeBusy)
 }

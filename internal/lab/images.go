@@ -22,7 +22,7 @@ import (
 	"github.com/tare-dev/tare/internal/deploy"
 )
 
-//go:embed images/pause/main.go images/web/main.go
+//go:embed images/pause/main.go images/web/main.go images/crr/main.go
 var imageSources embed.FS
 
 // Image is an image the lab builds itself, so pods run with no registry: a tiny one of one static program

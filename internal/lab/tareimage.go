@@ -93,10 +93,11 @@ func tareArchivePath(bin string) (string, error) {
 	return filepath.Join(cache, "images", "tare-"+hex.EncodeToString(h.Sum(nil)[:6])+".tar"), nil
 }
 
-// removeOtherArchives deletes the cached archives named prefix* other than keep: the images of other tare
-// binaries (tens of megabytes each), or of other versions of the datapath tools.
+// removeOtherArchives deletes the cached files named prefix* with keep's extension other than keep: the
+// images of other tare binaries (tens of megabytes each), of other versions of the datapath tools, or
+// builds of other tare-crr sources.
 func removeOtherArchives(keep, prefix string) {
-	old, _ := filepath.Glob(filepath.Join(filepath.Dir(keep), prefix+"*.tar"))
+	old, _ := filepath.Glob(filepath.Join(filepath.Dir(keep), prefix+"*"+filepath.Ext(keep)))
 	for _, p := range old {
 		if p != keep {
 			_ = os.Remove(p)

@@ -15,7 +15,8 @@ import (
 
 // ToolsImage holds the machine's network and disk test tools, as Debian installed them, for the pods of
 // tare datapath: iperf3, sockperf and fio under /usr/bin with every shared library they load (under the
-// paths the loader looks in), the loader itself and an empty /tmp. It has no shell and no entrypoint: a pod
+// paths the loader looks in), the loader itself and an empty /tmp; and tare's own static tare-crr
+// (CRRProgram). It has no shell and no entrypoint: a pod
 // names the tool (its PATH is /usr/bin). It is big (the libraries of fio's engines): the lab builds it only
 // when asked (ToolsImageArchive, tare lab install --datapath) and imports it into a lab's nodes only when
 // asked (ImportToolsImage), never at every up.
@@ -44,7 +45,7 @@ const installToolsHint = "apt-get install iperf3 sockperf fio (or tare lab insta
 // ToolsArchive is the tools image as built from this machine.
 type ToolsArchive struct {
 	Path  string   // the OCI archive, in the cache
-	Tools []string // the tools it holds, by name (under /usr/bin): iperf3 and sockperf, and fio when installed
+	Tools []string // the tools it holds, by name (under /usr/bin): iperf3, sockperf, fio when installed, tare-crr
 	Files int      // files in its layer: the tools, their libraries and the loader
 	Size  int64    // bytes of the archive
 	Built bool     // built by this call, not found in the cache
@@ -59,6 +60,11 @@ func ToolsImageArchive(ctx context.Context) (ToolsArchive, error) {
 	if err != nil {
 		return ToolsArchive{}, err
 	}
+	crr, err := CRRProgram(ctx)
+	if err != nil {
+		return ToolsArchive{}, err
+	}
+	tools, files = append(tools, CRRName), append(files, loadedFile{Path: "/usr/bin/" + CRRName, Host: crr})
 	layer, key, err := hostLayer(ctx, files)
 	if err != nil {
 		return ToolsArchive{}, err

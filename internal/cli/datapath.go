@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tare-dev/tare/internal/datapath"
+	"github.com/tare-dev/tare/internal/htmlreport"
 	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/sample"
@@ -26,6 +27,7 @@ type datapathNetOptions struct {
 	image, pull         string
 	labDir              string
 	seed                uint64
+	html                string
 }
 
 // newDatapath is `tare datapath`: what the pod data path costs against the host (issue 16).
@@ -62,7 +64,9 @@ connections per second, p50 and p99 of a whole connection in µs, failed ones co
 connections under way at once). Each trial gives the node's CPU-seconds per Gbit (per 10,000 round trips
 or connections) and each group's. Every path is compared
 with host: the ratio path ÷ host with a 95% interval (Hodges–Lehmann on the logarithms) and the
-Mann–Whitney p-value. A path given twice (host,host) is measured twice: an A/A check.
+Mann–Whitney p-value. A path given twice (host,host) is measured twice: an A/A check. --html FILE
+also writes a page with each path's ratio to host and its interval as bars, each mode's main figure
+against message size per path, and the table's figures and every trial.
 
 The pods run in --namespace, created for the run and deleted after it, also on error or Ctrl-C (which
 prints the trials finished so far). On the tare lab the tools image is imported into every node first
@@ -73,7 +77,10 @@ like tare measure, and runs on the node it measures.`,
   sudo tare datapath net
 
   # An A/A check and VXLAN, large messages only, as JSON
-  sudo tare datapath net --paths host,host,vxlan --modes tcp-stream --sizes 128k -o json`,
+  sudo tare datapath net --paths host,host,vxlan --modes tcp-stream --sizes 128k -o json
+
+  # The host alone (no cluster), with an HTML report
+  sudo tare datapath net --paths host,host --sizes 1k,16k,64k --html datapath.html`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDatapathNet(cmd.Context(), s, g, o)
@@ -92,6 +99,7 @@ like tare measure, and runs on the node it measures.`,
 	f.StringVar(&o.pull, "pull", "", "image pull policy: never or if-not-present (default: never for tools, else if-not-present)")
 	f.StringVar(&o.labDir, "lab-dir", lab.DefaultDir(), "the lab to use when one runs (its kubeconfig, tools image and overlay)")
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the trial order (default: from the clock)")
+	htmlFlag(f, &o.html)
 	return cmd
 }
 
@@ -120,6 +128,9 @@ func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapat
 	}
 	if err := datapath.CheckLanes(datapath.Plan(lanes, modes, sizes)); err != nil {
 		return usageError("%w", err)
+	}
+	if err := checkHTML(o.html); err != nil {
+		return err
 	}
 	image, pullNever, err := podImage(o.image, "tools", lab.ToolsImage, o.pull)
 	if err != nil {
@@ -166,15 +177,21 @@ func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapat
 		}
 	}
 	rep, err := datapath.Run(ctx, cs, do)
-	return datapathResult(s, g, viewOf(rep, datapath.Table), len(rep.Trials), "net", source, err)
+	return datapathResult(s, g, viewOf(rep, datapath.Table), o.html, rep.View(), len(rep.Trials), "net", source, err)
 }
 
-// datapathResult prints what a datapath run measured, also when it stopped early (Ctrl-C, an error), and
-// says why it stopped: an existing namespace is a usage error.
-func datapathResult(s streams, g *globalOptions, v rendered, trials int, verb, source string, err error) error {
+// datapathResult prints what a datapath run measured and writes its page to html (when given), also when
+// the run stopped early (Ctrl-C, an error), and says why it stopped: an existing namespace is a usage
+// error.
+func datapathResult(s streams, g *globalOptions, v rendered, html string, page htmlreport.DatapathRun, trials int, verb, source string, err error) error {
 	if trials > 0 {
 		if rerr := render(s, g, v); rerr != nil {
 			return rerr
+		}
+		if html != "" {
+			if herr := writeHTML(s, html, htmlreport.Datapath(page, fmt.Sprintf("tare datapath %s with %s", verb, source), Version)); herr != nil {
+				return herr
+			}
 		}
 	}
 	switch {

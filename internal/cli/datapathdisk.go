@@ -23,6 +23,7 @@ type datapathDiskOptions struct {
 	dir, node, namespace          string
 	image, pull, labDir           string
 	seed                          uint64
+	html                          string
 }
 
 func newDatapathDisk(s streams, g *globalOptions) *cobra.Command {
@@ -47,6 +48,8 @@ file's cached pages before each trial; the table says which. Figures from fio's 
 completion latency p50 and p99; and the node's CPU-seconds per 10,000 I/Os from the session. Every target
 is compared with host: the ratio target ÷ host with a 95% interval (Hodges–Lehmann on the logarithms)
 and the Mann–Whitney p-value. A target given twice (host,host) is measured twice: an A/A check.
+--html FILE also writes a page with each target's ratio to host and its interval as bars, per figure,
+and the targets, the table's figures and every trial.
 
 The pod runs in --namespace, created for the run and deleted after it; the PersistentVolume, the
 StorageClass, the files and the directories the run made are removed too, also on error or Ctrl-C (which
@@ -57,7 +60,7 @@ runs on the node it measures.`,
   sudo tare datapath disk
 
   # An A/A check of the host, no cluster needed
-  sudo tare datapath disk --targets host,host --rw randread --bs 4k --trials 6`,
+  sudo tare datapath disk --targets host,host --rw randread --bs 4k --trials 6 --html disk.html`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDatapathDisk(cmd.Context(), s, g, o)
@@ -78,6 +81,7 @@ runs on the node it measures.`,
 	f.StringVar(&o.pull, "pull", "", "image pull policy: never or if-not-present (default: never for tools, else if-not-present)")
 	f.StringVar(&o.labDir, "lab-dir", lab.DefaultDir(), "the lab to use when one runs (its kubeconfig and tools image)")
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the trial order (default: from the clock)")
+	htmlFlag(f, &o.html)
 	return cmd
 }
 
@@ -124,6 +128,9 @@ func runDatapathDisk(ctx context.Context, s streams, g *globalOptions, o *datapa
 	if err != nil {
 		return err
 	}
+	if err := checkHTML(o.html); err != nil {
+		return err
+	}
 	image, pullNever, err := podImage(o.image, "tools", lab.ToolsImage, o.pull)
 	if err != nil {
 		return err
@@ -148,7 +155,7 @@ func runDatapathDisk(ctx context.Context, s streams, g *globalOptions, o *datapa
 		do.Session.Sampler.PodNames = c.podNames
 	}
 	rep, err := datapath.RunDisk(ctx, cs, do)
-	return datapathResult(s, g, viewOf(rep, datapath.DiskTable), len(rep.Trials), "disk", source, err)
+	return datapathResult(s, g, viewOf(rep, datapath.DiskTable), o.html, rep.View(), len(rep.Trials), "disk", source, err)
 }
 
 // clusterAccess is what a datapath run needs of its cluster: a client, exec into its pods, and the

@@ -15,5 +15,6 @@
 // pods, Service and host servers a run needs; run.go drives a run; render.go prints it. For disk:
 // diskplan.go the targets, patterns and the plan; fio.go fio's command lines and its JSON report (pure);
 // disktargets.go the pod, the local volume and the checks of each target's file system; diskcompare.go,
-// diskrun.go and diskrender.go compare, drive and print a disk run.
+// diskrun.go and diskrender.go compare, drive and print a disk run. htmlview.go gives either run as its
+// HTML page shows it (htmlreport.DatapathRun).
 package datapath

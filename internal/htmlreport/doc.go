@@ -4,7 +4,10 @@
 //
 // It owns the page template, the JSON the charts are drawn from (built in Go, one blob per page) and the
 // embedded assets (assets/: ECharts with its licence, report.js, CSS). It imports summary, explain,
-// compare, cluster, audit and pprof for the data it draws, and output for its figures, never lab, session or client-go's clientset. A new
+// compare, cluster, audit and pprof for the data it draws, and output and stats for its figures, never lab, session or client-go's clientset. A new
 // section of the node page goes in node.go with its chart in assets/report.js; experiment and diff
-// pages are in experiment.go. browsertest/ opens pages in headless Chromium for the tests.
+// pages are in experiment.go; datapath net and disk pages in datapath.go and datapathcharts.go, drawn
+// from the plain DatapathRun (datapathrun.go) that datapath fills, so that this package does not import
+// datapath's runner and its Kubernetes client. browsertest/ opens pages in headless Chromium for the
+// tests.
 package htmlreport

@@ -58,7 +58,8 @@ type Section struct {
 	Items            []string
 }
 
-// Chart is drawn by report.js: Kind picks the drawing (busy, flame, box, sweep, bars), Data is its input.
+// Chart is drawn by report.js: Kind picks the drawing (busy, flame, box, sweep, bars, stack, ratios,
+// lines), Data is its input.
 type Chart struct {
 	ID     string `json:"id"`
 	Kind   string `json:"kind"`

@@ -5,7 +5,9 @@
   'use strict';
   const palette = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac'];
   const mc = (v) => (v == null || isNaN(v) ? '–' : (Math.abs(v) < 10 ? v.toFixed(1) : v.toFixed(0)) + 'm');
-  const num = (v) => (v == null || isNaN(v) ? '–' : Number(v).toPrecision(4).replace(/\.?0+$/, ''));
+  // Four significant digits, trailing zeros after the point dropped (1200 stays 1200).
+  const num = (v) => (v == null || isNaN(v) ? '–' : Number(v).toPrecision(4).replace(/(\.\d*?)0+$/, '$1').replace(/\.$/, ''));
+  const whole = (v) => (v != null && Math.abs(v) >= 1000 ? Math.round(v).toLocaleString('en-US') : num(v));
   const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
 
   // busy: node busy over time with the groups stacked under it and spikes shaded.
@@ -164,7 +166,85 @@
     };
   }
 
-  const kinds = { busy, flame, box, sweep, bars, stack };
+  // whisker: a line from a to b (pixel points) with a cap across each end, for an interval.
+  function whisker(a, b, style) {
+    const cap = 5;
+    const across = a[0] === b[0] ? [cap, 0] : [0, cap];
+    const end = (p) => ({ type: 'line', shape: { x1: p[0] - across[0], y1: p[1] - across[1], x2: p[0] + across[0], y2: p[1] + across[1] }, style });
+    return [{ type: 'line', shape: { x1: a[0], y1: a[1], x2: b[0], y2: b[1] }, style }, end(a), end(b)];
+  }
+
+  // ratios: a row per comparison (lane ÷ baseline): a bar from 1 to the ratio, whiskers over its
+  // interval, a dashed line at 1; red where the difference is significant.
+  function ratios(d) {
+    const rows = d.rows.slice().reverse();
+    const colour = (r) => (r.significant ? '#d6453d' : '#2f6fd6');
+    return {
+      animation: false,
+      tooltip: {
+        trigger: 'item',
+        formatter: (p) => {
+          const r = rows[p.dataIndex];
+          return esc(r.name) + '<br>ratio to ' + esc(r.against) + ' ' + num(r.ratio) + ', ' + (100 * r.level).toFixed(1) + '% interval [' + num(r.lo) + ', ' + num(r.hi) + ']' +
+            '<br>p = ' + num(r.p) + (r.significant ? ' (significant)' : '') + '<br>n = ' + r.n + ' against ' + r.n_base;
+        },
+      },
+      grid: { left: 8, right: 32, top: 16, bottom: 40, containLabel: true },
+      xAxis: { type: 'value', scale: true, name: '÷ ' + d.baseline, nameLocation: 'middle', nameGap: 26, axisLabel: { formatter: num } },
+      yAxis: { type: 'category', data: rows.map((r) => r.name), axisLabel: { width: 300, overflow: 'truncate' } },
+      series: [{
+        // The last value, 1, keeps the reference line inside the axis's range.
+        type: 'custom', encode: { x: [1, 2, 3, 4], y: 0 },
+        data: rows.map((r, i) => [i, r.ratio, r.lo, r.hi, 1]),
+        renderItem: (params, api) => {
+          const r = rows[params.dataIndex];
+          const y = api.value(0);
+          const one = api.coord([1, y]);
+          const at = api.coord([api.value(1), y]);
+          const h = api.size([0, 1])[1] * 0.5;
+          const style = { stroke: '#1d2330', lineWidth: 1.2 };
+          return { type: 'group', children: [
+            { type: 'rect', shape: { x: Math.min(one[0], at[0]), y: at[1] - h / 2, width: Math.max(Math.abs(at[0] - one[0]), 2), height: h },
+              style: { fill: colour(r), opacity: 0.8 } },
+            ...whisker(api.coord([api.value(2), y]), api.coord([api.value(3), y]), style),
+          ] };
+        },
+        markLine: { symbol: 'none', silent: true, lineStyle: { type: 'dashed', color: '#5b6575' }, label: { show: false }, data: [{ xAxis: 1 }] },
+      }],
+    };
+  }
+
+  // lines: a figure against categories in order, a line per name through its medians, each point's
+  // spread as error bars in the line's colour.
+  function lines(d) {
+    const series = [];
+    d.lines.forEach((l, k) => {
+      const color = palette[k % palette.length];
+      const apart = (k - (d.lines.length - 1) / 2) * 5; // pixels: each line's bars beside the others'
+      const at = (api, v) => { const p = api.coord([api.value(0), v]); return [p[0] + apart, p[1]]; };
+      series.push({ name: l.name, type: 'line', symbolSize: 8, itemStyle: { color }, lineStyle: { color },
+        data: l.points.map((p) => (p ? { value: p.median, lo: p.lo, hi: p.hi, n: p.n } : '-')) });
+      series.push({ name: l.name, type: 'custom', tooltip: { show: false }, itemStyle: { color }, encode: { x: 0, y: [1, 2] },
+        data: l.points.map((p, i) => (p ? [i, p.lo, p.hi] : null)).filter((x) => x),
+        renderItem: (params, api) => ({ type: 'group',
+          children: whisker(at(api, api.value(1)), at(api, api.value(2)), { stroke: color, lineWidth: 1.2 }) }) });
+    });
+    return {
+      animation: false,
+      tooltip: {
+        trigger: 'axis',
+        formatter: (ps) => esc(ps[0].axisValue) + ps.filter((p) => p.seriesType === 'line' && p.data && p.data.n)
+          .map((p) => '<br>' + p.marker + esc(p.seriesName) + ': ' + whole(p.data.value) + ' [' + whole(p.data.lo) + ', ' + whole(p.data.hi) + '], n = ' + p.data.n).join(''),
+      },
+      legend: { type: 'scroll', top: 0 },
+      grid: { left: 70, right: 24, top: 36, bottom: 48 },
+      xAxis: { type: 'category', data: d.categories, name: d.x, nameLocation: 'middle', nameGap: 30 },
+      yAxis: { type: 'value', name: d.unit },
+      series,
+    };
+  }
+
+  const kinds = { busy, flame, box, sweep, bars, stack, ratios, lines };
   const drawn = [];
   for (const c of TARE.charts) {
     const el = document.getElementById(c.id);

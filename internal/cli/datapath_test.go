@@ -251,8 +251,9 @@ func TestDatapathOnLab(t *testing.T) {
 }
 
 // TestDatapathOneNode: on a one-node lab the paths that need a second node are named with why and what to
-// do, the other paths still run (here the host path's two trials), and a run of only such paths is refused
-// before anything is created in the cluster.
+// do, the other paths still run (here tcp-crr on host, pod-same-node and clusterip), and a run of only such
+// paths is refused before anything is created in the cluster; Ctrl-C during a lab run prints the trials
+// measured and removes the pods and the namespace.
 func TestDatapathOneNode(t *testing.T) {
 	requireLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -271,22 +272,47 @@ func TestDatapathOneNode(t *testing.T) {
 	if _, err := cs.CoreV1().Namespaces().Get(ctx, "tare-datapath", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a refused run left namespace tare-datapath (%v)", err)
 	}
-	out, errOut, err := run(ctx, "datapath", "net", "--kubeconfig", kc, "--lab-dir", dir, "--paths", "host,pod-cross-node",
-		"--modes", "tcp-rr", "--sizes", "1k", "--trials", "2", "--duration", "1s", "-o", "json")
+	out, errOut, err := run(ctx, "datapath", "net", "--kubeconfig", kc, "--lab-dir", dir, "--paths", "host,pod-same-node,clusterip,pod-cross-node",
+		"--modes", "tcp-crr", "--sizes", "1k", "--trials", "3", "--duration", "1s", "-o", "json")
 	if err != nil {
-		t.Fatalf("host and pod-cross-node: %v\n%s", err, errOut)
+		t.Fatalf("host, pod-same-node, clusterip and pod-cross-node: %v\n%s", err, errOut)
 	}
 	if !strings.Contains(errOut, "skipping path pod-cross-node: "+why) {
 		t.Errorf("stderr does not name the skipped path: %q", errOut)
 	}
 	r := decodeDatapath(t, out)
-	if r.Skipped["pod-cross-node"] != why || len(r.Trials) != 2 {
-		t.Errorf("skipped %v, %d trials (want pod-cross-node skipped, the host's 2 trials)", r.Skipped, len(r.Trials))
+	if r.Skipped["pod-cross-node"] != why || len(r.Skipped) != 1 || len(r.Trials) != 9 {
+		t.Errorf("skipped %v, %d trials (want pod-cross-node skipped, 3 trials of each other path)", r.Skipped, len(r.Trials))
 	}
+	// tcp-crr in pods: a connection per transaction through the bridge, and through kube-proxy's DNAT.
 	for _, tr := range r.Trials {
-		if tr.Lane.Path != datapath.Host || tr.Error != "" || tr.TPS <= 0 {
-			t.Errorf("trial %d: %s %q, %v round trips/s", tr.Seq, tr.Lane.Path, tr.Error, tr.TPS)
+		if tr.Error != "" || tr.TPS <= 0 || tr.Failed != 0 || tr.P99us < tr.P50us {
+			t.Errorf("trial %d (%s): %+v", tr.Seq, tr.Lane.Path, tr.Outcome)
 		}
 	}
+	for _, p := range []string{"pod-same-node", "clusterip"} {
+		x, ok := ratioOf(r, p, "host", datapath.TCPCRR, "transactions_per_s")
+		if !ok || x.N != 3 {
+			t.Errorf("%s tcp-crr against host: %+v", p, x)
+		}
+		t.Logf("%s tcp-crr connections/s ÷ host: %.3f [%.3f, %.3f] p=%.3f", p, x.Ratio, x.Lo, x.Hi, x.P)
+	}
+	waitNamespaceGone(ctx, t, cs, "tare-datapath")
+
+	// Ctrl-C once the third trial has begun: the trials measured are printed, the pods and the namespace go.
+	cctx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	var stdout strings.Builder
+	progress := &cancelOn{marker: "trial 2/", cancel: cancelRun}
+	err = Execute(cctx, []string{"datapath", "net", "--kubeconfig", kc, "--lab-dir", dir, "--paths", "host,pod-same-node",
+		"--modes", "tcp-stream", "--sizes", "16k", "--trials", "5", "--duration", "1s", "-o", "json"}, strings.NewReader(""), &stdout, progress)
+	if err == nil {
+		t.Fatalf("cancelled run succeeded\n%s", progress.buf.String())
+	}
+	r = decodeDatapath(t, stdout.String())
+	if len(r.Trials) == 0 || len(r.Trials) >= 10 || !r.Cancelled {
+		t.Errorf("cancelled run kept %d trials, cancelled %v\n%s", len(r.Trials), r.Cancelled, progress.buf.String())
+	}
+	waitNamespaceGone(ctx, t, cs, "tare-datapath")
 	noToolsLeft(t)
 }

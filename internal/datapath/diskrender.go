@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/tare-dev/tare/internal/output"
 	"github.com/tare-dev/tare/internal/stats"
 )
 
@@ -65,7 +66,7 @@ func DiskTable(w io.Writer, r DiskReport) error {
 			ts := diskTrialsOf(r.Trials, l)
 			cells := []string{l.Label(), fmt.Sprint(len(ts))}
 			for _, m := range diskMetrics {
-				cells = append(cells, fmtValue(stats.MedianOf(diskValues(ts, m))))
+				cells = append(cells, output.Figure(stats.MedianOf(diskValues(ts, m))))
 				if m.Name == sameAsIOPS {
 					continue
 				}

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/tare-dev/tare/internal/output"
 	"github.com/tare-dev/tare/internal/stats"
 )
 
@@ -62,7 +62,7 @@ func Table(w io.Writer, r Report) error {
 			ts := trialsOf(r.Trials, l)
 			cells := []string{l.Label(), fmt.Sprint(len(ts))}
 			for _, x := range metrics {
-				cells = append(cells, fmtValue(stats.MedianOf(values(ts, x))))
+				cells = append(cells, output.Figure(stats.MedianOf(values(ts, x))))
 				if q, ok := ratios[fmt.Sprintf("%s|%s|%d|%s", l.Label(), l.Mode, l.Size, x.Name)]; ok {
 					cells = append(cells, fmt.Sprintf("%.3f [%.3f, %.3f]", q.Ratio, q.Lo, q.Hi), fmtP(q))
 				} else {
@@ -156,10 +156,10 @@ func groupsTable(w io.Writer, r Report) error {
 			if i == 5 {
 				break
 			}
-			parts = append(parts, fmt.Sprintf("%s %s", g.name, fmtValue(g.v)))
+			parts = append(parts, fmt.Sprintf("%s %s", g.name, output.Figure(g.v)))
 		}
 		node := stats.MedianOf(values(ts, Metric{value: func(t Trial) float64 { return t.CPUPerUnit }}))
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s per %s\t%s\n", l.Label(), l.Mode, FormatSize(l.Size), fmtValue(node), l.Mode.Unit(), strings.Join(parts, ", "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s per %s\t%s\n", l.Label(), l.Mode, FormatSize(l.Size), output.Figure(node), l.Mode.Unit(), strings.Join(parts, ", "))
 	}
 	return tw.Flush()
 }
@@ -240,18 +240,6 @@ func failedTransactions(ts []Trial) string {
 		}
 	}
 	return strings.Join(out, "; ")
-}
-
-func fmtValue(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "—"
-	case math.Abs(v) >= 100:
-		return fmt.Sprintf("%.0f", v)
-	case math.Abs(v) >= 1:
-		return fmt.Sprintf("%.2f", v)
-	}
-	return fmt.Sprintf("%.3g", v)
 }
 
 func fmtP(q Ratio) string { return fmtSig(q.Shift) }

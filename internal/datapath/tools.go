@@ -86,13 +86,3 @@ func CheckLanes(lanes []Lane) error {
 	}
 	return nil
 }
-
-// hasMode says whether a mode is among the lanes'.
-func hasMode(lanes []Lane, m Mode) bool {
-	for _, l := range lanes {
-		if l.Mode == m {
-			return true
-		}
-	}
-	return false
-}

@@ -2,7 +2,6 @@ package htmlreport
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -124,7 +123,7 @@ func datapathFiguresSection(r DatapathRun) Section {
 		for _, l := range g.Lanes {
 			row := []string{l.Label, fmt.Sprint(finishedOf(l))}
 			for i, f := range g.Figures {
-				row = append(row, figureText(stats.MedianOf(l.Values[i])))
+				row = append(row, output.Figure(stats.MedianOf(l.Values[i])))
 				q, ok := ratioOf(l, f.Name, r.Baseline)
 				if !ok {
 					row = append(row, "—", "")
@@ -164,7 +163,7 @@ func datapathTrialsSection(r DatapathRun) Section {
 			load = g.Name
 			for i, v := range x.Values {
 				if i < len(g.Figures) {
-					figures = append(figures, g.Figures[i].Title+" "+figureText(v))
+					figures = append(figures, g.Figures[i].Title+" "+output.Figure(v))
 				}
 			}
 		}
@@ -194,18 +193,4 @@ func ratioOf(l DatapathLane, figure, against string) (DatapathRatio, bool) {
 		}
 	}
 	return DatapathRatio{}, false
-}
-
-// figureText writes a figure as the datapath text tables do: no decimals from 100, two from 1, else
-// three significant digits.
-func figureText(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "—"
-	case math.Abs(v) >= 100:
-		return fmt.Sprintf("%.0f", v)
-	case math.Abs(v) >= 1:
-		return fmt.Sprintf("%.2f", v)
-	}
-	return fmt.Sprintf("%.3g", v)
 }

@@ -12,7 +12,8 @@
 //     components.go (Install: Debian packages, kwok), images.go (pod images built from Go code, and the
 //     OCI archive of one layer of files every image is written as), tareimage.go (tare's own image),
 //     toolsimage.go (ToolsImage: the machine's iperf3, sockperf and fio with their libraries, which
-//     elfdeps.go finds as the dynamic loader does; InstallDatapathTools), binaries.go (finding the
+//     elfdeps.go finds as the dynamic loader does, and tare-crr; InstallDatapathTools), crrprogram.go
+//     (tare-crr, tcp-crr's program from images/crr, built into the cache), binaries.go (finding the
 //     programs at up).
 //   - Starting and stopping: up.go (Up and UpOptions: the start sequence, its supervision and why a start
 //     failed), down.go (Down and Leftovers), process.go (one daemon: start, follow, stop; stray lab

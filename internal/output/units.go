@@ -52,3 +52,17 @@ func fixed(v float64, places int, unit string) string {
 	}
 	return fmt.Sprintf("%.*f%s", places, v, unit)
 }
+
+// Figure writes a measured figure of any unit as the datapath tables do: no decimals from 100, two from 1,
+// else three significant digits; "—" for NaN (no trials).
+func Figure(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "—"
+	case math.Abs(v) >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case math.Abs(v) >= 1:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}

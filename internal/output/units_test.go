@@ -65,3 +65,11 @@ func TestJSON(t *testing.T) {
 		t.Errorf("JSON = %q, want %q", b.String(), want)
 	}
 }
+
+func TestFigure(t *testing.T) {
+	for v, want := range map[float64]string{math.NaN(): "—", 18331.6: "18332", -250: "-250", 17.251: "17.25", 1: "1.00", 0.52345: "0.523", 0.00012345: "0.000123", 0: "0"} {
+		if got := Figure(v); got != want {
+			t.Errorf("Figure(%v) = %q, want %q", v, got, want)
+		}
+	}
+}

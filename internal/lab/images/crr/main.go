@@ -75,7 +75,7 @@ func server(args []string) error {
 	}
 	go func() {
 		<-ctx.Done()
-		ln.Close()
+		_ = ln.Close()
 	}()
 	for {
 		c, err := ln.Accept()
@@ -97,7 +97,7 @@ func server(args []string) error {
 
 // serve answers one transaction: header, request, response, close.
 func serve(c net.Conn) {
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	var h [8]byte
 	if _, err := io.ReadFull(c, h[:]); err != nil {
@@ -209,7 +209,7 @@ func transact(target string, msg []byte, resp int64, buf []byte, end time.Time) 
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	_ = c.SetDeadline(end.Add(5 * time.Second))
 	if _, err := c.Write(msg); err != nil {
 		return err

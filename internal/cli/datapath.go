@@ -21,6 +21,7 @@ import (
 
 type datapathNetOptions struct {
 	paths, modes, sizes string
+	mtus                string
 	trials, parallel    int
 	duration            time.Duration
 	node, namespace     string
@@ -90,6 +91,7 @@ like tare measure, and runs on the node it measures.`,
 	f.StringVar(&o.paths, "paths", "host,pod-same-node,vxlan,clusterip", "paths to measure, comma-separated (host,hostnet-pod,pod-same-node,pod-cross-node,vxlan,clusterip)")
 	f.StringVar(&o.modes, "modes", "tcp-stream,tcp-rr", "loads: tcp-stream, udp-stream, tcp-rr, tcp-crr")
 	f.StringVar(&o.sizes, "sizes", "1k,16k", "message sizes (bytes; k and m suffixes); tcp-rr and udp-stream take at most 65507")
+	f.StringVar(&o.mtus, "mtu", "", "pod MTUs to measure each pod network path with, comma-separated (1500,9000): the tare lab's pods, bridges, veths, VXLAN devices and underlay are set for each trial and set back after the run")
 	f.IntVar(&o.trials, "trials", 5, "trials of every path, mode and size, interleaved")
 	f.DurationVar(&o.duration, "duration", 4*time.Second, "length of each trial, whole seconds (sockperf adds its own 2 s warm-up)")
 	f.IntVar(&o.parallel, "parallel", 1, "parallel streams of the stream modes, connections under way at once of tcp-crr")
@@ -116,6 +118,12 @@ func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapat
 	if err != nil {
 		return usageError("--sizes: %w", err)
 	}
+	var mtus []int
+	if o.mtus != "" {
+		if mtus, err = datapath.ParseMTUs(o.mtus, lab.MinPodMTU, lab.MaxPodMTU); err != nil {
+			return usageError("--mtu: %w", err)
+		}
+	}
 	switch {
 	case o.trials < 1:
 		return usageError("--trials %d: want 1 or more", o.trials)
@@ -126,7 +134,7 @@ func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapat
 	case o.namespace == "":
 		return usageError("--namespace: give one")
 	}
-	if err := datapath.CheckLanes(datapath.Plan(lanes, modes, sizes)); err != nil {
+	if err := datapath.CheckLanes(datapath.Plan(lanes, modes, sizes, mtus)); err != nil {
 		return usageError("%w", err)
 	}
 	if err := checkHTML(o.html); err != nil {
@@ -141,7 +149,7 @@ func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapat
 	host := sample.HostName(g.procRoot)
 	interval := min(time.Second, max(250*time.Millisecond, o.duration/5))
 	do := datapath.Options{Node: o.node, Host: host, Namespace: o.namespace, Image: image, PullNever: pullNever,
-		Paths: lanes, Modes: modes, Sizes: sizes, Rounds: o.trials, Duration: o.duration, Parallel: o.parallel, Seed: seed, Say: say,
+		Paths: lanes, Modes: modes, Sizes: sizes, MTUs: mtus, Rounds: o.trials, Duration: o.duration, Parallel: o.parallel, Seed: seed, Say: say,
 		Session: session.Options{Sampler: g.sampleOptions(sample.Options{Interval: interval, Detail: 5 * time.Second}), Version: Version}}
 	onlyHost, anyHost := true, false
 	for _, l := range lanes {
@@ -175,6 +183,19 @@ func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapat
 				return lab.SetOverlay(dir, mode)
 			}
 		}
+		if c.lab != nil {
+			dir := o.labDir
+			if do.PodMTU, err = lab.PodMTU(dir); err != nil {
+				return fmt.Errorf("reading the lab's pod MTU: %w", err)
+			}
+			do.SetPodMTU = func(mtu int) error {
+				_, err := lab.SetPodMTU(dir, mtu)
+				return err
+			}
+		}
+	}
+	if len(mtus) > 0 && do.SetPodMTU == nil {
+		return usageError("--mtu sets the tare lab's pod network MTU: measure on a lab (tare lab up; --lab-dir), or without --mtu")
 	}
 	rep, err := datapath.Run(ctx, cs, do)
 	return datapathResult(s, g, viewOf(rep, datapath.Table), o.html, rep.View(), len(rep.Trials), "net", source, err)

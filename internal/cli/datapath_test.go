@@ -248,6 +248,44 @@ func TestDatapathOnLab(t *testing.T) {
 	}
 	waitNamespaceGone(ctx, t, cs, "tare-datapath")
 	noToolsLeft(t)
+	datapathMTU(ctx, t, dir, kc)
+}
+
+// datapathMTU: --mtu 1500,9000 on a two-node lab. Every stream's segment size, as the kernel gave it to
+// iperf3 (TCP_MAXSEG), is its path's MTU less the IP and TCP headers and timestamps (52 bytes): the pods,
+// the bridges, the veths, the tunnel and the underlay all carried the MTU set. Afterwards the pod network
+// and its underlay are back at 1500 and 1550.
+func datapathMTU(ctx context.Context, t *testing.T, dir, kc string) {
+	t.Helper()
+	out, errOut, err := run(ctx, "datapath", "net", "--kubeconfig", kc, "--lab-dir", dir, "--paths", "host,pod-same-node,pod-cross-node,vxlan",
+		"--modes", "tcp-stream", "--sizes", "128k", "--mtu", "1500,9000", "--trials", "3", "--duration", "1s", "-o", "json")
+	if err != nil {
+		t.Fatalf("datapath net --mtu: %v\n%s", err, errOut)
+	}
+	r := decodeDatapath(t, out)
+	if len(r.Trials) != 21 || r.PodMTU != lab.DefaultPodMTU {
+		t.Errorf("%d trials (want 21), pod MTU %d", len(r.Trials), r.PodMTU)
+	}
+	for _, tr := range r.Trials {
+		want := tr.Lane.MTU
+		if tr.Lane.Path == datapath.Host {
+			continue // loopback's 65536: Linux caps the loopback's first segment size lower
+		}
+		if tr.Error != "" || tr.PathMTU != want || tr.MSS != want-52 {
+			t.Errorf("trial %d %s: path MTU %d, MSS %d (want %d, %d) %s", tr.Seq, tr.Lane.Label(), tr.PathMTU, tr.MSS, want, want-52, tr.Error)
+		}
+	}
+	for _, p := range []string{"pod-same-node", "pod-cross-node", "vxlan"} {
+		lo, _ := ratioOf(r, p+"@mtu1500", "host", datapath.TCPStream, "gbps")
+		hi, _ := ratioOf(r, p+"@mtu9000", "host", datapath.TCPStream, "gbps")
+		t.Logf("%s ÷ host, tcp-stream 128k: MTU 1500 %.3f [%.3f, %.3f], MTU 9000 %.3f [%.3f, %.3f]", p, lo.Ratio, lo.Lo, lo.Hi, hi.Ratio, hi.Lo, hi.Hi)
+	}
+	if mtu, err := lab.PodMTU(dir); err != nil || mtu != lab.DefaultPodMTU {
+		t.Errorf("pod MTU after the run: %d %v", mtu, err)
+	}
+	if b, err := os.ReadFile("/sys/class/net/tare-nodes/mtu"); err != nil || strings.TrimSpace(string(b)) != "1550" {
+		t.Errorf("underlay MTU after the run: %q %v", b, err)
+	}
 }
 
 // TestDatapathOneNode: on a one-node lab the paths that need a second node are named with why and what to

@@ -35,6 +35,7 @@ type Ratio struct {
 	Against string `json:"against"` // the path it is compared with
 	Mode    Mode   `json:"mode"`
 	Size    int    `json:"size"`
+	MTU     int    `json:"mtu,omitempty"` // the pod MTU the lane ran with (--mtu)
 	Metric  string `json:"metric"`
 	Unit    string `json:"unit"` // of median and baseline_median
 	Shift
@@ -84,13 +85,18 @@ func Compare(trials []Trial, baseline string) []Ratio {
 	}
 	var out []Ratio
 	for _, k := range order {
+		l := by[k][0].Lane
 		against := []string{baseline}
-		if k.label == string(VXLAN) {
-			against = append(against, string(PodCrossNode))
+		if l.Path == VXLAN && l.Copy <= 1 {
+			against = append(against, Lane{Path: PodCrossNode, MTU: l.MTU}.Label())
 		}
 		for _, b := range against {
 			if base, ok := by[key{b, k.mode, k.size}]; ok && k.label != b {
-				out = append(out, ratios(k.label, b, k.mode, k.size, base, by[k])...)
+				rs := ratios(k.label, b, k.mode, k.size, base, by[k])
+				for i := range rs {
+					rs[i].MTU = l.MTU
+				}
+				out = append(out, rs...)
 			}
 		}
 	}

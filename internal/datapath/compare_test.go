@@ -51,3 +51,35 @@ func TestCompareSame(t *testing.T) {
 		t.Errorf("%+v", rs)
 	}
 }
+
+// With --mtu, each MTU's vxlan lane is compared with the host and with the routed lane of the same MTU
+// only: the tunnel's cost at 9000 against routing at 9000, not at 1500.
+func TestCompareMTU(t *testing.T) {
+	at := func(p Path, mtu int) Lane { l := lane(p, 1); l.MTU = mtu; return l }
+	ts := trialsWith(lane(Host, 1), 20, 21, 22)
+	ts = append(ts, trialsWith(at(PodCrossNode, 1500), 10, 11, 12)...)
+	ts = append(ts, trialsWith(at(PodCrossNode, 9000), 16, 17, 18)...)
+	ts = append(ts, trialsWith(at(VXLAN, 1500), 5, 5.5, 6)...)
+	ts = append(ts, trialsWith(at(VXLAN, 9000), 12, 12.75, 13.5)...)
+	got := map[string]float64{}
+	for _, r := range Compare(ts, "host") {
+		if r.Metric == "gbps" {
+			got[r.Path+" ÷ "+r.Against] = r.Ratio
+			if want := map[string]int{"pod-cross-node@mtu1500": 1500, "pod-cross-node@mtu9000": 9000, "vxlan@mtu1500": 1500, "vxlan@mtu9000": 9000}[r.Path]; r.MTU != want {
+				t.Errorf("%s: MTU %d, want %d", r.Path, r.MTU, want)
+			}
+		}
+	}
+	want := map[string]float64{
+		"pod-cross-node@mtu1500 ÷ host": 11.0 / 21, "pod-cross-node@mtu9000 ÷ host": 17.0 / 21, "vxlan@mtu1500 ÷ host": 5.5 / 21,
+		"vxlan@mtu9000 ÷ host": 12.75 / 21, "vxlan@mtu1500 ÷ pod-cross-node@mtu1500": 0.5, "vxlan@mtu9000 ÷ pod-cross-node@mtu9000": 0.75,
+	}
+	if len(got) != len(want) {
+		t.Errorf("comparisons %v, want %v", got, want)
+	}
+	for k, w := range want {
+		if g, ok := got[k]; !ok || math.Abs(g-w) > 0.02 {
+			t.Errorf("%s: %v, want about %v", k, g, w)
+		}
+	}
+}

@@ -18,7 +18,7 @@ var closeFloats = cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) <=
 // 1k and a quarter at 16k carries those ratios, each at its own size.
 func TestViewNet(t *testing.T) {
 	host, vxlan := Lane{Path: Host, Copy: 1}, Lane{Path: VXLAN, Copy: 1}
-	lanes := Plan([]Lane{host, vxlan}, []Mode{TCPStream}, []int{1 << 10, 16 << 10})
+	lanes := Plan([]Lane{host, vxlan}, []Mode{TCPStream}, []int{1 << 10, 16 << 10}, nil)
 	var trials []Trial
 	add := func(l Lane, gbps ...float64) {
 		for _, g := range gbps {

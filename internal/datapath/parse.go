@@ -17,6 +17,7 @@ type Outcome struct {
 	Bytes       float64 `json:"bytes,omitempty"`              // received (streams)
 	Gbps        float64 `json:"gbps,omitempty"`               // received throughput (streams)
 	Retransmits int     `json:"retransmits,omitempty"`        // TCP retransmissions (tcp-stream)
+	MSS         int     `json:"mss,omitempty"`                // the connection's maximum segment size, as iperf3 read it (tcp-stream)
 	LossPct     float64 `json:"loss_pct,omitempty"`           // lost datagrams (udp-stream)
 	TPS         float64 `json:"transactions_per_s,omitempty"` // round trips (tcp-rr) or connections (tcp-crr) per second
 	P50us       float64 `json:"p50_us,omitempty"`             // round-trip latency (tcp-rr), a whole connection's (tcp-crr)
@@ -31,6 +32,9 @@ type Outcome struct {
 
 // iperfReport is the part of iperf3's --json output tare reads.
 type iperfReport struct {
+	Start struct {
+		MSS int `json:"tcp_mss_default"`
+	} `json:"start"`
 	End struct {
 		SumSent struct {
 			Seconds     float64 `json:"seconds"`
@@ -64,7 +68,7 @@ func ParseIperf(b []byte) (Outcome, error) {
 	if rx.Seconds <= 0 || rx.Bytes <= 0 {
 		return Outcome{}, errors.New("iperf3 reported no data received")
 	}
-	return Outcome{Seconds: rx.Seconds, Bytes: rx.Bytes, Gbps: rx.BitsPerSecond / 1e9, Retransmits: r.End.SumSent.Retransmits,
+	return Outcome{Seconds: rx.Seconds, Bytes: rx.Bytes, Gbps: rx.BitsPerSecond / 1e9, Retransmits: r.End.SumSent.Retransmits, MSS: max(0, r.Start.MSS),
 		LossPct: rx.LostPercent, SenderCPU: r.End.CPU.HostTotal / 100, ReceiverCPU: r.End.CPU.RemoteTotal / 100}, nil
 }
 

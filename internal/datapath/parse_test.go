@@ -25,7 +25,7 @@ func TestParseIperf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !near(tcp.Gbps, 17.251679184511808) || tcp.Bytes != 4313088000 || tcp.Retransmits != 12 || !near(tcp.SenderCPU, 0.6560485884961941) {
+	if !near(tcp.Gbps, 17.251679184511808) || tcp.Bytes != 4313088000 || tcp.Retransmits != 12 || tcp.MSS != 32768 || !near(tcp.SenderCPU, 0.6560485884961941) {
 		t.Errorf("tcp: %+v", tcp)
 	}
 	udp, err := ParseIperf(fixture(t, "iperf3-udp-loopback.json"))

@@ -43,21 +43,33 @@ var Modes = []Mode{TCPStream, UDPStream, TCPRR, TCPCRR}
 // Stream says whether the mode measures throughput (else latency).
 func (m Mode) Stream() bool { return m != TCPRR && m != TCPCRR }
 
-// Lane is one thing measured: a path, a mode and a message size. A path given twice (an A/A check) gets
-// a copy number from 2 on, so both are measured and compared.
+// Lane is one thing measured: a path, a mode and a message size, and on the pod network's paths the pod
+// MTU set for it (--mtu; 0: the network's own). A path given twice (an A/A check) gets a copy number from
+// 2 on, so both are measured and compared.
 type Lane struct {
 	Path Path `json:"path"`
 	Copy int  `json:"copy,omitempty"`
 	Mode Mode `json:"mode"`
 	Size int  `json:"size"`
+	MTU  int  `json:"mtu,omitempty"`
 }
 
-// Label names the lane's path: "host", or "host#2" for a second copy.
+// Label names the lane's path: "host", "host#2" for a second copy, "vxlan@mtu9000" with an MTU set.
 func (l Lane) Label() string {
+	s := string(l.Path)
 	if l.Copy > 1 {
-		return fmt.Sprintf("%s#%d", l.Path, l.Copy)
+		s = fmt.Sprintf("%s#%d", l.Path, l.Copy)
 	}
-	return string(l.Path)
+	if l.MTU > 0 {
+		s += fmt.Sprintf("@mtu%d", l.MTU)
+	}
+	return s
+}
+
+// PodNetwork says whether the path runs over the pod network, whose MTU --mtu sets (not the host's or a
+// hostNetwork pod's loopback).
+func (p Path) PodNetwork() bool {
+	return p == PodSameNode || p == PodCrossNode || p == VXLAN || p == ClusterIP
 }
 
 // ParsePaths reads --paths: known names, comma-separated; a name may repeat (host,host: an A/A check).
@@ -148,17 +160,41 @@ func FormatSize(n int) string {
 	return strconv.Itoa(n)
 }
 
-// Plan is every lane of a run: each path with each mode and each size.
-func Plan(paths []Lane, modes []Mode, sizes []int) []Lane {
+// Plan is every lane of a run: each path with each mode and each size, and each pod network path with
+// each of mtus (none: the network's own MTU only).
+func Plan(paths []Lane, modes []Mode, sizes, mtus []int) []Lane {
 	var out []Lane
 	for _, m := range modes {
 		for _, s := range sizes {
 			for _, p := range paths {
-				out = append(out, Lane{Path: p.Path, Copy: p.Copy, Mode: m, Size: s})
+				l := Lane{Path: p.Path, Copy: p.Copy, Mode: m, Size: s}
+				if len(mtus) == 0 || !p.Path.PodNetwork() {
+					out = append(out, l)
+					continue
+				}
+				for _, mtu := range mtus {
+					l.MTU = mtu
+					out = append(out, l)
+				}
 			}
 		}
 	}
 	return out
+}
+
+// ParseMTUs reads --mtu: whole numbers of bytes, comma-separated, each from min to max.
+func ParseMTUs(s string, minMTU, maxMTU int) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < minMTU || n > maxMTU {
+			return nil, fmt.Errorf("MTU %q: want a number of bytes from %d to %d (1500,9000)", f, minMTU, maxMTU)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }
 
 // Slot is one trial of the run: a lane in a round.

@@ -34,20 +34,20 @@ func TestParseFlags(t *testing.T) {
 	if _, err := ParseModes("tcp-stream,sctp"); err == nil {
 		t.Error("unknown mode accepted")
 	}
-	if err := CheckLanes(Plan(lanes, []Mode{TCPRR}, []int{128 << 10})); err == nil {
+	if err := CheckLanes(Plan(lanes, []Mode{TCPRR}, []int{128 << 10}, nil)); err == nil {
 		t.Error("a 128k ping-pong accepted")
 	}
-	if err := CheckLanes(Plan(lanes, []Mode{TCPStream, TCPCRR}, []int{128 << 10})); err != nil {
+	if err := CheckLanes(Plan(lanes, []Mode{TCPStream, TCPCRR}, []int{128 << 10}, nil)); err != nil {
 		t.Error(err)
 	}
-	if err := CheckLanes(Plan(lanes, []Mode{TCPCRR}, []int{128 << 20})); err == nil {
+	if err := CheckLanes(Plan(lanes, []Mode{TCPCRR}, []int{128 << 20}, nil)); err == nil {
 		t.Error("a 128m tcp-crr request accepted")
 	}
 }
 
 // Every lane runs once per round, and the rounds are not all in one order (the trials interleave paths).
 func TestOrder(t *testing.T) {
-	lanes := Plan([]Lane{{Path: Host, Copy: 1}, {Path: PodSameNode, Copy: 1}, {Path: VXLAN, Copy: 1}}, []Mode{TCPStream, TCPRR}, []int{64, 1024})
+	lanes := Plan([]Lane{{Path: Host, Copy: 1}, {Path: PodSameNode, Copy: 1}, {Path: VXLAN, Copy: 1}}, []Mode{TCPStream, TCPRR}, []int{64, 1024}, nil)
 	slots := Order(lanes, 5, rand.New(rand.NewPCG(1, 2)))
 	if len(slots) != 5*len(lanes) {
 		t.Fatalf("%d slots", len(slots))
@@ -71,5 +71,31 @@ func TestOrder(t *testing.T) {
 	}
 	if len(orders) < 2 {
 		t.Error("every round in the same order")
+	}
+}
+
+// --mtu multiplies the pod network's paths only: the host and a hostNetwork pod run over the loopback,
+// whose MTU it does not set.
+func TestPlanMTU(t *testing.T) {
+	paths, err := ParsePaths("host,hostnet-pod,pod-same-node,vxlan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mtus, err := ParseMTUs("1500, 9000,1500", 1280, 9000)
+	if err != nil || len(mtus) != 2 {
+		t.Fatalf("ParseMTUs: %v %v", mtus, err)
+	}
+	var labels []string
+	for _, l := range Plan(paths, []Mode{TCPStream}, []int{1024}, mtus) {
+		labels = append(labels, l.Label())
+	}
+	want := []string{"host", "hostnet-pod", "pod-same-node@mtu1500", "pod-same-node@mtu9000", "vxlan@mtu1500", "vxlan@mtu9000"}
+	if !slices.Equal(labels, want) {
+		t.Errorf("lanes %v, want %v", labels, want)
+	}
+	for _, bad := range []string{"", "1500,", "9001", "1279", "jumbo"} {
+		if _, err := ParseMTUs(bad, 1280, 9000); err == nil {
+			t.Errorf("--mtu %q accepted", bad)
+		}
 	}
 }

@@ -8,8 +8,10 @@ import (
 	"io"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -44,7 +46,13 @@ type Options struct {
 	// SetOverlay switches the tare lab's cross-node pod network between routed and VXLAN; nil when the
 	// cluster is not a tare lab (the vxlan path is then skipped).
 	SetOverlay func(vxlan bool) error
-	Say        func(format string, a ...any) // progress lines; nil discards them
+	// MTUs are the pod MTUs each pod network path runs with, one lane each (--mtu; none: the network's
+	// own). SetPodMTU sets the tare lab's pod network MTU (nil: not a tare lab, and MTUs must be empty);
+	// PodMTU is the MTU the pod network has (0: unknown), set again after the run.
+	MTUs      []int
+	SetPodMTU func(mtu int) error
+	PodMTU    int
+	Say       func(format string, a ...any) // progress lines; nil discards them
 }
 
 // Report is a run's result.
@@ -53,6 +61,7 @@ type Report struct {
 	RemoteNode string            `json:"remote_node,omitempty"`
 	Baseline   string            `json:"baseline"`
 	Lanes      []Lane            `json:"lanes"`
+	PodMTU     int               `json:"pod_mtu,omitempty"`       // the pod network's own MTU, restored after the run
 	Skipped    map[string]string `json:"skipped_paths,omitempty"` // path → why it was not measured
 	Parallel   int               `json:"parallel"`
 	Schedule
@@ -157,7 +166,10 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 		}
 		return rep, fmt.Errorf("%w: %s", ErrNoPaths, strings.Join(why, "; "))
 	}
-	plan := Plan(lanes, o.Modes, o.Sizes)
+	if len(o.MTUs) > 0 && o.SetPodMTU == nil {
+		return rep, errors.New("--mtu sets the tare lab's pod network MTU: this cluster is not a tare lab (measure with --lab-dir, or without --mtu)")
+	}
+	plan := Plan(lanes, o.Modes, o.Sizes, o.MTUs)
 	if err := CheckLanes(plan); err != nil {
 		return rep, err
 	}
@@ -176,7 +188,14 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 		}()
 	}
 	crossNode := o.SetOverlay != nil && (paths[VXLAN] || paths[PodCrossNode])
+	rep.PodMTU = o.PodMTU
+	mtu := o.PodMTU // the pod network's, as the trials left it
 	defer func() {
+		if mtu != o.PodMTU && o.PodMTU > 0 {
+			if err := o.SetPodMTU(o.PodMTU); err != nil {
+				say("warning: setting the lab's pod MTU back to %d: %v (tare lab down removes the network)", o.PodMTU, err)
+			}
+		}
 		e.stopHostServers()
 		if crossNode {
 			if err := o.SetOverlay(false); err != nil {
@@ -224,6 +243,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 		}
 	}
 	slots := Order(plan, o.Rounds, rand.New(rand.NewPCG(o.Seed, o.Seed+1)))
+	loopMTU := loopbackMTU()
 	vxlanOn := false
 	trials, err := runSlots(ctx, slots, func(seq int, sl Slot) (Trial, error) {
 		if o.SetOverlay != nil && (sl.Lane.Path == VXLAN) != vxlanOn && (sl.Lane.Path == VXLAN || sl.Lane.Path == PodCrossNode) {
@@ -232,7 +252,17 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 			}
 			vxlanOn = !vxlanOn
 		}
+		if sl.Lane.MTU > 0 && sl.Lane.MTU != mtu {
+			if err := o.SetPodMTU(sl.Lane.MTU); err != nil {
+				return Trial{}, fmt.Errorf("setting the lab's pod MTU: %w", err)
+			}
+			mtu = sl.Lane.MTU
+		}
 		t := runTrial(ctx, o, e, sl)
+		t.PathMTU = loopMTU
+		if sl.Lane.Path.PodNetwork() {
+			t.PathMTU = mtu
+		}
 		t.Seq = seq
 		return t, nil
 	}, func(seq int, sl Slot, t Trial) {
@@ -247,6 +277,17 @@ func finish(rep Report, err error) (Report, error) {
 	rep.finished()
 	rep.Ratios = Compare(rep.Trials, rep.Baseline)
 	return rep, err
+}
+
+// loopbackMTU is the MTU of this machine's loopback, which the host path and a hostNetwork pod's run over
+// (0 when unreadable).
+func loopbackMTU() int {
+	b, err := os.ReadFile("/sys/class/net/lo/mtu")
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return n
 }
 
 // toolsOnMachine checks that the host path's programs are installed.

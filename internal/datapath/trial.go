@@ -15,6 +15,10 @@ type Trial struct {
 	Start time.Time `json:"start"` // the measured window
 	End   time.Time `json:"end"`
 	Outcome
+	// PathMTU is the MTU of the path the trial ran over: the loopback's on the host path and in a
+	// hostNetwork pod, the pod network's on the others (the lane's --mtu, else the network's own; 0 when
+	// unknown: not a tare lab).
+	PathMTU  int                `json:"path_mtu,omitempty"`
 	NodeBusy float64            `json:"node_busy_m"` // millicores: the node's busy time over the window
 	Groups   map[string]float64 `json:"groups_m"`    // millicores per group (component, pod, other, …)
 	// CPUPerUnit is the node's CPU-seconds per unit of work: per Gbit moved (streams), per 10,000 round

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/vishvananda/netlink"
@@ -115,39 +114,14 @@ func (s *State) overlay() Overlay {
 	return s.Overlay
 }
 
-// overlayLab loads the lab in dir and checks that it runs, with extra nodes whose namespaces exist.
+// overlayLab loads the lab in dir and checks that it runs with extra nodes whose namespaces exist.
 func overlayLab(dir string) (*State, error) {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
-	st, err := LoadState(dir)
-	if errors.Is(err, ErrNotRunning) {
-		return nil, fmt.Errorf("%w in %s: the overlay needs one started with tare lab up --nodes 2 or more", ErrNotRunning, dir)
-	}
+	st, err := runningLab(dir, "the overlay needs one started with tare lab up --nodes 2 or more")
 	if err != nil {
 		return nil, err
 	}
 	if len(st.ExtraNodes) == 0 {
-		return nil, fmt.Errorf("the lab in %s has one node: %w (tare lab down, then tare lab up --nodes 2)", dir, ErrOneNode)
-	}
-	var why string
-	switch {
-	case !st.Ready:
-		why = "it is still starting, or its start failed"
-	case len(st.Running()) == 0:
-		why = "its processes have stopped"
-	default:
-		for _, n := range st.ExtraNodes {
-			if _, err := os.Stat(n.netnsPath()); err != nil {
-				why = "the network namespace of " + n.Name + " is gone"
-				break
-			}
-		}
-	}
-	if why != "" {
-		return nil, fmt.Errorf("%w running in %s: %s (tare lab status shows what runs; tare lab down, then tare lab up --nodes %d)",
-			ErrNotRunning, dir, why, len(st.ExtraNodes)+1)
+		return nil, fmt.Errorf("the lab in %s has one node: %w (tare lab down, then tare lab up --nodes 2)", st.Dir, ErrOneNode)
 	}
 	return st, nil
 }

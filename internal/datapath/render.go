@@ -22,6 +22,9 @@ func Table(w io.Writer, r Report) error {
 	}
 	fmt.Fprintf(w, "Node %s%s: %d round(s) of %s trials in shuffled order (--seed %d), %d stream(s), took %s\n",
 		orDash(r.Node), remote, r.Rounds, r.Duration, r.Seed, r.Parallel, r.Took)
+	if mtus := pathMTUs(r); mtus != "" {
+		fmt.Fprintf(w, "Path MTU: %s\n", mtus)
+	}
 	for _, p := range slices.Sorted(maps.Keys(r.Skipped)) {
 		fmt.Fprintf(w, "Not measured: %s: %s\n", p, r.Skipped[p])
 	}
@@ -229,6 +232,25 @@ func failures(ts []Trial) string {
 		}
 	}
 	return strings.Join(out, "; ")
+}
+
+// pathMTUs lists each path's MTU as its trials ran, once per path label ("" when no trial knows it).
+func pathMTUs(r Report) string {
+	mtu := map[string]int{}
+	for _, t := range r.Trials {
+		if t.PathMTU > 0 {
+			mtu[t.Lane.Label()] = t.PathMTU
+		}
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, l := range r.Lanes {
+		if m, ok := mtu[l.Label()]; ok && !seen[l.Label()] {
+			seen[l.Label()] = true
+			out = append(out, fmt.Sprintf("%s %d", l.Label(), m))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // failedTransactions lists the trials some of whose transactions failed (tcp-crr), with the first error.

@@ -15,6 +15,7 @@ import (
 )
 
 type densityOptions struct {
+	churn        string
 	pods         []int
 	trials       int
 	window       time.Duration
@@ -76,6 +77,7 @@ the run with the kubelet's reason. Needs root, like tare measure.`,
 	f.StringVar(&o.handler, "handler", "runc", "the RuntimeClass's handler: the CRI runtime handler its pods run with")
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the step order and the bootstrap (default: from the clock)")
 	f.IntVar(&o.containers, "containers-per-pod", 1, "containers of the image in each pod (a sidecar-heavy pod runs several)")
+	f.StringVar(&o.churn, "churn", "", "also measure pods starting and stopping at this rate (pod starts per second, or 30/min): the CPU per pod start of kubelet, runtime, API server, etcd and every other group, apart from the idle cost")
 	f.IntVar(&o.maxPods, "max-pods", 0, "pod limit the kube-reserved recommendation is sized for (default: the node's)")
 	return cmd
 }
@@ -98,6 +100,13 @@ func runDensity(cmd *cobra.Command, s streams, g *globalOptions, o *densityOptio
 	if err := density.CheckCounts(o.pods, 0, 0); err != nil {
 		return usageError("--pods: %w", err)
 	}
+	churn := 0.0
+	if o.churn != "" {
+		var err error
+		if churn, err = density.ParseRate(o.churn); err != nil {
+			return usageError("--churn: %w", err)
+		}
+	}
 	image, pullNever, err := podImage(o.image, "pause", lab.PauseImage, o.pull)
 	if err != nil {
 		return err
@@ -113,7 +122,7 @@ func runDensity(cmd *cobra.Command, s streams, g *globalOptions, o *densityOptio
 	}
 	rep, err := density.Run(cmd.Context(), cs, density.Options{
 		Node: o.node, Host: sample.HostName(g.procRoot), Namespace: o.namespace, Image: image, PullNever: pullNever, Counts: o.pods, Trials: o.trials,
-		Window: o.window, Settle: o.settle, Seed: seed, MaxPods: o.maxPods, Containers: o.containers,
+		Window: o.window, Settle: o.settle, Seed: seed, MaxPods: o.maxPods, Containers: o.containers, Churn: churn,
 		Session: session.Options{
 			Sampler:  g.sampleOptions(sample.Options{Interval: time.Second, Detail: 5 * time.Second}),
 			Duration: o.window, Version: Version,

@@ -23,6 +23,7 @@ import (
 	"github.com/tare-dev/tare/internal/fit"
 	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/testload"
 )
 
 // TestDensityOnLab runs tare density on a real one-node lab (real kubelet, containerd, shims and pause
@@ -36,7 +37,7 @@ func TestDensityOnLab(t *testing.T) {
 	requireLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	_, kc, _ := labUp(ctx, t)
+	dir, kc, _ := labUp(ctx, t)
 	cs := clientsetOf(t, kc)
 	noNamespace := func(when string) {
 		t.Helper()
@@ -100,12 +101,15 @@ func TestDensityOnLab(t *testing.T) {
 
 	const top = 6
 	start := time.Now()
+	kubelet := testload.TraceUsage(processCPU(t, dir, "kubelet"))
 	out, errOut, err := run(ctx, "density", "--kubeconfig", kc, "--pods", "0,3,"+strconv.Itoa(top), "--trials", "2",
-		"--window", "4s", "--settle", "2s", "--max-pods", strconv.Itoa(top), "-o", "json")
+		"--window", "4s", "--settle", "2s", "--max-pods", strconv.Itoa(top), "--churn", "2", "-o", "json")
+	kubelet.Stop()
 	if err != nil {
 		t.Fatalf("density: %v\n%s", err, errOut)
 	}
 	t.Logf("density run took %v", time.Since(start).Round(time.Second))
+	checkChurn(t, out, kubelet)
 	noNamespace("after the run")
 	var got density.Output
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
@@ -434,4 +438,92 @@ func waitNamespaceGone(ctx context.Context, t *testing.T, cs kubernetes.Interfac
 		time.Sleep(250 * time.Millisecond)
 	}
 	t.Errorf("namespace %s still there after a minute", name)
+}
+
+// checkChurn: --churn 2 measured two pairs of windows; the churning ones started pods at about the rate
+// asked; in every window of the run tare's kubelet CPU agrees with the kubelet's own utime + stime
+// (/proc/PID/stat, traced by the test over the same window); the kubelet's CPU per pod start is positive.
+func checkChurn(t *testing.T, out string, kubelet *testload.UsageTrace) {
+	t.Helper()
+	var got density.Output
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	ch := got.Churn
+	if ch == nil || len(ch.Windows) != 4 || ch.Rate != 2 {
+		t.Fatalf("churn %+v: want 4 windows at 2 starts/s", ch)
+	}
+	windows := append([]density.Window{}, got.Steps...)
+	for _, w := range ch.Windows {
+		windows = append(windows, w.Window)
+		if w.Churning {
+			want := ch.Rate * w.Seconds
+			t.Logf("churning window, trial %d: %d pods started, %d created in %.1f s (%.1f asked)", w.Trial, w.Starts, w.Created, w.Seconds, want)
+			if float64(w.Starts) < 0.5*want || float64(w.Starts) > want+2 {
+				t.Errorf("churning window, trial %d: %d starts in %.1f s at %.1f/s", w.Trial, w.Starts, w.Seconds, ch.Rate)
+			}
+		} else if w.Starts != 0 || w.Created != 0 {
+			t.Errorf("quiet window, trial %d: %d starts, %d created", w.Trial, w.Starts, w.Created)
+		}
+	}
+	var credited, used float64
+	for _, w := range windows {
+		end := w.Start.Add(time.Duration(w.Seconds * float64(time.Second)))
+		want, ok := kubelet.Between(w.Start, end)
+		if !ok {
+			t.Errorf("the kubelet trace does not cover the window at %s", w.Start)
+			continue
+		}
+		got := w.Groups[component.Kubelet].CPU
+		credited, used = credited+got, used+want
+		// /proc/PID/stat counts 10 ms ticks: two at each end of a 4 s window are 10m.
+		if math.Abs(got-want) > 0.15*want+10 {
+			t.Errorf("window at %s (%d pods): tare credits kubelet %.1fm, its own utime+stime say %.1fm", w.Start.Format(time.TimeOnly), w.Pods, got, want)
+		}
+	}
+	t.Logf("all windows: tare credits kubelet %.0fm, its own utime+stime %.0fm", credited, used)
+	if math.Abs(credited-used) > 0.1*used {
+		t.Errorf("over all windows tare credits kubelet %.0fm, its own utime+stime say %.0fm: want within 10%%", credited, used)
+	}
+	for _, c := range ch.PerStart {
+		if c.Name == component.Kubelet {
+			t.Logf("kubelet: %.1f CPU-ms per pod start [%.1f, %.1f] p=%.3g (n=%d)", c.CPUms, c.Lo, c.Hi, c.P, c.N)
+			if !(c.CPUms > 0) || c.N != 2 {
+				t.Errorf("kubelet per pod start %+v: want a positive cost over 2 trials", c)
+			}
+			return
+		}
+	}
+	t.Errorf("no kubelet among the per-start costs %+v", ch.PerStart)
+}
+
+// processCPU reads the CPU of the lab's process of that name (its state's PID): utime + stime of
+// /proc/PID/stat, in 10 ms ticks, all its threads, dead ones included.
+func processCPU(t *testing.T, labDir, name string) func() time.Duration {
+	t.Helper()
+	st, err := lab.LoadState(labDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := 0
+	for _, p := range st.Running() {
+		if p.Name == name && p.Node == "" {
+			pid = p.PID
+		}
+	}
+	if pid == 0 {
+		t.Fatalf("no %s among the lab's processes", name)
+	}
+	stat := "/proc/" + strconv.Itoa(pid) + "/stat"
+	return func() time.Duration {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			return 0
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		k, _ := strconv.ParseInt(f[12], 10, 64)
+		return time.Duration(u+k) * 10 * time.Millisecond
+	}
 }

@@ -56,6 +56,12 @@ func (o Output) Table(w io.Writer) error {
 	fmt.Fprintf(w, "\nPer pod outside the pod cgroups (%s together): %s CPU [95%% CI %s, %s], %s private memory [%s, %s].\n",
 		strings.Join(m.OverheadFrom, ", "), output.MillicoresFixed(m.OverheadCPU.Marginal, 2), output.MillicoresFixed(m.OverheadCPU.Lo, 2), output.MillicoresFixed(m.OverheadCPU.Hi, 2),
 		output.MiBFixed(m.OverheadPrivate.Marginal, 2), output.MiBFixed(m.OverheadPrivate.Lo, 2), output.MiBFixed(m.OverheadPrivate.Hi, 2))
+	if o.Churn != nil {
+		fmt.Fprintln(w)
+		if err := o.Churn.table(w); err != nil {
+			return err
+		}
+	}
 	if o.KubeReserved != nil {
 		fmt.Fprintln(w)
 		if err := o.KubeReserved.table(w); err != nil {

@@ -146,7 +146,7 @@ func (r *Reserved) table(w io.Writer) error {
 	if r.Extrapolated {
 		fmt.Fprintf(w, "(%d pods lies beyond the largest count measured: the line is extrapolated; measure up to it with --pods to check.)\n", r.MaxPods)
 	}
-	_, err := fmt.Fprintln(w, "Measured: the idle pods' cost, CPU as a mean; a node whose pods start and stop often needs more (--churn is not built yet).")
+	_, err := fmt.Fprintln(w, "Measured: the idle pods' cost, CPU as a mean; a node whose pods start and stop often needs more: --churn measures the CPU per pod start.")
 	return err
 }
 

@@ -36,8 +36,11 @@ type Options struct {
 	MaxPods   int           // the pod limit kube-reserved is sized for; 0 for the node's own
 	// Containers is how many containers of Image each pod runs (0 counts as 1).
 	Containers int
-	Session    session.Options
-	Say        func(format string, a ...any) // progress lines; nil discards them
+	// Churn is the pod starts per second of the churn phase (--churn), 0 for none: after the steps, Trials
+	// pairs of a quiet and a churning window with the smallest count's idle pods running.
+	Churn   float64
+	Session session.Options
+	Say     func(format string, a ...any) // progress lines; nil discards them
 }
 
 // Report is a density run's result.
@@ -57,6 +60,8 @@ type Report struct {
 	// KubeReserved is the recommendation for the node's pod limit (--max-pods, else the node's own),
 	// nil when the model has too few pod counts.
 	KubeReserved *Reserved `json:"kube_reserved"`
+	// Churn is the churn phase's result (--churn), nil when not asked.
+	Churn *Churn `json:"churn,omitempty"`
 	// Warnings qualify the report's figures (a window's own warnings are in its step).
 	Warnings []warning.Warning `json:"warnings,omitempty"`
 }
@@ -137,6 +142,10 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 		if ctx.Err() != nil { // the window was cut short: keep it, measure no more
 			return finish(ctx.Err())
 		}
+	}
+	if o.Churn > 0 {
+		rep.Churn, err = churnPhase(ctx, cs, o, node.Name, o.Counts[0], charged, say)
+		return finish(err)
 	}
 	return finish(nil)
 }

@@ -185,7 +185,9 @@ func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapat
 		}
 		if c.lab != nil {
 			dir := o.labDir
-			if do.PodMTU, err = lab.PodMTU(dir); err != nil {
+			// The pod bridge is made with the node's first pod: without --mtu, a lab that has none yet
+			// leaves the pod paths' MTU unknown instead of failing the run.
+			if do.PodMTU, err = lab.PodMTU(dir); err != nil && len(mtus) > 0 {
 				return fmt.Errorf("reading the lab's pod MTU: %w", err)
 			}
 			do.SetPodMTU = func(mtu int) error {

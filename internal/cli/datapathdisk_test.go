@@ -192,7 +192,7 @@ func TestDatapathDiskHost(t *testing.T) {
 }
 
 // TestDatapathDiskOnLab: a one-node lab, every target, random 4k reads: each runs on the host target's
-// device; hostPath against the host (the same device, no overlay) has a ratio interval reaching within 15% of 1;
+// device; hostPath against the host (the same device, no overlay) is within 15% of 1, its interval reaching there;
 // rootfs (overlayfs) is reported with its interval; the namespace, the PersistentVolume, the StorageClass
 // and every file are gone after it.
 func TestDatapathDiskOnLab(t *testing.T) {
@@ -237,9 +237,9 @@ func TestDatapathDiskOnLab(t *testing.T) {
 	// hostPath and host read the same file system on the same device; what differs is that fio runs in
 	// the pod's cgroups (their I/O and memory accounting, a CPU share beside the lab). Five trials a lane
 	// on a 2-core machine can show that as a few percent (CI once: 0.923 [0.894, 0.968]), so the claim
-	// held here is "no large effect": the interval reaches within 15% of 1.
-	if x, _ := diskRatio(r, "hostpath", "iops"); x.Lo > 1/0.85 || x.Hi < 0.85 {
-		t.Errorf("hostPath against host, the same device without an overlay: %.3f [%.3f, %.3f], want an interval reaching [0.85, 1.18]", x.Ratio, x.Lo, x.Hi)
+	// held here is "no large effect": the estimate within 15% of 1 and the interval reaching 1 ± 15%.
+	if x, _ := diskRatio(r, "hostpath", "iops"); x.Ratio < 0.85 || x.Ratio > 1/0.85 || x.Lo > 1/0.85 || x.Hi < 0.85 {
+		t.Errorf("hostPath against host, the same device without an overlay: %.3f [%.3f, %.3f], want the estimate and part of the interval within [0.85, 1.18]", x.Ratio, x.Lo, x.Hi)
 	}
 	// The pod's fio is the pod's: in every trial tare credits the pod what its cgroup used (most on the
 	// targets fio reads from inside it: hostpath, rootfs, emptydir, pvc).

@@ -57,8 +57,14 @@ func (r Report) View() htmlreport.DatapathRun {
 	for _, p := range slices.Sorted(maps.Keys(r.Skipped)) {
 		v.Notes = append(v.Notes, fmt.Sprintf("Not measured: %s: %s", p, r.Skipped[p]))
 	}
+	if mtus := pathMTUs(r); mtus != "" {
+		v.Notes = append(v.Notes, "Path MTU: "+mtus)
+	}
 	if failed := failures(r.Trials); failed != "" {
 		v.Notes = append(v.Notes, "Failed trials (left out): "+failed)
+	}
+	if failed := failedTransactions(r.Trials); failed != "" {
+		v.Notes = append(v.Notes, "Failed transactions (left out of the trials' figures): "+failed)
 	}
 	for _, w := range r.Warnings {
 		v.Notes = append(v.Notes, fmt.Sprintf("Warning (%s): %s", w.Code, w.Message))

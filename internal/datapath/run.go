@@ -169,6 +169,9 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 	if len(o.MTUs) > 0 && o.SetPodMTU == nil {
 		return rep, errors.New("--mtu sets the tare lab's pod network MTU: this cluster is not a tare lab (measure with --lab-dir, or without --mtu)")
 	}
+	if len(o.MTUs) > 0 && !slices.ContainsFunc(lanes, func(l Lane) bool { return l.Path.PodNetwork() }) {
+		return rep, errors.New("--mtu sets the pod network's MTU, and none of --paths runs over it (host and hostnet-pod use the loopback): add pod-same-node, pod-cross-node, vxlan or clusterip")
+	}
 	plan := Plan(lanes, o.Modes, o.Sizes, o.MTUs)
 	if err := CheckLanes(plan); err != nil {
 		return rep, err
@@ -189,7 +192,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 	}
 	crossNode := o.SetOverlay != nil && (paths[VXLAN] || paths[PodCrossNode])
 	rep.PodMTU = o.PodMTU
-	mtu := o.PodMTU // the pod network's, as the trials left it
+	mtu := o.PodMTU // the pod network's, as the trials left it; -1 while a switch is under way or failed
 	defer func() {
 		if mtu != o.PodMTU && o.PodMTU > 0 {
 			if err := o.SetPodMTU(o.PodMTU); err != nil {
@@ -253,6 +256,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 			vxlanOn = !vxlanOn
 		}
 		if sl.Lane.MTU > 0 && sl.Lane.MTU != mtu {
+			mtu = -1 // a switch that fails half-way leaves the network mixed: set it back at the end
 			if err := o.SetPodMTU(sl.Lane.MTU); err != nil {
 				return Trial{}, fmt.Errorf("setting the lab's pod MTU: %w", err)
 			}

@@ -76,7 +76,8 @@ func PodMTU(labDir string) (int, error) {
 }
 
 // podNetworkLinks lists the links of the lab's pod network with the MTU each takes for pod MTU mtu, in the
-// order of a raise: the underlay, the VTEPs, each node's bridge, its pods' veths, the pods' eth0.
+// order of a raise: the underlay (ports, then bridge), the VTEPs, each node's pods' veths and bridge, the
+// pods' eth0.
 func podNetworkLinks(st *State, mtu int) ([]mtuLink, error) {
 	under := mtu + vtepOverhead
 	var out []mtuLink
@@ -86,10 +87,10 @@ func podNetworkLinks(st *State, mtu int) ([]mtuLink, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, mtuLink{"", nodesBridge, under})
 		for _, p := range ports {
 			out = append(out, mtuLink{"", p, under})
 		}
+		out = append(out, mtuLink{"", nodesBridge, under}) // after its ports: kernels before 4.17 keep a bridge at or below its smallest port
 		for _, n := range st.ExtraNodes {
 			out = append(out, mtuLink{n.Name, "eth0", under})
 			nodes = append(nodes, n.Name)
@@ -110,7 +111,6 @@ func podNetworkLinks(st *State, mtu int) ([]mtuLink, error) {
 		if !ok {
 			continue // a node with no pod yet: the plugin makes its bridge with the first
 		}
-		out = append(out, mtuLink{ns, bridgeName, mtu})
 		ports, err := bridgePorts(ns, bridgeName)
 		if err != nil {
 			return nil, err
@@ -118,6 +118,7 @@ func podNetworkLinks(st *State, mtu int) ([]mtuLink, error) {
 		for _, p := range ports {
 			out = append(out, mtuLink{ns, p, mtu})
 		}
+		out = append(out, mtuLink{ns, bridgeName, mtu})
 	}
 	for _, ns := range newNetns(st.NetnsBefore) {
 		if ok, err := hasLink(ns, "eth0"); err != nil {

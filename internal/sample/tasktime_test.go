@@ -45,6 +45,7 @@ func TestTaskTimeAtSampleTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	samples = append(samples, last)
+	cpus = s.Meta().CPUs // the node's, which node busy is of (NumCPU is this process's affinity)
 	m := NewBusyMeter(s.Meta(), samples)
 	w := m.Window(samples)
 	t.Logf("first pass %s, closing pass %s; node busy %.0fm ± %.0fm over %.2f s (%s) on %d CPUs",

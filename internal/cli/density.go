@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare/internal/density"
+	"github.com/tare-dev/tare/internal/htmlreport"
 	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/sample"
@@ -29,6 +30,7 @@ type densityOptions struct {
 	seed         uint64
 	maxPods      int
 	containers   int
+	html         string
 }
 
 // newDensity is `tare density`: what one more pod costs the node (issue 15).
@@ -53,9 +55,16 @@ kube-reserved, beside what the EKS, GKE and AKS formulas reserve for a node of t
 The pods run in --namespace, created for the run and deleted after it, also on error or Ctrl-C (which
 keeps and prints the steps measured so far). --image pause (the default) is the lab's pause image, never
 pulled; any other image is pulled if missing unless --pull never. A pod that cannot start its image stops
-the run with the kubelet's reason. Needs root, like tare measure.`,
+the run with the kubelet's reason. Needs root, like tare measure.
+
+--html FILE also writes a page with each component's CPU and private memory at every step against the
+pod count, with the fitted line and its slope's interval, and the tables; a run cut short writes it with
+the steps it measured.`,
 		Example: `  # On the lab
   sudo tare density --pods 0,10,20,40 --trials 3 --window 20s
+
+  # With an HTML report of the fits
+  sudo tare density --html density.html
 
   # On a node of another cluster (run it on that node)
   sudo tare density --node worker-3 --image registry.k8s.io/pause:3.10 -o json`,
@@ -79,6 +88,7 @@ the run with the kubelet's reason. Needs root, like tare measure.`,
 	f.IntVar(&o.containers, "containers-per-pod", 1, "containers of the image in each pod (a sidecar-heavy pod runs several)")
 	f.StringVar(&o.churn, "churn", "", "also measure pods starting and stopping at this rate (pod starts per second, or 30/min): the CPU per pod start of kubelet, runtime, API server, etcd and every other group, apart from the idle cost")
 	f.IntVar(&o.maxPods, "max-pods", 0, "pod limit the kube-reserved recommendation is sized for (default: the node's)")
+	htmlFlag(f, &o.html)
 	return cmd
 }
 
@@ -107,6 +117,9 @@ func runDensity(cmd *cobra.Command, s streams, g *globalOptions, o *densityOptio
 			return usageError("--churn: %w", err)
 		}
 	}
+	if err := checkHTML(o.html); err != nil {
+		return err
+	}
 	image, pullNever, err := podImage(o.image, "pause", lab.PauseImage, o.pull)
 	if err != nil {
 		return err
@@ -134,6 +147,9 @@ func runDensity(cmd *cobra.Command, s streams, g *globalOptions, o *densityOptio
 		if rerr := render(s, g, out); rerr != nil {
 			return rerr
 		}
+		if herr := densityHTML(s, o.html, "tare density with "+c.Source, out); herr != nil {
+			return herr
+		}
 	}
 	switch {
 	case errors.Is(err, density.ErrNamespaceExists):
@@ -142,4 +158,12 @@ func runDensity(cmd *cobra.Command, s streams, g *globalOptions, o *densityOptio
 		return fmt.Errorf("tare density (with %s): %w", c.Source, err)
 	}
 	return nil
+}
+
+// densityHTML writes the run's page to path, when given.
+func densityHTML(s streams, path, what string, out density.Output) error {
+	if path == "" {
+		return nil
+	}
+	return writeHTML(s, path, htmlreport.Density(out.View(), what, Version))
 }

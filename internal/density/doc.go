@@ -5,10 +5,11 @@
 // it writes a RuntimeClass whose overhead.podFixed accounts for them. `tare density` calls it.
 //
 // plan.go orders the steps, fit.go fits a line, model.go turns measured windows into per-component models
-// (pure); runtimeclass.go builds the RuntimeClass; run.go drives the cluster and the session.
+// (pure); runtimeclass.go builds the RuntimeClass; run.go drives the cluster and the session; htmlview.go
+// gives the report's plain view for its HTML page.
 //
 // It imports session (the measuring session), kube (pods, namespaces), classify and component (which
 // group is which component), summary, stats, fit (reading the node as tare fit does), deploy (the
-// RuntimeClass's YAML) and output. A new per-pod figure goes in model.go with its fit; a new way to
+// RuntimeClass's YAML), output and htmlreport (the page's view type, DensityRun). A new per-pod figure goes in model.go with its fit; a new way to
 // step the pods goes in plan.go.
 package density

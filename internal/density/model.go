@@ -91,11 +91,7 @@ func Fitted(ws []Window, charged map[string]string, seed uint64) Model {
 			c.Role = string(e.Role)
 		}
 		series := func(get func(Cost) float64) Fit {
-			ys := make([]float64, len(ws))
-			for i, w := range ws {
-				ys[i] = get(w.Groups[name])
-			}
-			return TheilSen(xs, ys, rng)
+			return TheilSen(xs, sumOver(ws, []string{name}, get), rng)
 		}
 		c.CPU = series(func(x Cost) float64 { return x.CPU })
 		c.RSS = series(func(x Cost) float64 { return x.RSS })
@@ -114,19 +110,30 @@ func Fitted(ws []Window, charged map[string]string, seed uint64) Model {
 	// One line through the sum, not a sum of upper ends: its interval is the total's 95%, and components
 	// whose cost does not move with the pods do not widen it one by one.
 	total := func(get func(Cost) float64) Fit {
-		ys := make([]float64, len(ws))
-		for i, w := range ws {
-			for _, name := range m.OverheadFrom {
-				ys[i] += get(w.Groups[name])
-			}
-		}
-		return TheilSen(xs, ys, rng)
+		return TheilSen(xs, sumOver(ws, m.OverheadFrom, get), rng)
 	}
 	m.OverheadCPU = total(func(x Cost) float64 { return x.CPU })
 	m.OverheadPrivate = total(func(x Cost) float64 { return x.Private })
 	m.Overhead = Cost{CPU: upper(m.OverheadCPU), Private: upper(m.OverheadPrivate),
 		RSS: upper(total(func(x Cost) float64 { return x.RSS })), PSS: upper(total(func(x Cost) float64 { return x.PSS }))}
 	return m
+}
+
+// sumOver is each window's sum of get over the named groups: the points a line of Fitted is fitted to
+// (a group missing from a window counts as zero there).
+func sumOver(ws []Window, names []string, get func(Cost) float64) []float64 {
+	ys := make([]float64, len(ws))
+	for i, w := range ws {
+		for _, name := range names {
+			ys[i] += get(w.Groups[name])
+		}
+	}
+	return ys
+}
+
+// listed says whether the table lists the component: not when it used no CPU and held no memory.
+func (c Component) listed() bool {
+	return c.CPU.Fixed != 0 || c.CPU.Marginal != 0 || c.RSS.Fixed != 0 || c.RSS.Marginal != 0
 }
 
 // upper is the upper end of f's interval, 0 when that is below zero, NaN when there is none.

@@ -27,12 +27,8 @@ func (o Output) JSON(w io.Writer) error {
 
 // Table writes the per-pod model, a row per component, then the RuntimeClass as YAML.
 func (o Output) Table(w io.Writer) error {
-	image := o.Image
-	if o.Containers > 1 {
-		image = fmt.Sprintf("%d containers of %s", o.Containers, o.Image)
-	}
 	fmt.Fprintf(w, "Node %s: %v idle pods of %s, %d trials in shuffled order (--seed %d), %s windows (n = %d, took %s)\n\n",
-		o.Node, o.Counts, image, o.Trials, o.Seed, o.Window, len(o.Steps), o.Took)
+		o.Node, o.Counts, o.podImage(), o.Trials, o.Seed, o.Window, len(o.Steps), o.Took)
 	for _, x := range o.Warnings {
 		fmt.Fprintf(w, "%s\n\n", x.Note())
 	}
@@ -43,7 +39,7 @@ func (o Output) Table(w io.Writer) error {
 	// R² of a robust line can be below zero: the line then fits worse than the mean (noise, no trend).
 	fmt.Fprintln(tw, "COMPONENT\tCHARGED TO\tCPU AT 0\tCPU PER POD [95% CI]\tR²\tPRIVATE PER POD [95% CI]\tPSS PER POD\tRSS AT 0")
 	for _, c := range m.Components {
-		if c.CPU.Fixed == 0 && c.CPU.Marginal == 0 && c.RSS.Fixed == 0 && c.RSS.Marginal == 0 {
+		if !c.listed() {
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s [%s, %s]\t%.2f\t%s [%s, %s]\t%s\t%s\n", c.Name, c.ChargedTo,
@@ -75,10 +71,27 @@ func (o Output) Table(w io.Writer) error {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "A RuntimeClass that charges it to every pod, at the intervals' upper ends (kubectl apply -f -; pods opt in with runtimeClassName):")
 	fmt.Fprintln(w)
-	var b bytes.Buffer
-	if err := deploy.WriteYAML(&b, []runtime.Object{o.RuntimeClass}); err != nil {
+	y, err := runtimeClassYAML(o.RuntimeClass)
+	if err != nil {
 		return err
 	}
-	_, err := w.Write(b.Bytes())
+	_, err = io.WriteString(w, y)
 	return err
+}
+
+// podImage is what each pod runs: the image, or how many containers of it.
+func (r Report) podImage() string {
+	if r.Containers > 1 {
+		return fmt.Sprintf("%d containers of %s", r.Containers, r.Image)
+	}
+	return r.Image
+}
+
+// runtimeClassYAML is the RuntimeClass as kubectl apply -f takes it.
+func runtimeClassYAML(rc *nodev1.RuntimeClass) (string, error) {
+	var b bytes.Buffer
+	if err := deploy.WriteYAML(&b, []runtime.Object{rc}); err != nil {
+		return "", err
+	}
+	return b.String(), nil
 }

@@ -8,6 +8,7 @@
 // section of the node page goes in node.go with its chart in assets/report.js; experiment and diff
 // pages are in experiment.go; datapath net and disk pages in datapath.go and datapathcharts.go, drawn
 // from the plain DatapathRun (datapathrun.go) that datapath fills, so that this package does not import
-// datapath's runner and its Kubernetes client. browsertest/ opens pages in headless Chromium for the
-// tests.
+// datapath's runner and its Kubernetes client; the tare density page in density.go and densitycharts.go,
+// likewise drawn from the plain DensityRun (densityrun.go) that density fills. browsertest/ opens pages
+// in headless Chromium for the tests.
 package htmlreport

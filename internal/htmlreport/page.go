@@ -56,10 +56,12 @@ type Section struct {
 	Findings         []explain.Finding
 	Tables           []Table
 	Items            []string
+	// Code is shown as it is, line breaks and indentation kept: a manifest to apply, say.
+	Code string
 }
 
 // Chart is drawn by report.js: Kind picks the drawing (busy, flame, box, sweep, bars, stack, ratios,
-// lines), Data is its input.
+// lines, scatterfit), Data is its input.
 type Chart struct {
 	ID     string `json:"id"`
 	Kind   string `json:"kind"`

@@ -244,7 +244,49 @@
     };
   }
 
-  const kinds = { busy, flame, box, sweep, bars, stack, ratios, lines };
+  // scatterfit: a figure at each step against the pod count, a dot per step coloured by its trial, the
+  // line fitted to the dots over the pod counts measured, and the band between the lines of the slope's
+  // interval ends, which cross on the line at the pivot (the Go side computes the line and the band).
+  function scatterfit(d) {
+    const trials = [...new Set(d.points.map((p) => p.trial))].sort((a, b) => a - b);
+    const series = [];
+    if (d.band) {
+      series.push({ name: '95% interval of the slope', type: 'custom', z: 1, tooltip: { show: false }, encode: { x: 0, y: [1, 2] },
+        itemStyle: { color: 'rgba(47, 111, 214, 0.35)' }, data: d.band,
+        renderItem: (params, api) => {
+          const i = params.dataIndex;
+          if (i + 1 >= d.band.length) {
+            return null;
+          }
+          const a = d.band[i];
+          const b = d.band[i + 1];
+          const points = [api.coord([a[0], a[1]]), api.coord([b[0], b[1]]), api.coord([b[0], b[2]]), api.coord([a[0], a[2]])];
+          return { type: 'polygon', shape: { points }, style: { fill: 'rgba(47, 111, 214, 0.16)', stroke: 'rgba(47, 111, 214, 0.45)', lineWidth: 0.8 } };
+        } });
+    }
+    if (d.line) {
+      series.push({ name: 'fitted line', type: 'line', z: 3, symbol: 'none', tooltip: { show: false }, data: d.line,
+        lineStyle: { color: '#1d2330', width: 1.6 }, itemStyle: { color: '#1d2330' } });
+    }
+    trials.forEach((t, k) => series.push({ name: 'trial ' + t, type: 'scatter', z: 5, symbolSize: 9,
+      itemStyle: { color: palette[k % palette.length], opacity: 0.9 },
+      data: d.points.filter((p) => p.trial === t).map((p) => [p.pods, p.value, p.trial]) }));
+    return {
+      animation: false,
+      title: { text: d.name, subtext: d.caption, left: 8, top: 0, textStyle: { fontSize: 13 }, subtextStyle: { fontSize: 11, color: '#5b6575' } },
+      tooltip: {
+        trigger: 'item',
+        formatter: (p) => esc(d.name) + '<br>' + p.value[0] + ' pods, trial ' + p.value[2] + ': ' + num(p.value[1]) + ' ' + esc(d.unit),
+      },
+      legend: { type: 'scroll', bottom: 0 },
+      grid: { left: 70, right: 24, top: 58, bottom: 64 },
+      xAxis: { type: 'value', name: 'pods', nameLocation: 'middle', nameGap: 26, minInterval: 1 },
+      yAxis: { type: 'value', name: d.unit, scale: true, axisLabel: { formatter: num } },
+      series,
+    };
+  }
+
+  const kinds = { busy, flame, box, sweep, bars, stack, ratios, lines, scatterfit };
   const drawn = [];
   for (const c of TARE.charts) {
     const el = document.getElementById(c.id);

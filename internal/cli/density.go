@@ -16,6 +16,7 @@ import (
 )
 
 type densityOptions struct {
+	kwok         bool
 	churn        string
 	pods         []int
 	trials       int
@@ -54,7 +55,9 @@ kube-reserved, beside what the EKS, GKE and AKS formulas reserve for a node of t
 
 The pods run in --namespace, created for the run and deleted after it, also on error or Ctrl-C (which
 keeps and prints the steps measured so far). --image pause (the default) is the lab's pause image, never
-pulled; any other image is pulled if missing unless --pull never. A pod that cannot start its image stops
+pulled: a pod of only its sandbox. --image busybox-sleep is the lab's image of Debian's static busybox
+running "busybox sleep" in each container: a process of its own per container, as real pods have. Any
+other image is pulled if missing unless --pull never. A pod that cannot start its image stops
 the run with the kubelet's reason. Needs root, like tare measure.
 
 --html FILE also writes a page with each component's CPU and private memory at every step against the
@@ -80,17 +83,21 @@ the steps it measured.`,
 	f.DurationVar(&o.settle, "settle", 10*time.Second, "wait after the pods are Running before measuring")
 	f.StringVar(&o.node, "node", "", "the node to fill (default: the cluster's only node that takes pods)")
 	f.StringVar(&o.namespace, "namespace", "tare-density", "namespace of the run's pods: created for the run and deleted after it")
-	f.StringVar(&o.image, "image", "pause", "the idle pods' image; pause is the lab's pause image ("+lab.PauseImage.Name+", never pulled)")
+	f.StringVar(&o.image, "image", "pause", "the idle pods' image; pause is the lab's pause image ("+lab.PauseImage.Name+", never pulled); "+busyboxSleep+" runs `busybox sleep` in each container (the lab's "+lab.BusyboxImage.Name+", Debian's static busybox)")
 	f.StringVar(&o.pull, "pull", "", "image pull policy: never or if-not-present (default: never for pause, else if-not-present)")
 	f.StringVar(&o.runtimeClass, "runtime-class", "tare-measured", "name of the RuntimeClass printed")
 	f.StringVar(&o.handler, "handler", "runc", "the RuntimeClass's handler: the CRI runtime handler its pods run with")
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the step order and the bootstrap (default: from the clock)")
 	f.IntVar(&o.containers, "containers-per-pod", 1, "containers of the image in each pod (a sidecar-heavy pod runs several)")
+	f.BoolVar(&o.kwok, "kwok", false, "put the pods on the cluster's kwok nodes (label "+density.KwokLabel+"; tare lab up --kwok-nodes 2): the control plane's cost per 1,000 pods, no container running (default --pods "+fmt.Sprint(density.DefaultKwokCounts)+")")
 	f.StringVar(&o.churn, "churn", "", "also measure pods starting and stopping at this rate (pod starts per second, or 30/min): the CPU per pod start of kubelet, runtime, API server, etcd and every other group, apart from the idle cost")
 	f.IntVar(&o.maxPods, "max-pods", 0, "pod limit the kube-reserved recommendation is sized for (default: the node's)")
 	htmlFlag(f, &o.html)
 	return cmd
 }
+
+// busyboxSleep names the lab's busybox image running sleep: a container with a process of its own.
+const busyboxSleep = "busybox-sleep"
 
 func runDensity(cmd *cobra.Command, s streams, g *globalOptions, o *densityOptions) error {
 	switch {
@@ -107,6 +114,17 @@ func runDensity(cmd *cobra.Command, s streams, g *globalOptions, o *densityOptio
 	case o.maxPods < 0:
 		return usageError("--max-pods %d: want 1 or more (0 for the node's own limit)", o.maxPods)
 	}
+	if o.kwok {
+		if !cmd.Flags().Changed("pods") {
+			o.pods = density.DefaultKwokCounts
+		}
+		switch {
+		case o.churn != "":
+			return usageError("--churn and --kwok: kwok's pods start no container; measure churn on a real node")
+		case o.node != "":
+			return usageError("--node and --kwok: --kwok spreads the pods over every kwok node")
+		}
+	}
 	if err := density.CheckCounts(o.pods, 0, 0); err != nil {
 		return usageError("--pods: %w", err)
 	}
@@ -120,12 +138,23 @@ func runDensity(cmd *cobra.Command, s streams, g *globalOptions, o *densityOptio
 	if err := checkHTML(o.html); err != nil {
 		return err
 	}
+	var command []string
+	if o.image == busyboxSleep {
+		o.image, command = lab.BusyboxImage.Name, lab.BusyboxSleep
+		if o.pull == "" {
+			o.pull = "never"
+		}
+	}
 	image, pullNever, err := podImage(o.image, "pause", lab.PauseImage, o.pull)
 	if err != nil {
 		return err
 	}
 	seed := runSeed(o.seed)
-	c, err := kube.NewClient(g.kubeconfig, kube.Options{UserAgent: "tare-density", Timeout: 30 * time.Second, QPS: 50, Burst: 100})
+	qps := float32(50)
+	if o.kwok {
+		qps = 200 // thousands of pods to create and delete between windows
+	}
+	c, err := kube.NewClient(g.kubeconfig, kube.Options{UserAgent: "tare-density", Timeout: 30 * time.Second, QPS: qps, Burst: 2 * int(qps)})
 	if err != nil {
 		return fmt.Errorf("tare density creates pods through the API server: %w", err)
 	}
@@ -134,8 +163,8 @@ func runDensity(cmd *cobra.Command, s streams, g *globalOptions, o *densityOptio
 		return err
 	}
 	rep, err := density.Run(cmd.Context(), cs, density.Options{
-		Node: o.node, Host: sample.HostName(g.procRoot), Namespace: o.namespace, Image: image, PullNever: pullNever, Counts: o.pods, Trials: o.trials,
-		Window: o.window, Settle: o.settle, Seed: seed, MaxPods: o.maxPods, Containers: o.containers, Churn: churn,
+		Node: o.node, Host: sample.HostName(g.procRoot), Namespace: o.namespace, Image: image, Command: command, PullNever: pullNever, Counts: o.pods, Trials: o.trials,
+		Window: o.window, Settle: o.settle, Seed: seed, MaxPods: o.maxPods, Containers: o.containers, Churn: churn, Kwok: o.kwok,
 		Session: session.Options{
 			Sampler:  g.sampleOptions(sample.Options{Interval: time.Second, Detail: 5 * time.Second}),
 			Duration: o.window, Version: Version,
@@ -143,7 +172,10 @@ func runDensity(cmd *cobra.Command, s streams, g *globalOptions, o *densityOptio
 		Say: func(format string, a ...any) { fmt.Fprintf(s.err, format+"\n", a...) },
 	})
 	if len(rep.Steps) > 0 {
-		out := density.Output{Report: rep, RuntimeClass: density.RuntimeClass(o.runtimeClass, o.handler, rep.Model)}
+		out := density.Output{Report: rep}
+		if !rep.Kwok {
+			out.RuntimeClass = density.RuntimeClass(o.runtimeClass, o.handler, rep.Model)
+		}
 		if rerr := render(s, g, out); rerr != nil {
 			return rerr
 		}

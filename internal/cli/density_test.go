@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -102,14 +103,20 @@ func TestDensityOnLab(t *testing.T) {
 	const top = 6
 	start := time.Now()
 	kubelet := testload.TraceUsage(processCPU(t, dir, "kubelet"))
+	page := filepath.Join(t.TempDir(), "density.html")
 	out, errOut, err := run(ctx, "density", "--kubeconfig", kc, "--pods", "0,3,"+strconv.Itoa(top), "--trials", "2",
-		"--window", "4s", "--settle", "2s", "--max-pods", strconv.Itoa(top), "--churn", "2", "-o", "json")
+		"--window", "4s", "--settle", "2s", "--max-pods", strconv.Itoa(top), "--churn", "2", "--html", page, "-o", "json")
 	kubelet.Stop()
 	if err != nil {
 		t.Fatalf("density: %v\n%s", err, errOut)
 	}
 	t.Logf("density run took %v", time.Since(start).Round(time.Second))
 	checkChurn(t, out, kubelet)
+	htmlCheck(t, page, "scatterfit")
+	if b, err := os.ReadFile(page); err != nil || !strings.Contains(string(b), "Pod churn") {
+		t.Errorf("the density page has no churn section (%v)", err)
+	}
+	checkBusyboxSleep(ctx, t, kc)
 	noNamespace("after the run")
 	var got density.Output
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
@@ -525,5 +532,136 @@ func processCPU(t *testing.T, labDir, name string) func() time.Duration {
 		u, _ := strconv.ParseInt(f[11], 10, 64)
 		k, _ := strconv.ParseInt(f[12], 10, 64)
 		return time.Duration(u+k) * 10 * time.Millisecond
+	}
+}
+
+// checkBusyboxSleep: --image busybox-sleep runs a process of its own in each pod, in the pod's cgroup:
+// the pods' own processes cost private memory per pod, as much as the private dirty memory (stack and
+// heap) of the same busybox sleep started on the machine by the test (its smaps_rollup), within a factor
+// of two. Its binary's pages are private there, where no other process maps the file, and shared among
+// the pods, whose sleeps map one file of the image: they are no pod's marginal cost.
+func checkBusyboxSleep(ctx context.Context, t *testing.T, kc string) {
+	t.Helper()
+	out, errOut, err := run(ctx, "density", "--kubeconfig", kc, "--pods", "0,2,4", "--trials", "1", "--window", "3s", "--settle", "1s",
+		"--image", "busybox-sleep", "-o", "json")
+	if err != nil {
+		t.Fatalf("density --image busybox-sleep: %v\n%s", err, errOut)
+	}
+	var got density.Output
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	pods, ok := got.Model.Component(density.PodsGroup)
+	if !ok || pods.ChargedTo != density.InPodCgroup || got.Image != lab.BusyboxImage.Name {
+		t.Fatalf("image %s, the pods' own processes %+v: want them fitted, in the pod cgroups", got.Image, pods)
+	}
+	sleep := exec.CommandContext(ctx, "/bin/busybox", "sleep", "30")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sleep.Process.Kill(); _ = sleep.Wait() }()
+	time.Sleep(200 * time.Millisecond)
+	own := smapsField(t, sleep.Process.Pid, "Private_Dirty:")
+	t.Logf("busybox-sleep: the pods' own processes %.0f KiB private per pod [%.0f, %.0f]; busybox sleep on the machine %.0f KiB private dirty",
+		pods.Private.Marginal/1024, pods.Private.Lo/1024, pods.Private.Hi/1024, own/1024)
+	if pods.Private.Marginal < own/2 || pods.Private.Marginal > 2*own {
+		t.Errorf("the pods' own processes: %.0f KiB private per pod, busybox sleep alone %.0f KiB", pods.Private.Marginal/1024, own/1024)
+	}
+}
+
+// smapsField is one field of a process's smaps_rollup, bytes.
+func smapsField(t *testing.T, pid int, field string) float64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps_rollup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kib float64
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 2 && f[0] == field {
+			v, _ := strconv.ParseFloat(f[1], 64)
+			kib += v
+		}
+	}
+	return kib * 1024
+}
+
+// TestDensityKwok: --kwok on a lab with ten kwok nodes puts the pods on them (none on the real node) and
+// fits the control plane per 1,000 pods; in every window tare's kube-apiserver CPU agrees with the API
+// server's own utime + stime traced by the test; a run without kwok nodes, --kwok with --churn, and counts
+// beyond the kwok nodes' pods are refused with what to do.
+func TestDensityKwok(t *testing.T) {
+	requireLab(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	dir, kc, _ := labUp(ctx, t, "--kwok-nodes", "10")
+	cs := clientsetOf(t, kc)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--kwok", "--churn", "1"}, 2, "--churn and --kwok"},
+		{[]string{"--kwok", "--pods", "0,5000"}, 1, "exceed its maxPods (1100)"},
+	} {
+		_, errOut, err := run(ctx, append([]string{"density", "--kubeconfig", kc, "--trials", "1", "--window", "2s"}, tc.args...)...)
+		code := 1
+		var ec ExitCoder
+		if errors.As(err, &ec) {
+			code = ec.ExitCode()
+		}
+		if err == nil || code != tc.code || !strings.Contains(errOut, tc.want) {
+			t.Errorf("density %v: %v (exit %d), stderr %q: want exit %d saying %q", tc.args, err, code, errOut, tc.code, tc.want)
+		}
+	}
+	apiserver := testload.TraceUsage(processCPU(t, dir, "kube-apiserver"))
+	out, errOut, err := run(ctx, "density", "--kubeconfig", kc, "--kwok", "--pods", "0,500,1000", "--trials", "2", "--window", "3s",
+		"--settle", "2s", "-o", "json")
+	apiserver.Stop()
+	if err != nil {
+		t.Fatalf("density --kwok: %v\n%s", err, errOut)
+	}
+	var got density.Output
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !got.Kwok || len(got.Steps) != 6 || got.RuntimeClass != nil || got.KubeReserved != nil {
+		t.Fatalf("kwok %v, %d steps, RuntimeClass %v, kube-reserved %v: want 6 steps and neither", got.Kwok, len(got.Steps), got.RuntimeClass, got.KubeReserved)
+	}
+	var credited, used float64
+	for _, w := range got.Steps {
+		want, ok := apiserver.Between(w.Start, w.Start.Add(time.Duration(w.Seconds*float64(time.Second))))
+		if !ok {
+			t.Errorf("the API server trace does not cover the window at %s", w.Start)
+			continue
+		}
+		credited, used = credited+w.Groups[component.APIServer].CPU, used+want
+		if g := w.Groups[component.APIServer].CPU; math.Abs(g-want) > 0.15*want+10 {
+			t.Errorf("window at %s (%d pods): tare credits kube-apiserver %.1fm, its own utime+stime say %.1fm", w.Start.Format(time.TimeOnly), w.Pods, g, want)
+		}
+	}
+	t.Logf("all windows: tare credits kube-apiserver %.0fm, its own utime+stime %.0fm", credited, used)
+	if math.Abs(credited-used) > 0.1*used {
+		t.Errorf("over all windows tare credits kube-apiserver %.0fm, its own utime+stime %.0fm: want within 10%%", credited, used)
+	}
+	for _, name := range []string{component.APIServer, component.Etcd} {
+		c, ok := got.Model.Component(name)
+		if !ok || c.CPU.N != 6 || math.IsNaN(c.CPU.Lo) {
+			t.Errorf("%s: %+v, want fitted on 6 steps with an interval", name, c)
+			continue
+		}
+		t.Logf("%s per 1,000 pods: CPU %.1fm [%.1fm, %.1fm], RSS %.1f MiB [%.1f, %.1f]", name, 1000*c.CPU.Marginal, 1000*c.CPU.Lo, 1000*c.CPU.Hi,
+			1000*c.RSS.Marginal/(1<<20), 1000*c.RSS.Lo/(1<<20), 1000*c.RSS.Hi/(1<<20))
+	}
+	// The real node ran none of them: its pods are the lab's own.
+	pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Namespace == "tare-density" {
+			t.Errorf("pod %s/%s left after the run", p.Namespace, p.Name)
+		}
 	}
 }

@@ -83,7 +83,7 @@ func ParseRate(s string) (float64, error) {
 // shuffled order, with base idle pods running.
 func churnPhase(ctx context.Context, cs kubernetes.Interface, o Options, node string, base int, charged map[string]map[bool]bool, say func(string, ...any)) (*Churn, error) {
 	ch := &Churn{Rate: o.Churn, Base: base}
-	if err := scale(ctx, cs, o, node, base); err != nil {
+	if err := scale(ctx, cs, o, []string{node}, base); err != nil {
 		return ch, err
 	}
 	rng := rand.New(rand.NewPCG(o.Seed^0x5bd1e995, o.Seed))
@@ -148,6 +148,20 @@ func churnWindow(ctx context.Context, cs kubernetes.Interface, o Options, node s
 		err = ctx.Err()
 	}
 	return cw, err
+}
+
+// Measured is the pod starts per second of the churning windows together, and how many there were.
+func (ch *Churn) Measured() (rate float64, churning int) {
+	var starts, secs float64
+	for _, x := range ch.Windows {
+		if x.Churning {
+			starts, secs, churning = starts+float64(x.Starts), secs+x.Seconds, churning+1
+		}
+	}
+	if secs > 0 {
+		rate = starts / secs
+	}
+	return rate, churning
 }
 
 // costs computes the CPU per pod start of the node and of every group from the windows.
@@ -342,17 +356,7 @@ func (c *churner) stop(ctx context.Context) error {
 // table writes the churn phase: its windows' rates, then the CPU per pod start of the node and of every
 // group that moved, with intervals.
 func (ch *Churn) table(w io.Writer) error {
-	var starts, secs float64
-	n := 0
-	for _, x := range ch.Windows {
-		if x.Churning {
-			starts, secs, n = starts+float64(x.Starts), secs+x.Seconds, n+1
-		}
-	}
-	rate := 0.0
-	if secs > 0 {
-		rate = starts / secs
-	}
+	rate, n := ch.Measured()
 	fmt.Fprintf(w, "Pod churn: %.2f starts/s asked, %.2f measured (%d churning and %d quiet windows, %d idle pods under both).\n",
 		ch.Rate, rate, n, len(ch.Windows)-n, ch.Base)
 	fmt.Fprintf(w, "CPU per pod start, its deletion included (churning minus quiet window of each trial, over its starts; Hodges–Lehmann, p: Wilcoxon signed-rank):\n")

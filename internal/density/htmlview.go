@@ -58,6 +58,14 @@ func (o Output) View() htmlreport.DensityRun {
 		}
 		v.RuntimeClass = y
 	}
+	if c := o.Churn; c != nil {
+		hc := &htmlreport.DensityChurn{Rate: c.Rate, Base: c.Base, Windows: len(c.Windows)}
+		hc.Measured, _ = c.Measured()
+		for _, x := range append([]StartCost{c.Busy}, c.PerStart...) {
+			hc.Rows = append(hc.Rows, htmlreport.DensityStartCost{Name: x.Name, N: x.N, CPUms: x.CPUms, Lo: x.Lo, Hi: x.Hi, Level: x.Level, P: x.P, Significant: x.Significant})
+		}
+		v.Churn = hc
+	}
 	return v
 }
 

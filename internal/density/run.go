@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +28,7 @@ type Options struct {
 	Host      string        // the name of the machine measured (sample.HostName): warned about when not Node
 	Namespace string        // created for the run and deleted after it; it must not exist
 	Image     string        // the idle pods' image
+	Command   []string      // its containers' command; nil for the image's own
 	PullNever bool          // the image is on the node already (the lab's images): never pull it
 	Counts    []int         // pod counts, increasing
 	Trials    int           // repetitions of every count, in shuffled order
@@ -36,6 +38,9 @@ type Options struct {
 	MaxPods   int           // the pod limit kube-reserved is sized for; 0 for the node's own
 	// Containers is how many containers of Image each pod runs (0 counts as 1).
 	Containers int
+	// Kwok puts the pods on the cluster's kwok nodes (label type=kwok) instead of Node: no container runs,
+	// and what grows with the pods is the control plane's cost (--kwok).
+	Kwok bool
 	// Churn is the pod starts per second of the churn phase (--churn), 0 for none: after the steps, Trials
 	// pairs of a quiet and a churning window with the smallest count's idle pods running.
 	Churn   float64
@@ -60,6 +65,8 @@ type Report struct {
 	// KubeReserved is the recommendation for the node's pod limit (--max-pods, else the node's own),
 	// nil when the model has too few pod counts.
 	KubeReserved *Reserved `json:"kube_reserved"`
+	// Kwok says the pods ran on kwok nodes (Node names them): the model is the control plane's.
+	Kwok bool `json:"kwok,omitempty"`
 	// Churn is the churn phase's result (--churn), nil when not asked.
 	Churn *Churn `json:"churn,omitempty"`
 	// Warnings qualify the report's figures (a window's own warnings are in its step).
@@ -82,6 +89,9 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 	say := o.Say
 	if say == nil {
 		say = func(string, ...any) {}
+	}
+	if o.Kwok {
+		return runKwok(ctx, cs, o, say)
 	}
 	node, err := fit.ReadNode(ctx, cs, o.Node)
 	if err != nil {
@@ -126,7 +136,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 	}
 	for i, st := range steps {
 		say("step %d/%d (trial %d): %d pods on %s", i+1, len(steps), st.Trial, st.Pods, node.Name)
-		if err := scale(ctx, cs, o, node.Name, st.Pods); err != nil {
+		if err := scale(ctx, cs, o, []string{node.Name}, st.Pods); err != nil {
 			return finish(err)
 		}
 		select {
@@ -150,9 +160,10 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 	return finish(nil)
 }
 
-// scale makes exactly n of the run's pods run on the node: it creates the missing ones, deletes the extra
-// ones, and waits until n are Running and none is left terminating.
-func scale(ctx context.Context, cs kubernetes.Interface, o Options, node string, n int) error {
+// scale makes exactly n of the run's pods run on the nodes (pod i on nodes[i % len(nodes)]): it creates
+// the missing ones, deletes the extra ones, and waits until n are Running and none is left terminating.
+func scale(ctx context.Context, cs kubernetes.Interface, o Options, nodes []string, n int) error {
+	node := strings.Join(nodes, ", ")
 	pods := cs.CoreV1().Pods(o.Namespace)
 	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: podLabel})
 	if err != nil {
@@ -167,7 +178,7 @@ func scale(ctx context.Context, cs kubernetes.Interface, o Options, node string,
 		name := "idle-" + strconv.Itoa(i)
 		switch {
 		case i < n && !have[name]:
-			if _, err := pods.Create(ctx, idlePod(o, node, name), metav1.CreateOptions{}); err != nil {
+			if _, err := pods.Create(ctx, idlePod(o, nodes[i%len(nodes)], name), metav1.CreateOptions{}); err != nil {
 				return fmt.Errorf("creating pod %s: %w", name, err)
 			}
 		case i >= n && have[name]:
@@ -220,7 +231,7 @@ func idlePod(o Options, node, name string) *corev1.Pod {
 	zero, no := int64(0), false
 	containers := make([]corev1.Container, max(1, o.Containers))
 	for i := range containers {
-		containers[i] = corev1.Container{Name: "idle-" + strconv.Itoa(i), Image: o.Image, ImagePullPolicy: pull}
+		containers[i] = corev1.Container{Name: "idle-" + strconv.Itoa(i), Image: o.Image, ImagePullPolicy: pull, Command: o.Command}
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{podLabel: "idle"}},

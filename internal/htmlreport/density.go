@@ -27,6 +27,9 @@ func Density(r DensityRun, what, version string) Page {
 			p.Sections = append(p.Sections, s)
 		}
 		p.Sections = append(p.Sections, densityOutsideSection(r))
+		if r.Churn != nil {
+			p.Sections = append(p.Sections, densityChurnSection(*r.Churn))
+		}
 		if r.Reserved != nil {
 			p.Sections = append(p.Sections, densityReservedSection(*r.Reserved))
 		}
@@ -192,7 +195,7 @@ func densityReservedSection(r DensityReserved) Section {
 	if r.Extrapolated {
 		s.Items = append(s.Items, fmt.Sprintf("%d pods lies beyond the largest count measured: the line is extrapolated; measure up to it with --pods to check.", r.MaxPods))
 	}
-	s.Items = append(s.Items, "Measured: the idle pods' cost, CPU as a mean; a node whose pods start and stop often needs more (--churn is not built yet).")
+	s.Items = append(s.Items, "Measured: the idle pods' cost, CPU as a mean; a node whose pods start and stop often needs more: --churn measures the CPU per pod start.")
 	return s
 }
 

@@ -21,6 +21,7 @@ type DensityRun struct {
 	// RuntimeClass is the RuntimeClass printed, as YAML; "" when the run gives none.
 	RuntimeClass string
 	Warnings     []DensityWarning // the report's; a step's own are in the step
+	Churn        *DensityChurn    // nil without --churn
 }
 
 // DensityStep is one measured window: the pods on the node during it, in one trial.

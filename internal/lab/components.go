@@ -33,7 +33,7 @@ var built = component.Names(func(e component.Entry) bool { return e.Lab.Source =
 type debianPackage struct{ program, pkg string }
 
 // debianPackages are the programs of the components installed from Debian (etcd, containerd, runc, the CNI
-// plugins), then iptables, which kubelet and kube-proxy drive.
+// plugins), then iptables, which kubelet and kube-proxy drive, and busybox.
 var debianPackages = func() []debianPackage {
 	var out []debianPackage
 	for _, e := range component.All() {
@@ -41,7 +41,8 @@ var debianPackages = func() []debianPackage {
 			out = append(out, debianPackage{e.Lab.Program, e.Lab.Package})
 		}
 	}
-	return append(out, debianPackage{"iptables", "iptables"})
+	// busybox-static: the busybox image (busyboximage.go) is built from its binary.
+	return append(out, debianPackage{"iptables", "iptables"}, debianPackage{busyboxPath, "busybox-static"})
 }()
 
 // InstallOptions configure Install.

@@ -131,7 +131,7 @@ func TestFromRegistry(t *testing.T) {
 		t.Errorf("--set components (-want +got):\n%s", diff)
 	}
 	want := []debianPackage{{"etcd", "etcd-server"}, {"containerd", "containerd"}, {"runc", "runc"},
-		{"/usr/lib/cni/bridge", "containernetworking-plugins"}, {"iptables", "iptables"}}
+		{"/usr/lib/cni/bridge", "containernetworking-plugins"}, {"iptables", "iptables"}, {"/bin/busybox", "busybox-static"}}
 	if diff := cmp.Diff(want, debianPackages, cmp.AllowUnexported(debianPackage{})); diff != "" {
 		t.Errorf("Debian packages (-want +got):\n%s", diff)
 	}

@@ -34,13 +34,13 @@ type Image struct {
 	PathEnv string // PATH of the image's processes ("": unset), so that pods can name a program without its directory
 }
 
-// Images the lab provides: the sandbox (pause) image containerd is configured with, a small HTTP app, and
-// tare itself, which `tare agent manifest` runs by default.
+// Images the lab provides: the sandbox (pause) image containerd is configured with, a small HTTP app,
+// tare itself, which `tare agent manifest` runs by default, and Debian's static busybox (busyboximage.go).
 var (
 	PauseImage = Image{Name: "registry.k8s.io/pause:3.10", Source: "pause", Binary: "/pause"}
 	WebImage   = Image{Name: "tare.lab/web:v1", Source: "web", Binary: "/web"}
 	TareImage  = Image{Name: deploy.DefaultImage, Source: "tare", Binary: "/tare"}
-	labImages  = []Image{PauseImage, WebImage, TareImage}
+	labImages  = []Image{PauseImage, WebImage, TareImage, BusyboxImage}
 )
 
 // imageArchive is where an image's OCI archive is cached: named for its source, so a change rebuilds it.
@@ -59,8 +59,14 @@ func imageArchive(img Image) (path string, src []byte, err error) {
 // imagesCached says whether every lab image is already built.
 func imagesCached() bool {
 	for _, img := range labImages {
-		if img == TareImage {
+		switch img {
+		case TareImage:
 			if !tareImageCached() {
+				return false
+			}
+			continue
+		case BusyboxImage:
+			if !busyboxImageCached() {
 				return false
 			}
 			continue
@@ -81,8 +87,12 @@ func imagesCached() bool {
 func ensureImages(ctx context.Context) ([]string, error) {
 	var out []string
 	for _, img := range labImages {
-		if img == TareImage {
-			archive, err := TareImageArchive(ctx)
+		if img == TareImage || img == BusyboxImage {
+			build := TareImageArchive
+			if img == BusyboxImage {
+				build = func(context.Context) (string, error) { return BusyboxImageArchive() }
+			}
+			archive, err := build(ctx)
 			if err != nil {
 				return nil, err
 			}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tare-dev/tare/internal/blockio"
 )
 
 // The metrics of the contract (README, "tare agent"). Names, types and labels are relied on by the
@@ -35,8 +37,14 @@ var (
 	descTook     = prometheus.NewDesc("tare_sample_duration_seconds", "How long the last sample took to read.", nil, nil)
 	descRing     = prometheus.NewDesc("tare_ring_samples", "Samples held in the ring (at most --window / --interval + 1).", nil, nil)
 	descWarnings = prometheus.NewDesc("tare_warnings_total", "Sampler warnings by kind (source, skipped, limitation).", []string{"kind"}, nil)
+	ioLabels     = append(append([]string{}, groupLabels...), "direction")
+	descIOReqs   = prometheus.NewDesc("tare_group_block_io_requests_total", "Block I/O requests completed for the group's processes (the kernel's block tracepoints), by direction (read, write, other).", ioLabels, nil)
+	descIOBytes  = prometheus.NewDesc("tare_group_block_io_bytes_total", "Bytes of the group's completed block I/O requests, by direction.", ioLabels, nil)
+	descIODevice = prometheus.NewDesc("tare_group_block_io_device_seconds", "Device time (issue to completion) of the group's block I/O requests. The kernel counts log2 buckets of microseconds only: the bucket bounds are exact, _sum is estimated at each bucket's midpoint.", groupLabels, nil)
+	descIOLost   = prometheus.NewDesc("tare_block_io_uncounted_requests_total", "Block I/O requests in no group: completions of requests the tracer did not see made (unmatched) or had no room to count (dropped).", []string{"reason"}, nil)
 	allDescs     = []*prometheus.Desc{descInfo, descCPUs, descBusy, descNodeCPU, descGroupCPU, descChildCPU, descChildRuns, descGroupMem,
-		descRead, descWritten, descThreads, descGap, descRes, descProcCPU, descProcMem, descSelf, descSamples, descTook, descRing, descWarnings}
+		descRead, descWritten, descThreads, descGap, descRes, descProcCPU, descProcMem, descSelf, descSamples, descTook, descRing, descWarnings,
+		descIOReqs, descIOBytes, descIODevice, descIOLost}
 )
 
 // collector exports the state as const metrics, read under the state's lock so that one scrape sees one
@@ -88,6 +96,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		emit(ch, descNodeCPU, prometheus.CounterValue, max(mode.v, 0), mode.name)
 	}
 	c.groups(ch)
+	c.blockIO(ch)
 	c.processes(ch)
 	emit(ch, descGap, prometheus.GaugeValue, s.gap)
 	emit(ch, descRes, prometheus.GaugeValue, s.res)
@@ -181,4 +190,63 @@ func (c collector) processes(ch chan<- prometheus.Metric) {
 			emit(ch, descProcMem, prometheus.GaugeValue, float64(mem.v), l.pid, l.comm, l.group, mem.name)
 		}
 	}
+}
+
+// blockIO exports each pod's (or other group's) block I/O, its containers summed, and the requests the
+// tracer could not charge; nothing without the tracer.
+func (c collector) blockIO(ch chan<- prometheus.Metric) {
+	s := c.s
+	if !s.io.on {
+		return
+	}
+	emit(ch, descIOLost, prometheus.CounterValue, float64(s.io.unmatched), "unmatched")
+	emit(ch, descIOLost, prometheus.CounterValue, float64(s.io.dropped), "dropped")
+	pods := map[podKey]*ioCounters{}
+	for k, g := range s.groups {
+		if g.io == nil {
+			continue
+		}
+		t := pods[k.podOf()]
+		if t == nil {
+			t = &ioCounters{}
+			pods[k.podOf()] = t
+		}
+		for d := range t.requests {
+			t.requests[d] += g.io.requests[d]
+			t.bytes[d] += g.io.bytes[d]
+		}
+		t.device.Add(&g.io.device)
+	}
+	for k, t := range pods {
+		l := []string{k.group, k.kind, k.ns, k.pod}
+		for d := range t.requests {
+			dir := blockio.Dir(d).String()
+			emit(ch, descIOReqs, prometheus.CounterValue, float64(t.requests[d]), append(l, dir)...)
+			emit(ch, descIOBytes, prometheus.CounterValue, float64(t.bytes[d]), append(l, dir)...)
+		}
+		count, sum, buckets := histogramOf(&t.device)
+		m, err := prometheus.NewConstHistogram(descIODevice, count, sum, buckets, l...)
+		if err != nil {
+			m = prometheus.NewInvalidMetric(descIODevice, err)
+		}
+		ch <- m
+	}
+}
+
+// histogramOf converts a log2 histogram of microseconds into Prometheus's cumulative buckets in seconds
+// (upper bound of each slot but the open last one), with its count and a sum estimated at the slots'
+// midpoints.
+func histogramOf(h *blockio.Histogram) (count uint64, sum float64, buckets map[float64]uint64) {
+	buckets = make(map[float64]uint64, blockio.Slots-1)
+	for i, n := range h {
+		lo, hi := blockio.SlotBounds(i)
+		count += n
+		if i < blockio.Slots-1 {
+			buckets[hi.Seconds()] = count
+			sum += float64(n) * (lo + hi).Seconds() / 2
+		} else {
+			sum += float64(n) * lo.Seconds()
+		}
+	}
+	return count, sum, buckets
 }

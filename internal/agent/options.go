@@ -21,6 +21,9 @@ type Options struct {
 	Interval, Detail, Window time.Duration
 	// TopProcesses is how many single processes /metrics exports: the top N by CPU over the window.
 	TopProcesses int
+	// BlockIO counts block I/O by group with BPF on the block tracepoints (blockio), where allowed; where
+	// not, a limitation says why and the groups keep /proc/PID/io's bytes only.
+	BlockIO bool
 	// Node is the node's name, exported in tare_agent_info.
 	Node string
 	// Version is tare's version.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/tare-dev/tare/internal/blockio"
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/session"
 )
@@ -48,7 +50,7 @@ func Run(ctx context.Context, o Options) error {
 	st := newState(o.ringLen(), o.Window)
 	so := o.Sampler
 	so.Interval, so.Detail = o.Interval, o.Detail
-	ses, err := session.Open(ctx, session.Options{Sampler: so, Duration: o.Window, Version: o.Version, Limitations: o.Limitations,
+	ses, err := session.Open(ctx, session.Options{Sampler: so, Duration: o.Window, Version: o.Version, Limitations: o.Limitations, BlockIO: o.BlockIO,
 		OnWarning: func(w session.Warning) {
 			st.warn(string(w.Kind))
 			if o.Log != nil {
@@ -69,8 +71,12 @@ func Run(ctx context.Context, o Options) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	limitations := 0
+	tracer := ses.BlockIO()
 	streamErr := ses.Stream(ctx, func(x sample.Sample, meta sample.Meta) {
 		st.add(x, meta)
+		if tracer != nil {
+			readBlockIO(st, tracer, o.Log)
+		}
 		if n := len(meta.Limitations); n > limitations {
 			st.mu.Lock()
 			st.warnings["limitation"] += uint64(n - limitations)
@@ -88,6 +94,24 @@ func Run(ctx context.Context, o Options) error {
 		shutErr = errors.Join(shutErr, fmt.Errorf("serving: %w", err))
 	}
 	return errors.Join(streamErr, shutErr)
+}
+
+// readBlockIO credits the block I/O since the previous sample and forgets the records of processes that
+// ended; a failed read is counted as a source warning and retried at the next sample.
+func readBlockIO(st *state, t *blockio.Tracer, log io.Writer) {
+	snap, err := t.Read()
+	if err == nil {
+		forget := st.addBlockIO(snap)
+		if err = t.Forget(forget); err == nil {
+			st.forgotten(forget)
+		}
+	}
+	if err != nil {
+		st.warn("source")
+		if log != nil {
+			fmt.Fprintf(log, "warning: %v\n", err)
+		}
+	}
 }
 
 // checkProcRoot fails early, naming the path, when the proc root holds no readable procfs.

@@ -33,8 +33,9 @@ type proc struct {
 type group struct {
 	cpuNs, childNs, runs uint64
 	readB, writeB        uint64
-	live                 int       // processes of the group alive now
-	seen                 time.Time // the last sample in which it lived or used CPU
+	live                 int         // processes of the group alive now
+	seen                 time.Time   // the last sample in which it lived or used CPU
+	io                   *ioCounters // block I/O, nil until the group does some (and without the tracer)
 }
 
 // state is everything the agent serves, updated by the sampling goroutine and read by the HTTP handlers.
@@ -60,6 +61,7 @@ type state struct {
 	took                time.Duration
 	gap, res            float64 // unattributed and its resolution over the last interval, in cores
 	warnings            map[string]uint64
+	io                  blockIOState
 }
 
 func newState(ringLen int, window time.Duration) *state {

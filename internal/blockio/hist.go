@@ -44,8 +44,8 @@ func (h *Histogram) Count() uint64 {
 	return n
 }
 
-// add adds o's counts to h.
-func (h *Histogram) add(o *Histogram) {
+// Add adds o's counts to h.
+func (h *Histogram) Add(o *Histogram) {
 	for i := range h {
 		h[i] += o[i]
 	}

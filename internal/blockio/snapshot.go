@@ -120,8 +120,8 @@ func (s Snapshot) Total(keep func(Key) bool) Record {
 		}
 		t.Requests += r.Requests
 		t.Bytes += r.Bytes
-		t.Device.add(&r.Device)
-		t.Queue.add(&r.Queue)
+		t.Device.Add(&r.Device)
+		t.Queue.Add(&r.Queue)
 	}
 	return t
 }

@@ -96,6 +96,23 @@ func (t *Tracer) Read() (Snapshot, error) {
 	return s, nil
 }
 
+// Forget deletes the records of keys from the kernel's table, so that a long-running reader (the agent)
+// keeps the table to the processes that do I/O now: call it for records already accounted whose process
+// has ended. A key that counts again later starts from zero. Keys no longer in the table are skipped.
+func (t *Tracer) Forget(keys []Key) error {
+	var errs []error
+	for _, k := range keys {
+		kk := blockioKey{Tgid: k.PID, Dir: uint32(k.Dir), Major: k.Dev.Major, Minor: k.Dev.Minor, Cgroup: k.Cgroup}
+		if err := t.objs.Stats.Delete(&kk); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("forgetting block I/O records: %w", err)
+	}
+	return nil
+}
+
 // record converts the kernel's key and value into a Record.
 func record(k *blockioKey, v *blockioStat) Record {
 	r := Record{

@@ -19,6 +19,7 @@ type agentOptions struct {
 	detail   time.Duration
 	top      int
 	node     string
+	blockIO  bool
 }
 
 // newAgent is `tare agent`: the long-running mode that samples the node and serves /metrics, /summary and
@@ -31,7 +32,7 @@ func newAgent(s streams, g *globalOptions) *cobra.Command {
 		Long: `Sample the node continuously, with the same measuring session as tare measure, and serve over HTTP:
   - GET /metrics: Prometheus (and OpenMetrics) text: node busy and /proc/stat CPU, per group (component,
     pod container, kernel, other, tare itself) CPU, short-lived children's CPU and runs, memory, disk bytes
-    and threads, the reconciliation gap, the top --top-processes processes by CPU over --window, and the
+    and threads, block I/O requests, bytes and device-time histograms (--block-io), the reconciliation gap, the top --top-processes processes by CPU over --window, and the
     agent's own process_* and go_* metrics. Counters are cumulative since the agent started.
   - GET /summary?window=60s: the JSON of tare measure -o json over the trailing window (default and
     longest: --window).
@@ -61,6 +62,7 @@ Ctrl-C or SIGTERM shuts the server down gracefully.`,
 	f.DurationVar(&o.interval, "interval", time.Second, "time between samples")
 	f.DurationVar(&o.window, "window", 10*time.Minute, "samples kept for /summary and for ranking the top processes (window / interval samples)")
 	f.DurationVar(&o.detail, "detail-interval", 5*time.Second, "time between memory, disk and thread reads (rounded to a multiple of --interval)")
+	f.BoolVar(&o.blockIO, "block-io", true, "count each group's block I/O requests, bytes and device time with BPF on the block tracepoints (where BPF is allowed; about 25 ms of CPU once, to load)")
 	f.IntVar(&o.top, "top-processes", 20, "single processes exported in /metrics: the top N by CPU over --window (0: none)")
 	f.StringVar(&o.node, "node", "", "the node's name in tare_agent_info and for naming its pods (default $NODE_NAME, else the host name)")
 	cmd.AddCommand(newAgentManifest(s, g), newAgentImage(s, g), newAgentPrometheus(s, g))
@@ -98,7 +100,7 @@ func runAgent(ctx context.Context, s streams, g *globalOptions, o *agentOptions)
 	node := o.nodeName(g.procRoot)
 	names, nameNote := podNamer(ctx, g.kubeconfig, node)
 	ao := agent.Options{Listen: o.listen, Interval: o.interval, Detail: o.detail, Window: o.window, TopProcesses: o.top,
-		Node: node, Version: Version, Log: s.err,
+		Node: node, Version: Version, Log: s.err, BlockIO: o.blockIO,
 		// In a pod, the agent's own cgroup names its kubelet's: pods of another kubelet on the same kernel
 		// (the nodes of a one-machine cluster) are grouped apart, not counted as this node's.
 		Sampler: g.sampleOptions(sample.Options{PodNames: names, PodRoot: sample.OwnPodRoot(g.procRoot, os.Getpid()), NoResources: true})}

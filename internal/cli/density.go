@@ -89,7 +89,7 @@ the steps it measured.`,
 	f.StringVar(&o.handler, "handler", "runc", "the RuntimeClass's handler: the CRI runtime handler its pods run with")
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the step order and the bootstrap (default: from the clock)")
 	f.IntVar(&o.containers, "containers-per-pod", 1, "containers of the image in each pod (a sidecar-heavy pod runs several)")
-	f.BoolVar(&o.kwok, "kwok", false, "put the pods on the cluster's kwok nodes (label "+density.KwokLabel+"; tare lab up --kwok-nodes 2): the control plane's cost per 1,000 pods, no container running (default --pods "+fmt.Sprint(density.DefaultKwokCounts)+")")
+	f.BoolVar(&o.kwok, "kwok", false, "put the pods on the cluster's kwok nodes (label "+density.KwokLabel+"; tare lab up --kwok-nodes 2): the control plane's cost per 1,000 pods, no container running (default --pods: 0, a quarter, half and all of their pods)")
 	f.StringVar(&o.churn, "churn", "", "also measure pods starting and stopping at this rate (pod starts per second, or 30/min): the CPU per pod start of kubelet, runtime, API server, etcd and every other group, apart from the idle cost")
 	f.IntVar(&o.maxPods, "max-pods", 0, "pod limit the kube-reserved recommendation is sized for (default: the node's)")
 	htmlFlag(f, &o.html)
@@ -116,17 +116,21 @@ func runDensity(cmd *cobra.Command, s streams, g *globalOptions, o *densityOptio
 	}
 	if o.kwok {
 		if !cmd.Flags().Changed("pods") {
-			o.pods = density.DefaultKwokCounts
+			o.pods = nil // from the kwok nodes' capacity
 		}
 		switch {
+		case o.html != "":
+			return usageError("--html and --kwok: the page shows a node's per-pod model; read a kwok run's table or JSON")
 		case o.churn != "":
 			return usageError("--churn and --kwok: kwok's pods start no container; measure churn on a real node")
 		case o.node != "":
 			return usageError("--node and --kwok: --kwok spreads the pods over every kwok node")
 		}
 	}
-	if err := density.CheckCounts(o.pods, 0, 0); err != nil {
-		return usageError("--pods: %w", err)
+	if o.pods != nil || !o.kwok {
+		if err := density.CheckCounts(o.pods, 0, 0); err != nil {
+			return usageError("--pods: %w", err)
+		}
 	}
 	churn := 0.0
 	if o.churn != "" {

@@ -542,7 +542,7 @@ func processCPU(t *testing.T, labDir, name string) func() time.Duration {
 // the pods, whose sleeps map one file of the image: they are no pod's marginal cost.
 func checkBusyboxSleep(ctx context.Context, t *testing.T, kc string) {
 	t.Helper()
-	out, errOut, err := run(ctx, "density", "--kubeconfig", kc, "--pods", "0,2,4", "--trials", "1", "--window", "3s", "--settle", "1s",
+	out, errOut, err := run(ctx, "density", "--kubeconfig", kc, "--pods", "0,2,4,6", "--trials", "2", "--window", "3s", "--settle", "2s",
 		"--image", "busybox-sleep", "-o", "json")
 	if err != nil {
 		t.Fatalf("density --image busybox-sleep: %v\n%s", err, errOut)
@@ -587,8 +587,8 @@ func smapsField(t *testing.T, pid int, field string) float64 {
 	return kib * 1024
 }
 
-// TestDensityKwok: --kwok on a lab with ten kwok nodes puts the pods on them (none on the real node) and
-// fits the control plane per 1,000 pods; in every window tare's kube-apiserver CPU agrees with the API
+// TestDensityKwok: --kwok on a lab with ten kwok nodes puts the pods on them and fits the control plane
+// per 1,000 pods; in every window tare's kube-apiserver CPU agrees with the API
 // server's own utime + stime traced by the test; a run without kwok nodes, --kwok with --churn, and counts
 // beyond the kwok nodes' pods are refused with what to do.
 func TestDensityKwok(t *testing.T) {
@@ -603,6 +603,7 @@ func TestDensityKwok(t *testing.T) {
 		want string
 	}{
 		{[]string{"--kwok", "--churn", "1"}, 2, "--churn and --kwok"},
+		{[]string{"--kwok", "--html", filepath.Join(t.TempDir(), "kwok.html")}, 2, "--html and --kwok"},
 		{[]string{"--kwok", "--pods", "0,5000"}, 1, "exceed its maxPods (1100)"},
 	} {
 		_, errOut, err := run(ctx, append([]string{"density", "--kubeconfig", kc, "--trials", "1", "--window", "2s"}, tc.args...)...)
@@ -654,7 +655,7 @@ func TestDensityKwok(t *testing.T) {
 		t.Logf("%s per 1,000 pods: CPU %.1fm [%.1fm, %.1fm], RSS %.1f MiB [%.1f, %.1f]", name, 1000*c.CPU.Marginal, 1000*c.CPU.Lo, 1000*c.CPU.Hi,
 			1000*c.RSS.Marginal/(1<<20), 1000*c.RSS.Lo/(1<<20), 1000*c.RSS.Hi/(1<<20))
 	}
-	// The real node ran none of them: its pods are the lab's own.
+	// Nothing of the run is left.
 	pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)

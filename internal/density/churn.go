@@ -11,16 +11,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/stats"
 )
 
@@ -118,7 +113,8 @@ func churnWindow(ctx context.Context, cs kubernetes.Interface, o Options, node s
 	var c *churner
 	if churning {
 		c = startChurn(ctx, cs, o, node)
-		warm := max(o.Settle, time.Duration(2/o.Churn*float64(time.Second)))
+		// Steady state: a pod's whole life (create → Running → teardown, about 2 s here) and two gaps.
+		warm := max(o.Settle, 3*time.Second+time.Duration(2/o.Churn*float64(time.Second)))
 		select {
 		case <-ctx.Done():
 		case <-time.After(warm):
@@ -220,137 +216,15 @@ func nanLow(v float64) float64 {
 	return v
 }
 
-// churner creates a pod every 1/rate seconds and deletes each as soon as it runs, noting when each was
-// created and first seen Running.
-type churner struct {
-	cs      kubernetes.Interface
-	o       Options
-	node    string
-	cancel  context.CancelFunc
-	done    chan struct{}
-	mu      sync.Mutex
-	created []time.Time
-	running []time.Time
-	err     error
-}
-
-// churnLabel marks the churned pods (podLabel's value), apart from the idle ones.
-const churnLabel = "churn"
-
-func startChurn(ctx context.Context, cs kubernetes.Interface, o Options, node string) *churner {
-	cctx, cancel := context.WithCancel(ctx)
-	c := &churner{cs: cs, o: o, node: node, cancel: cancel, done: make(chan struct{})}
-	go c.run(cctx)
-	return c
-}
-
-func (c *churner) run(ctx context.Context) {
-	defer close(c.done)
-	pods := c.cs.CoreV1().Pods(c.o.Namespace)
-	every := time.Duration(float64(time.Second) / c.o.Churn)
-	create := time.NewTicker(every)
-	defer create.Stop()
-	poll := time.NewTicker(100 * time.Millisecond)
-	defer poll.Stop()
-	seen := map[string]bool{}
-	zero := int64(0)
-	n := 0
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-create.C:
-			p := idlePod(c.o, c.node, fmt.Sprintf("churn-%d", n))
-			p.Labels[podLabel] = churnLabel
-			n++
-			if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
-				c.fail(fmt.Errorf("creating pod %s: %w", p.Name, err))
-				return
-			}
-			c.mu.Lock()
-			c.created = append(c.created, time.Now())
-			c.mu.Unlock()
-		case <-poll.C:
-			list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: podLabel + "=" + churnLabel})
-			if err != nil {
-				if ctx.Err() == nil {
-					c.fail(fmt.Errorf("listing the churned pods: %w", err))
-				}
-				return
-			}
-			now := time.Now()
-			for _, p := range list.Items {
-				if err := kube.PodStartFailure(&p); err != nil {
-					c.fail(err)
-					return
-				}
-				if p.Status.Phase != corev1.PodRunning || seen[p.Name] {
-					continue
-				}
-				seen[p.Name] = true
-				c.mu.Lock()
-				c.running = append(c.running, now)
-				c.mu.Unlock()
-				if err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil && !apierrors.IsNotFound(err) {
-					c.fail(fmt.Errorf("deleting pod %s: %w", p.Name, err))
-					return
-				}
-			}
+// shown are the groups whose CPU per start is worth a row: fitted, and not near zero unless significant.
+func (ch *Churn) shown() []StartCost {
+	var out []StartCost
+	for _, c := range ch.PerStart {
+		if !math.IsNaN(c.CPUms) && (math.Abs(c.CPUms) >= 0.05 || c.Significant) {
+			out = append(out, c)
 		}
 	}
-}
-
-func (c *churner) fail(err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err == nil {
-		c.err = err
-	}
-}
-
-// counts says how many pods were first seen Running, and how many were created, within [from, to].
-func (c *churner) counts(from, to time.Time) (starts, created int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	in := func(ts []time.Time) int {
-		k := 0
-		for _, t := range ts {
-			if !t.Before(from) && !t.After(to) {
-				k++
-			}
-		}
-		return k
-	}
-	return in(c.running), in(c.created)
-}
-
-// stop ends the churn, deletes the churned pods left and waits until they are gone; it returns the first
-// error the churn met.
-func (c *churner) stop(ctx context.Context) error {
-	c.cancel()
-	<-c.done
-	c.mu.Lock()
-	err := c.err
-	c.mu.Unlock()
-	pods := c.cs.CoreV1().Pods(c.o.Namespace)
-	zero := int64(0)
-	sel := metav1.ListOptions{LabelSelector: podLabel + "=" + churnLabel}
-	if derr := pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, sel); derr != nil && err == nil {
-		err = fmt.Errorf("deleting the churned pods: %w", derr)
-	}
-	for deadline := time.Now().Add(2 * time.Minute); ; {
-		list, lerr := pods.List(ctx, sel)
-		if lerr == nil && len(list.Items) == 0 {
-			return err
-		}
-		if time.Now().After(deadline) {
-			if err == nil {
-				err = fmt.Errorf("churned pods still there after 2 minutes (kubectl -n %s get pods -l %s=%s)", c.o.Namespace, podLabel, churnLabel)
-			}
-			return err
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	return out
 }
 
 // table writes the churn phase: its windows' rates, then the CPU per pod start of the node and of every
@@ -369,11 +243,12 @@ func (ch *Churn) table(w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%.1f\t[%.1f, %.1f] (%.0f%%)\t%.3g%s\n", c.Name, c.N, c.CPUms, c.Lo, c.Hi, 100*c.Level, c.P, sig)
 	}
+	if ch.Busy.N == 0 {
+		_, err := fmt.Fprintln(w, "  no trial has both its windows with pods started: nothing to compare.")
+		return err
+	}
 	row(ch.Busy)
-	for _, c := range ch.PerStart {
-		if math.IsNaN(c.CPUms) || math.Abs(c.CPUms) < 0.05 && !c.Significant {
-			continue
-		}
+	for _, c := range ch.shown() {
 		row(c)
 	}
 	if err := tw.Flush(); err != nil {

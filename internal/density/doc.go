@@ -5,11 +5,13 @@
 // it writes a RuntimeClass whose overhead.podFixed accounts for them. `tare density` calls it.
 //
 // plan.go orders the steps, fit.go fits a line, model.go turns measured windows into per-component models
-// (pure); runtimeclass.go builds the RuntimeClass; run.go drives the cluster and the session; htmlview.go
-// gives the report's plain view for its HTML page.
+// (pure); runtimeclass.go builds the RuntimeClass; run.go drives the cluster and the session; churn.go is
+// the churn phase (--churn: CPU per pod start) and churner.go the pods it starts and deletes; kwok.go the
+// control plane's variant on kwok nodes (--kwok); htmlview.go gives the report's plain view for its HTML
+// page.
 //
 // It imports session (the measuring session), kube (pods, namespaces), classify and component (which
 // group is which component), summary, stats, fit (reading the node as tare fit does), deploy (the
-// RuntimeClass's YAML), output and htmlreport (the page's view type, DensityRun). A new per-pod figure goes in model.go with its fit; a new way to
-// step the pods goes in plan.go.
+// RuntimeClass's YAML), output and htmlreport (the page's view type, DensityRun). A new per-pod figure
+// goes in model.go with its fit; a new way to step the pods goes in plan.go.
 package density

@@ -61,7 +61,7 @@ func (o Output) View() htmlreport.DensityRun {
 	if c := o.Churn; c != nil {
 		hc := &htmlreport.DensityChurn{Rate: c.Rate, Base: c.Base, Windows: len(c.Windows)}
 		hc.Measured, _ = c.Measured()
-		for _, x := range append([]StartCost{c.Busy}, c.PerStart...) {
+		for _, x := range append([]StartCost{c.Busy}, c.shown()...) {
 			hc.Rows = append(hc.Rows, htmlreport.DensityStartCost{Name: x.Name, N: x.N, CPUms: x.CPUms, Lo: x.Lo, Hi: x.Hi, Level: x.Level, P: x.P, Significant: x.Significant})
 		}
 		v.Churn = hc

@@ -3,7 +3,6 @@ package density
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -23,8 +22,12 @@ import (
 // KwokLabel selects the kwok nodes (the tare lab's label them type=kwok, as kwok's examples do).
 const KwokLabel = "type=kwok"
 
-// DefaultKwokCounts are the pod counts of --kwok when --pods is not given.
-var DefaultKwokCounts = []int{0, 500, 1000, 2000}
+// KwokCounts are the pod counts of --kwok when --pods is not given: none, a quarter, half and all of the
+// kwok nodes' pods (each rounded down to a multiple of 10).
+func KwokCounts(capacity int) []int {
+	r := func(n int) int { return n / 10 * 10 }
+	return []int{0, r(capacity / 4), r(capacity / 2), r(capacity)}
+}
 
 // runKwok is Run on the kwok nodes.
 func runKwok(ctx context.Context, cs kubernetes.Interface, o Options, say func(string, ...any)) (Report, error) {
@@ -43,11 +46,14 @@ func runKwok(ctx context.Context, cs kubernetes.Interface, o Options, say func(s
 		}
 	}
 	if len(nodes) == 0 {
-		return Report{}, fmt.Errorf("--kwok puts the pods on kwok nodes (label %s) and none is Ready: start the lab with tare lab up --kwok-nodes 2", KwokLabel)
+		return Report{}, fmt.Errorf("--kwok puts the pods on kwok nodes (label %s) and none is Ready: start the lab with tare lab up --kwok-nodes 10 (110 pods each)", KwokLabel)
 	}
 	slices.Sort(nodes)
+	if len(o.Counts) == 0 {
+		o.Counts = KwokCounts(maxPods)
+	}
 	if err := CheckCounts(o.Counts, maxPods, 0); err != nil {
-		return Report{}, fmt.Errorf("--pods on the kwok nodes: %w", err)
+		return Report{}, fmt.Errorf("--pods on the kwok nodes (110 pods each on the tare lab: more with tare lab up --kwok-nodes N): %w", err)
 	}
 	if err := kube.CreateRunNamespace(ctx, cs, o.Namespace, "tare density"); err != nil {
 		return Report{}, err
@@ -66,24 +72,5 @@ func runKwok(ctx context.Context, cs kubernetes.Interface, o Options, say func(s
 		rep.Model = Fitted(rep.Steps, chargedTo(charged), o.Seed)
 		return rep, err
 	}
-	for i, st := range Order(o.Counts, o.Trials, rand.New(rand.NewPCG(o.Seed, o.Seed+1))) {
-		say("step %d/%d (trial %d): %d pods on %s", i+1, len(o.Counts)*o.Trials, st.Trial, st.Pods, where)
-		if err := scale(ctx, cs, o, nodes, st.Pods); err != nil {
-			return finish(err)
-		}
-		select {
-		case <-ctx.Done():
-			return finish(ctx.Err())
-		case <-time.After(o.Settle):
-		}
-		w, err := measure(ctx, o, st, charged)
-		if err != nil {
-			return finish(err)
-		}
-		rep.Steps = append(rep.Steps, w)
-		if ctx.Err() != nil {
-			return finish(ctx.Err())
-		}
-	}
-	return finish(nil)
+	return finish(runSteps(ctx, cs, o, nodes, where, &rep, charged, say))
 }

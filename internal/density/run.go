@@ -121,7 +121,6 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 		}
 	}()
 	rep := Report{Node: node.Name, Image: o.Image, Containers: max(1, o.Containers), Counts: o.Counts, Trials: o.Trials, Window: o.Window.String(), Seed: o.Seed, Started: time.Now(), Warnings: warnings}
-	steps := Order(o.Counts, o.Trials, rand.New(rand.NewPCG(o.Seed, o.Seed+1)))
 	charged := map[string]map[bool]bool{}
 	finish := func(err error) (Report, error) {
 		rep.Took = time.Since(rep.Started).Round(time.Second).String()
@@ -134,24 +133,8 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 			node.Capacity.Cpu().AsApproximateFloat64(), node.Capacity.Memory().AsApproximateFloat64(), o.Seed)
 		return rep, err
 	}
-	for i, st := range steps {
-		say("step %d/%d (trial %d): %d pods on %s", i+1, len(steps), st.Trial, st.Pods, node.Name)
-		if err := scale(ctx, cs, o, []string{node.Name}, st.Pods); err != nil {
-			return finish(err)
-		}
-		select {
-		case <-ctx.Done():
-			return finish(ctx.Err())
-		case <-time.After(o.Settle):
-		}
-		w, err := measure(ctx, o, st, charged)
-		if err != nil {
-			return finish(err)
-		}
-		rep.Steps = append(rep.Steps, w)
-		if ctx.Err() != nil { // the window was cut short: keep it, measure no more
-			return finish(ctx.Err())
-		}
+	if err := runSteps(ctx, cs, o, []string{node.Name}, node.Name, &rep, charged, say); err != nil {
+		return finish(err)
 	}
 	if o.Churn > 0 {
 		rep.Churn, err = churnPhase(ctx, cs, o, node.Name, o.Counts[0], charged, say)
@@ -160,12 +143,39 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 	return finish(nil)
 }
 
+// runSteps scales the run's pods on nodes through the counts, every count once per trial in shuffled
+// order, and measures a window at each step into rep.Steps. A window cut short by ctx is kept, and the
+// steps stop there with ctx's error.
+func runSteps(ctx context.Context, cs kubernetes.Interface, o Options, nodes []string, where string, rep *Report, charged map[string]map[bool]bool, say func(string, ...any)) error {
+	steps := Order(o.Counts, o.Trials, rand.New(rand.NewPCG(o.Seed, o.Seed+1)))
+	for i, st := range steps {
+		say("step %d/%d (trial %d): %d pods on %s", i+1, len(steps), st.Trial, st.Pods, where)
+		if err := scale(ctx, cs, o, nodes, st.Pods); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(o.Settle):
+		}
+		w, err := measure(ctx, o, st, charged)
+		if err != nil {
+			return err
+		}
+		rep.Steps = append(rep.Steps, w)
+		if ctx.Err() != nil { // the window was cut short: keep it, measure no more
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
 // scale makes exactly n of the run's pods run on the nodes (pod i on nodes[i % len(nodes)]): it creates
 // the missing ones, deletes the extra ones, and waits until n are Running and none is left terminating.
 func scale(ctx context.Context, cs kubernetes.Interface, o Options, nodes []string, n int) error {
 	node := strings.Join(nodes, ", ")
 	pods := cs.CoreV1().Pods(o.Namespace)
-	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: podLabel})
+	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: podLabel + "=" + idleLabel})
 	if err != nil {
 		return fmt.Errorf("listing the run's pods: %w", err)
 	}
@@ -190,7 +200,7 @@ func scale(ctx context.Context, cs kubernetes.Interface, o Options, nodes []stri
 	timeout := 2*time.Minute + time.Duration(n)*time.Second
 	deadline := time.Now().Add(timeout)
 	for {
-		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: podLabel})
+		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: podLabel + "=" + idleLabel})
 		if err != nil {
 			return fmt.Errorf("listing the run's pods: %w", err)
 		}
@@ -234,7 +244,7 @@ func idlePod(o Options, node, name string) *corev1.Pod {
 		containers[i] = corev1.Container{Name: "idle-" + strconv.Itoa(i), Image: o.Image, ImagePullPolicy: pull, Command: o.Command}
 	}
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{podLabel: "idle"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{podLabel: idleLabel}},
 		Spec: corev1.PodSpec{
 			NodeName: node, TerminationGracePeriodSeconds: &zero, AutomountServiceAccountToken: &no,
 			EnableServiceLinks: &no,

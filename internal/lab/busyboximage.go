@@ -2,6 +2,7 @@ package lab
 
 import (
 	"crypto/sha256"
+	"debug/elf"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -14,8 +15,7 @@ import (
 // the machine's file, named for its size and time, so an upgrade of the package rebuilds it.
 var BusyboxImage = Image{Name: "tare.lab/busybox:v1", Source: "busybox", PathEnv: "/bin"}
 
-// BusyboxSleep is the command of a busybox-sleep container: sleep for 68 years (busybox's sleep takes
-// seconds as a 32-bit number).
+// BusyboxSleep is the command of a busybox-sleep container: sleep for 68 years.
 var BusyboxSleep = []string{"/bin/busybox", "sleep", "2147483647"}
 
 // busyboxPath is where busybox-static installs busybox, on the machine and in the image.
@@ -45,6 +45,9 @@ func BusyboxImageArchive() (string, error) {
 	if _, err := os.Stat(archive); err == nil {
 		return archive, nil
 	}
+	if err := staticBusybox(); err != nil {
+		return "", err
+	}
 	prog, err := fileProgram(busyboxPath)
 	if err != nil {
 		return "", err
@@ -56,6 +59,25 @@ func BusyboxImageArchive() (string, error) {
 	return archive, nil
 }
 
+// staticBusybox says why the machine's busybox cannot be the image's, nil when it can: the image holds
+// no loader, so the binary must be static (Debian's busybox-static; its busybox package is dynamic).
+func staticBusybox() error {
+	f, err := elf.Open(busyboxPath)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", busyboxPath, err)
+	}
+	defer func() { _ = f.Close() }()
+	interp, err := interpreter(f)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", busyboxPath, err)
+	}
+	if interp != "" {
+		return fmt.Errorf("%s is dynamically linked (loader %s): the busybox image needs the static one: apt-get install busybox-static: %w", busyboxPath, interp, ErrPrerequisite)
+	}
+	return nil
+}
+
+// busyboxImageCached says whether the image of the machine's busybox is in the cache.
 func busyboxImageCached() bool {
 	archive, err := busyboxArchivePath()
 	if err != nil {

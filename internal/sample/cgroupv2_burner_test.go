@@ -27,6 +27,12 @@ import (
 // what they ran after their last reading: that is allowed, as three times what they ran in their last
 // interval read.
 func TestCgroupV2ReferenceAgainstBurners(t *testing.T) {
+	if testing.Short() {
+		// With other packages' tests beside it (the -short race pass runs packages in parallel), processes
+		// that start and end between two readings in the root cgroup are missed whole, as documented,
+		// and the v1 peer counts them (CI once: -1.04% against 1% allowed).
+		t.Skip("-short: the whole-node reference against cpuacct.usage runs in the pass that runs packages one at a time")
+	}
 	testenv.NeedRoot(t, "creating cgroups and moving processes into them")
 	dir := refV2Hierarchy(t)
 	r, err := NewNodeReader("/proc", "/sys")

@@ -156,6 +156,10 @@ func (s *Session) Run(ctx context.Context, sinks ...Sink) (Result, error) {
 	return res, nil
 }
 
+// BlockIO is the session's block I/O tracer, nil unless Options.BlockIO and BPF allowed it: a long-running
+// caller (the agent) reads it as it streams.
+func (s *Session) BlockIO() *blockio.Tracer { return s.blockio }
+
 // readBlockIO reads the block I/O tracer; nil without one, or when the read fails (a warning says so).
 func (s *Session) readBlockIO(seq int) *blockio.Snapshot {
 	if s.blockio == nil {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -135,7 +136,15 @@ func TestPauseLab(t *testing.T) {
 			t.Errorf("unpause after %s (took %s): lease renewed after %s (%q), /readyz after %s", r.Paused, took, r.LeasesRenewed, r.LeaseNote, r.ReadyAfter)
 		}
 		// The kubelet's own record: every node lease was renewed after the unpause began.
-		leases, err := c.CoordinationV1().Leases("kube-node-lease").List(ctx, metav1.ListOptions{})
+		// The API server's cache is refilled from etcd after the thaw: a list can come back empty for a
+		// moment (CI once: no lease, right after unpause had read the node's renewed lease itself).
+		var leases *coordinationv1.LeaseList
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			leases, err = c.CoordinationV1().Leases("kube-node-lease").List(ctx, metav1.ListOptions{})
+			if err == nil && len(leases.Items) > 0 || time.Now().After(deadline) {
+				break
+			}
+		}
 		if err != nil || len(leases.Items) == 0 {
 			t.Fatalf("node leases: %v (%d)", err, len(leases.Items))
 		}

@@ -18,6 +18,17 @@ type blockIOState struct {
 	on                 bool
 	last               blockio.Snapshot
 	unmatched, dropped uint64
+	// settled is the tracer's Settled count read before last was; while it stays the same the table has
+	// not moved and the agent does not read it again (unless forgetting failed: retry is then set).
+	settled uint64
+	retry   bool
+}
+
+// blockIOMoved reports whether the tracer's table may have moved since the last snapshot was credited.
+func (s *state) blockIOMoved(settled uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.io.on || s.io.retry || settled != s.io.settled
 }
 
 // otherGroup is where block I/O of a process the agent does not know (gone before it was sampled) goes.
@@ -27,7 +38,7 @@ var otherGroup = groupKey{group: "other", kind: classify.KindOther}
 // returns the records to forget: those of processes that ended and did nothing since, already credited,
 // so that the kernel's table holds the processes doing I/O now, not every one since the agent started
 // (call forgotten once the tracer has dropped them).
-func (s *state) addBlockIO(snap blockio.Snapshot) (forget []blockio.Key) {
+func (s *state) addBlockIO(snap blockio.Snapshot, settled uint64) (forget []blockio.Key) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// The live process of each PID, else the latest that ended (still known: the ring names it).
@@ -67,8 +78,15 @@ func (s *state) addBlockIO(snap blockio.Snapshot) (forget []blockio.Key) {
 			forget = append(forget, r.Key)
 		}
 	}
-	s.io = blockIOState{on: true, last: snap, unmatched: snap.Unmatched, dropped: snap.Dropped}
+	s.io = blockIOState{on: true, last: snap, unmatched: snap.Unmatched, dropped: snap.Dropped, settled: settled}
 	return forget
+}
+
+// retryBlockIO makes the next sample read the table again although nothing moved: forgetting failed.
+func (s *state) retryBlockIO() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.io.retry = true
 }
 
 // forgotten drops records the kernel's table no longer holds from the last snapshot, so that one counting

@@ -96,14 +96,24 @@ func Run(ctx context.Context, o Options) error {
 	return errors.Join(streamErr, shutErr)
 }
 
-// readBlockIO credits the block I/O since the previous sample and forgets the records of processes that
-// ended; a failed read is counted as a source warning and retried at the next sample.
+// readBlockIO credits the block I/O since the previous read and forgets the records of processes that
+// ended; it does not read the kernel's table while nothing completed since. A failed read is counted as a
+// source warning and retried at the next sample.
 func readBlockIO(st *state, t *blockio.Tracer, log io.Writer) {
-	snap, err := t.Read()
+	settled, err := t.Settled()
+	if err == nil && !st.blockIOMoved(settled) {
+		return
+	}
+	var snap blockio.Snapshot
 	if err == nil {
-		forget := st.addBlockIO(snap)
+		snap, err = t.Read()
+	}
+	if err == nil {
+		forget := st.addBlockIO(snap, settled)
 		if err = t.Forget(forget); err == nil {
 			st.forgotten(forget)
+		} else {
+			st.retryBlockIO()
 		}
 	}
 	if err != nil {

@@ -108,6 +108,9 @@ struct {
 // Counters of what could not be charged; user space reads them.
 __u64 unmatched; // completions of requests whose creation or issue was not seen
 __u64 dropped;   // completions not counted because stats was full
+// settled counts completions whose accounting is finished (bumped last, on every path): a reader that
+// finds it unchanged since its previous read knows that no record, unmatched or dropped moved since then.
+__u64 settled;
 
 // zero is an empty record to create records from: it is too large for the 512-byte BPF stack.
 struct stat zero;
@@ -212,6 +215,7 @@ int rq_complete(__u64 *ctx)
 	s = bpf_map_lookup_elem(&starts, &id);
 	if (!s || !s->issue_ns) {
 		__sync_fetch_and_add(&unmatched, 1);
+		__sync_fetch_and_add(&settled, 1);
 		return 0;
 	}
 	op = rq->cmd_flags & REQ_OP_MASK;
@@ -233,17 +237,21 @@ int rq_complete(__u64 *ctx)
 			__sync_fetch_and_add(&dropped, 1);
 			if (last)
 				bpf_map_delete_elem(&starts, &id);
+			__sync_fetch_and_add(&settled, 1);
 			return 0;
 		}
 		__builtin_memcpy(st->comm, s->comm, sizeof(st->comm));
 	}
 	__sync_fetch_and_add(&st->bytes, nr_bytes);
-	if (!last)
+	if (!last) {
+		__sync_fetch_and_add(&settled, 1);
 		return 0;
+	}
 	__sync_fetch_and_add(&st->requests, 1);
 	__sync_fetch_and_add(&st->device_us[slot(now - s->issue_ns) & (SLOTS - 1)], 1);
 	__sync_fetch_and_add(&st->queue_us[slot(s->issue_ns - s->start_ns) & (SLOTS - 1)], 1);
 	bpf_map_delete_elem(&starts, &id);
+	__sync_fetch_and_add(&settled, 1);
 	return 0;
 }
 

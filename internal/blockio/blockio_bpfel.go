@@ -42,6 +42,7 @@ const (
 	blockioProgRqInsert   = "rq_insert"
 	blockioProgRqIssue    = "rq_issue"
 	blockioVarDropped     = "dropped"
+	blockioVarSettled     = "settled"
 	blockioVarUnmatched   = "unmatched"
 	blockioVarZero        = "zero"
 )
@@ -107,6 +108,7 @@ type blockioMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type blockioVariableSpecs struct {
 	Dropped   *ebpf.VariableSpec `ebpf:"dropped"`
+	Settled   *ebpf.VariableSpec `ebpf:"settled"`
 	Unmatched *ebpf.VariableSpec `ebpf:"unmatched"`
 	Zero      *ebpf.VariableSpec `ebpf:"zero"`
 }
@@ -147,6 +149,7 @@ func (m *blockioMaps) Close() error {
 // It can be passed to loadBlockioObjects or ebpf.CollectionSpec.LoadAndAssign.
 type blockioVariables struct {
 	Dropped   *ebpf.Variable `ebpf:"dropped"`
+	Settled   *ebpf.Variable `ebpf:"settled"`
 	Unmatched *ebpf.Variable `ebpf:"unmatched"`
 	Zero      *ebpf.Variable `ebpf:"zero"`
 }

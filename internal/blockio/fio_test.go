@@ -67,6 +67,10 @@ func TestFioRandRead(t *testing.T) {
 		}
 	})
 	d0 := diskReads(t, dev)
+	settled0, err := tr.Settled()
+	if err != nil {
+		t.Fatal(err)
+	}
 	s0, err := tr.Read()
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +135,18 @@ func TestFioRandRead(t *testing.T) {
 	}
 	if float64(all.Requests) < 0.97*float64(disk)-8 {
 		t.Errorf("tare counted %d reads on %v, /proc/diskstats %d: more than 3%% missing", all.Requests, dev, disk)
+	}
+
+	// Settled, read before s0, has since counted at least every request s1 shows that s0 did not, charged or
+	// not: a reader that skips Read while Settled stands still misses nothing.
+	settled1, err := tr.Settled()
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := delta.Total(func(Key) bool { return true }).Requests + delta.Unmatched + delta.Dropped
+	t.Logf("settled %d → %d (+%d), records and counts moved by %d", settled0, settled1, settled1-settled0, moved)
+	if settled1-settled0 < moved {
+		t.Errorf("Settled moved by %d while the snapshots moved by %d requests", settled1-settled0, moved)
 	}
 }
 

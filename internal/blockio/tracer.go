@@ -96,6 +96,18 @@ func (t *Tracer) Read() (Snapshot, error) {
 	return s, nil
 }
 
+// Settled returns how many request completions the kernel has finished accounting since Open. Every change
+// to the records, the unmatched and the dropped counts ends by raising it, so a reader that read Settled
+// before its previous Read, and finds it unchanged now, knows a new Read would return the same snapshot:
+// a long-running reader (the agent) skips Read, a walk of the whole table, while the node does no block I/O.
+func (t *Tracer) Settled() (uint64, error) {
+	var n uint64
+	if err := t.objs.Settled.Get(&n); err != nil {
+		return 0, fmt.Errorf("reading the settled count: %w", err)
+	}
+	return n, nil
+}
+
 // Forget deletes the records of keys from the kernel's table, so that a long-running reader (the agent)
 // keeps the table to the processes that do I/O now: call it for records already accounted whose process
 // has ended. A key that counts again later starts from zero. Keys no longer in the table are skipped.

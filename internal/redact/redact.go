@@ -74,6 +74,13 @@ func Args(argv []string) []string {
 
 // Text masks secrets in free text such as a log line or a joined command line.
 func Text(s string) string {
+	if !strings.ContainsAny(s, ":=@-") && !mayHoldPair(s) {
+		return s // nothing any rule looks for: no memo needed
+	}
+	return textMemo.do(s, func() string { return text(s) })
+}
+
+func text(s string) string {
 	if strings.Contains(s, "-p") {
 		s = strings.Join(clientPasswords(strings.Split(s, " ")), " ")
 	}
@@ -144,5 +151,5 @@ func flagPairs(s string) string {
 
 // Join redacts argv and joins it with spaces, the form tare shows and stores.
 func Join(argv []string) string {
-	return strings.Join(Args(argv), " ")
+	return joinMemo.do(strings.Join(argv, "\x00"), func() string { return strings.Join(Args(argv), " ") })
 }

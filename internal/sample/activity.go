@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 
+	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/taskiter"
 )
 
@@ -19,11 +21,11 @@ import (
 // one. All methods accept a nil receiver (no iterator: every process is read).
 type activity struct {
 	procRoot string
-	it       *taskiter.Iter // nil until loaded
-	reads    int            // reads of known processes outside detail samples, while not loaded
-	failed   bool           // loading failed: do not try again
-	seen     map[int]bool   // thread groups the iterator has reported at least once
-	moved    map[int]bool   // thread groups whose CPU time moved in the last pass
+	it       *taskiter.Iter         // nil until loaded
+	reads    int                    // reads of known processes outside detail samples, while not loaded
+	failed   bool                   // loading failed: do not try again
+	seen     map[int]bool           // thread groups the iterator has reported at least once
+	moved    map[int]taskiter.Group // thread groups whose CPU time moved in the last pass
 	buf      []taskiter.Group
 	ok       bool // the last pass succeeded
 }
@@ -42,7 +44,7 @@ func newActivity(procRoot string) (*activity, error) {
 		return nil, fmt.Errorf("%w: %s is not the proc of tare's own PID namespace (%s/self = %q), whose PIDs the iterator reports",
 			taskiter.ErrNotSupported, procRoot, procRoot, self)
 	}
-	return &activity{procRoot: procRoot, seen: map[int]bool{}, moved: map[int]bool{}}, nil
+	return &activity{procRoot: procRoot, seen: map[int]bool{}, moved: map[int]taskiter.Group{}}, nil
 }
 
 // load loads the iterator now.
@@ -90,7 +92,7 @@ func (a *activity) pass() error {
 		return fmt.Errorf("task iterator pass: %w; reading every process this sample", err)
 	}
 	for _, g := range a.buf {
-		a.moved[g.TGID] = true
+		a.moved[g.TGID] = g
 		a.seen[g.TGID] = true
 	}
 	return nil
@@ -99,7 +101,27 @@ func (a *activity) pass() error {
 // idle reports that pid certainly did not run since the previous pass. A process the iterator never
 // reported (the kernel may hide some from it) is never idle: it is read as before.
 func (a *activity) idle(pid int) bool {
-	return a != nil && a.it != nil && a.ok && a.seen[pid] && !a.moved[pid]
+	if a == nil || a.it == nil || !a.ok || !a.seen[pid] {
+		return false
+	}
+	_, moved := a.moved[pid]
+	return !moved
+}
+
+// cpu returns the CPU time of pid's threads, live and exited, as the last pass read it: the sum of the
+// threads' runtimes that taskstats' thread-group query returns, read for every process in the one pass
+// instead of a query per process. ok is false when the pass did not report pid, when a thread exited
+// during the walk (the sum may miss it), or when the group's start time is not start (clock ticks since
+// boot, /proc/PID/stat's): the PID belongs to another process now.
+func (a *activity) cpu(pid int, start uint64) (cpu uint64, ok bool) {
+	if a == nil || a.it == nil || !a.ok {
+		return 0, false
+	}
+	g, moved := a.moved[pid]
+	if !moved || g.Inexact || g.StartNs/uint64(time.Second/kernel.UserHZ) != start {
+		return 0, false
+	}
+	return g.CPUNs, true
 }
 
 // expect is told how many processes the baseline sample lists: with enough of them, the reads the iterator
@@ -114,7 +136,13 @@ func (a *activity) expect(procs int) {
 func (a *activity) loaded() bool { return a != nil && a.it != nil }
 
 // ran reports that the last pass saw pid's CPU time move (or failed, so that it may have).
-func (a *activity) ran(pid int) bool { return a.loaded() && (!a.ok || a.moved[pid]) }
+func (a *activity) ran(pid int) bool {
+	if !a.loaded() {
+		return false
+	}
+	_, moved := a.moved[pid]
+	return !a.ok || moved
+}
 
 // read counts a read of a known process outside a detail sample, one the iterator would have saved.
 func (a *activity) read() {

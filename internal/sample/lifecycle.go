@@ -144,7 +144,13 @@ func (s *Sampler) sampleKnown(smp *Sample, st *procState, boot uint64, detail bo
 			return
 		}
 	}
-	cpu, gone := s.cumulative(st, pid, false)
+	// With taskstats, a process without per-thread counters would cost a thread-group query: the task
+	// iterator's pass has read the same sum already.
+	cpu, fromPass := s.act.cpu(pid, st.info.Key.Start)
+	gone := false
+	if !fromPass || st.threads != nil || s.ts == nil {
+		cpu, gone = s.cumulative(st, pid, false)
+	}
 	if gone {
 		// Exited (or its PID already belongs to another process): settled after this sample's pass; a
 		// late exit notification adds what ran after the last reading.

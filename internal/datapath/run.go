@@ -8,16 +8,15 @@ import (
 	"io"
 	"maps"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/session"
 	"github.com/tare-dev/tare/internal/summary"
@@ -286,11 +285,7 @@ func finish(rep Report, err error) (Report, error) {
 // loopbackMTU is the MTU of this machine's loopback, which the host path and a hostNetwork pod's run over
 // (0 when unreadable).
 func loopbackMTU() int {
-	b, err := os.ReadFile("/sys/class/net/lo/mtu")
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	n, _ := kernel.LinkMTU("/sys", "lo")
 	return n
 }
 

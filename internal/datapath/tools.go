@@ -20,7 +20,8 @@ const (
 	hostNetCRRPort      = 12867
 )
 
-// MaxCRRSize is the largest request and response tare-crr sends.
+// MaxCRRSize is the largest request and response tare-crr sends: its maxSize, which it cannot import (it
+// is built alone from its one file); lab's TestCRRMaxSize holds the two equal.
 const MaxCRRSize = 64 << 20
 
 // CRR names tare-crr, the connect/request/response program of tcp-crr: the path of its build on the

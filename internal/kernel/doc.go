@@ -14,8 +14,8 @@
 //     io), procio.go (io and /proc/PID/cgroup), threads.go (per-thread schedstat kept open), pids.go
 //     (listing /proc).
 //   - node.go (/proc/stat, loadavg, pressure), resources.go (meminfo, vmstat, diskstats, net/dev and their
-//     sysfs facts), cpulist.go (online CPUs), kernelconfig.go (CONFIG_HZ, IRQ time accounting, host name
-//     and release).
+//     sysfs facts), linkmtu.go (a link's MTU), cpulist.go (online CPUs), kernelconfig.go (CONFIG_HZ, IRQ
+//     time accounting, host name and release).
 //   - cgroupv2.go (the exact task time of a cgroup v2 hierarchy), cgroupusage.go (cpuacct.usage and
 //     cpu.stat).
 //   - taskstats.go, taskstats_parse.go (per-process CPU queries and exit notifications), connector.go

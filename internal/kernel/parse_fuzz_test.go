@@ -134,3 +134,12 @@ func FuzzParseVMStat(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseLinkMTU(f *testing.F) {
+	seedFiles(f, "root/sys/class/net/*/mtu")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if n, err := ParseLinkMTU(b); err == nil && n < 0 {
+			t.Fatalf("ParseLinkMTU(%q) = %d, a negative MTU", b, n)
+		}
+	})
+}

@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
+
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
 // The pod network's MTU, switched while the lab runs (tare datapath net --mtu), as the seed's jumbo-frame
@@ -186,14 +186,10 @@ func setLinkMTU(m mtuLink) error {
 	return nil
 }
 
-// linkMTU reads one link's MTU.
+// linkMTU reads one link's MTU: from sysfs in this network namespace (ns ""), over netlink in ns.
 func linkMTU(ns, name string) (int, error) {
 	if ns == "" {
-		b, err := os.ReadFile(filepath.Join("/sys/class/net", name, "mtu"))
-		if err != nil {
-			return 0, err
-		}
-		return strconv.Atoi(strings.TrimSpace(string(b)))
+		return kernel.LinkMTU("/sys", name)
 	}
 	h, err := netnsHandle(ns)
 	if err != nil {

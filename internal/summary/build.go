@@ -406,8 +406,12 @@ func (s *Summary) reconcile(secs float64, groupNs, selfNs uint64) {
 			r.WithinTolerance = false
 		}
 	}
-	r.Explanation = fmt.Sprintf("groups %.1fm + tare %.1fm + unattributed %.1fm = %s %.1fm (resolution ±%.1fm)",
+	r.Explanation = fmt.Sprintf("groups %.1fm + tare %.1fm + unattributed %.1fm = %s %.1fm (resolution ±%.1fm",
 		r.Groups, r.Self, r.Unattributed, r.Reference, r.NodeBusy, r.Resolution)
+	if r.IRQ > 0 {
+		r.Explanation += fmt.Sprintf("; plus %.1fm of irq time no process holds, which unattributed may include", r.IRQ)
+	}
+	r.Explanation += ")"
 	tick := fmt.Sprintf("%d Hz", hz)
 	if assumed {
 		tick += ", assumed: no kernel configuration"

@@ -142,7 +142,14 @@ func (s Summary) tableSelf(w *errWriter) {
 func (s Summary) tableReconcile(w *errWriter) {
 	r := s.Reconcile
 	w.printf("\nRECONCILIATION  %s\n", r.Explanation)
-	if r.WithinTolerance {
+	switch {
+	case r.WithinTolerance && r.IRQ > 0:
+		// The bound is wider than the resolution the explanation prints: say which, or an unattributed
+		// figure beyond ±resolution would read as a contradiction.
+		lo, hi := r.tolerance()
+		w.printf("  unattributed %.1fm within tolerance: yes (%.1fm to +%.1fm: the ±%.1fm resolution, plus the %.1fm of irq time no process holds)\n",
+			r.Unattributed, lo, hi, r.Resolution, r.IRQ)
+	case r.WithinTolerance:
 		w.printf("  unattributed within resolution: yes\n")
 	}
 	for _, x := range r.Warnings {

@@ -168,7 +168,9 @@ type Reconciliation struct {
 	// IRQ is irq and softirq time inside NodeBusy that may be charged to no process (without IRQ time
 	// accounting: the CPU on no task that node busy adds, see sample.BusyMeter.NoTask): unattributed may
 	// exceed the resolution by this much without a warning.
-	IRQ             float64 `json:"irq_no_process_millicores,omitempty"`
+	IRQ float64 `json:"irq_no_process_millicores,omitempty"`
+	// WithinTolerance says that unattributed is from -Resolution to Resolution+IRQ, so no warning concerns
+	// it (the JSON name is older than the IRQ allowance).
 	WithinTolerance bool    `json:"within_resolution"`
 	ProcStatBusy    float64 `json:"proc_stat_busy_millicores"`
 	ProcStatRes     float64 `json:"proc_stat_resolution_millicores"`

@@ -33,11 +33,19 @@ const (
 	FigureWindow       = "window"
 )
 
+// tolerance is how far unattributed may fall from 0 without a warning: down to minus the resolution, and
+// up to the resolution plus the irq time that no process holds (IRQ), which node busy counts and no group
+// can. It is the bound WithinTolerance and the warnings on the unattributed figure use.
+func (r Reconciliation) tolerance() (lo, hi float64) {
+	return -r.Resolution, r.Resolution + r.IRQ
+}
+
 // reconcileWarnings says what is wrong with a reconciliation's figures.
 func reconcileWarnings(r Reconciliation) []Warning {
 	var ws []Warning
+	lo, hi := r.tolerance()
 	switch {
-	case r.Unattributed < -r.Resolution:
+	case r.Unattributed < lo:
 		cause := "CPU of short-lived process trees credited twice, or CPU counted from before the window (a process's first reading)"
 		switch r.ReferenceKind {
 		case sample.RefCgroupV2:
@@ -47,7 +55,7 @@ func reconcileWarnings(r Reconciliation) []Warning {
 		}
 		ws = append(ws, Warning{Code: WarnOverAttributed, Figure: FigureUnattributed, Cause: cause,
 			Message: fmt.Sprintf("groups and tare hold %.1fm more than node busy (%s), beyond its ±%.1fm resolution", -r.Unattributed, r.Reference, r.Resolution)})
-	case r.Unattributed > r.Resolution+r.IRQ:
+	case r.Unattributed > hi:
 		msg := fmt.Sprintf("%.1fm of node busy was credited to no process, beyond the ±%.1fm resolution", r.Unattributed, r.Resolution)
 		if r.IRQ > 0 {
 			msg += fmt.Sprintf(" and the %.1fm of irq time no process holds", r.IRQ)

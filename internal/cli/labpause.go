@@ -13,7 +13,8 @@ import (
 )
 
 func newLabPause(s streams, g *globalOptions, dir *string) *cobra.Command {
-	return &cobra.Command{
+	var freezer string
+	cmd := &cobra.Command{
 		Use:   "pause",
 		Short: "Freeze the lab's control plane and node agents with the cgroup freezer; pods keep running",
 		Long: `Freeze etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, kubelet and kube-proxy
@@ -26,14 +27,26 @@ unpause thaws etcd, kube-apiserver, the node agents and kwok first and waits unt
 renewed, then the controller manager and the scheduler, so that a pause of minutes does not have the
 node lifecycle controller mark the node NotReady.
 
+--freezer chooses the freezer. v1: the v1 freezer controller (freezer.state), the processes also moved
+into the v1 cpuacct hierarchy so the kernel counts their CPU apart (cpuacct.usage). v2: cgroup v2's core
+freezer (cgroup.freeze, cgroup.events), in the cgroup2 mount (/sys/fs/cgroup, or /sys/fs/cgroup/unified
+on a hybrid machine, where no controller needs enabling); the kernel counts their CPU in the same
+cgroup's cpu.stat. auto (the default): v1 when its freezer controller is mounted, else v2. unpause and
+lab down use the freezer pause used.
+
 A pause interrupted (Ctrl-C) before every process is frozen is undone: nothing is left frozen. lab
 status shows a paused lab; lab down thaws it before stopping it.`,
 		Example: `  sudo tare lab pause
+  sudo tare lab pause --freezer v2   # cgroup v2's freezer, even where the v1 controller is mounted
   sudo tare measure --duration 60s   # the paused lab's cost
   sudo tare lab unpause`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			r, err := lab.Pause(cmd.Context(), *dir)
+			f, err := lab.ParseFreezer(freezer)
+			if err != nil {
+				return usageError("--freezer: %w", err)
+			}
+			r, err := lab.Pause(cmd.Context(), *dir, lab.PauseOptions{Freezer: f})
 			if err != nil {
 				return err
 			}
@@ -43,11 +56,13 @@ status shows a paused lab; lab down thaws it before stopping it.`,
 			return render(s, g, viewOf(r, printPause))
 		},
 	}
+	cmd.Flags().StringVar(&freezer, "freezer", string(lab.FreezerAuto), "cgroup freezer: auto (v1 when its controller is mounted, else v2), v1 (freezer.state) or v2 (cgroup.freeze)")
+	return cmd
 }
 
 func printPause(w io.Writer, r *lab.PauseReport) error {
-	_, err := fmt.Fprintf(w, "paused %s in %s (frozen in %s): tare lab unpause resumes it\n",
-		strings.Join(r.Frozen, ", "), r.Took.Round(time.Millisecond), r.Cgroup)
+	_, err := fmt.Fprintf(w, "paused %s in %s (frozen with the %s freezer in %s): tare lab unpause resumes it\n",
+		strings.Join(r.Frozen, ", "), r.Took.Round(time.Millisecond), r.Freezer, r.Cgroup)
 	return err
 }
 

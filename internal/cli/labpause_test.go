@@ -10,7 +10,8 @@ import (
 )
 
 // TestLabPauseWithoutLab: pause and unpause without a lab fail with the reason and how to start one (exit
-// status 1, not a usage error), print nothing on stdout, and refuse arguments as a usage error (exit 2).
+// status 1, not a usage error), print nothing on stdout, and refuse arguments and an unknown --freezer as a
+// usage error (exit 2).
 func TestLabPauseWithoutLab(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -30,6 +31,11 @@ func TestLabPauseWithoutLab(t *testing.T) {
 		if !errors.As(err, &ec) || ec.ExitCode() != 2 {
 			t.Errorf("%s with an argument: %v, want a usage error (exit 2)", verb, err)
 		}
+	}
+	_, _, err := run(context.Background(), "lab", "pause", "--dir", dir, "--freezer", "v3")
+	var ec ExitCoder
+	if !errors.As(err, &ec) || ec.ExitCode() != 2 || !strings.Contains(err.Error(), `--freezer: freezer "v3": want auto, v1 or v2`) {
+		t.Errorf("pause --freezer v3: %v, want a usage error (exit 2) naming the values", err)
 	}
 }
 

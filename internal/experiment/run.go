@@ -336,7 +336,7 @@ func (r *Runner) window(ctx context.Context, t *Trial, _ kubernetes.Interface, c
 	spec := r.Store.Spec
 	before, berr := scrape(ctx, cl)
 	if spec.variant(t.Variant).Pause {
-		if _, err := lab.Pause(ctx, r.LabDir()); err != nil {
+		if _, err := lab.Pause(ctx, r.LabDir(), lab.PauseOptions{}); err != nil {
 			return err
 		}
 		r.say("  lab paused for the window")

@@ -37,8 +37,9 @@
 //   - A running lab: status.go, pprof.go (the components' pprof endpoints), toolsimport.go
 //     (ImportToolsImage: the tools image into every node's containerd, when tare datapath asks), pause.go
 //     (Pause and Unpause: the control plane and node agents frozen, their state in state.json) with
-//     freezer.go (the freezer and cpuacct hierarchies, v1 or v2, and moving processes between cgroups) and
-//     unpausewait.go (the staged thaw: leases renewed and the node Ready before the controllers wake).
+//     freezer.go (Freezer, the choice of the v1 or v2 freezer; the freezer and cpuacct hierarchies, and
+//     moving processes between cgroups) and unpausewait.go (the staged thaw: leases renewed and the node
+//     Ready before the controllers wake).
 //
 // Which components an up runs comes from the component registry (internal/component), filtered by the
 // options (UpOptions.components): the programs it looks for (binaries.go), the ports it checks (ports.go),

@@ -38,28 +38,80 @@ func (h freezerHierarchies) mounts() []string {
 	return []string{h.Freezer, h.Acct}
 }
 
-// pickFreezer chooses the hierarchies from the machine's mounts: the v1 freezer controller when it is
-// mounted (with v1 cpuacct beside it), else cgroup v2, whose core freezes any cgroup but the root.
-func pickFreezer(mounts []*procfs.MountInfo) (freezerHierarchies, error) {
-	var h freezerHierarchies
+// Freezer names the cgroup freezer a pause uses (tare lab pause --freezer).
+type Freezer string
+
+// The freezers. The v1 freezer controller freezes a cgroup with freezer.state, and pause also moves the
+// processes into the v1 cpuacct hierarchy so that the kernel counts their CPU apart; cgroup v2 freezes
+// with cgroup.freeze, which its core offers in any cgroup but the root (no controller needs enabling), and
+// counts CPU in the same cgroup's cpu.stat. A hybrid machine (v1 controllers, and cgroup v2 with none at
+// /sys/fs/cgroup/unified) has both.
+const (
+	FreezerAuto Freezer = "auto" // the v1 freezer controller when mounted, else cgroup v2
+	FreezerV1   Freezer = "v1"
+	FreezerV2   Freezer = "v2"
+)
+
+// Freezers lists every Freezer, in the order help text names them.
+var Freezers = []Freezer{FreezerAuto, FreezerV1, FreezerV2}
+
+// ParseFreezer reads a freezer's name; "" is FreezerAuto.
+func ParseFreezer(s string) (Freezer, error) {
+	if s == "" {
+		return FreezerAuto, nil
+	}
+	if f := Freezer(s); slices.Contains(Freezers, f) {
+		return f, nil
+	}
+	return "", fmt.Errorf("freezer %q: want auto, v1 or v2", s)
+}
+
+// pickFreezer chooses the hierarchies from the machine's mounts. FreezerAuto takes the v1 freezer
+// controller when it is mounted (with v1 cpuacct beside it), else cgroup v2, whose core freezes any cgroup
+// but the root; FreezerV1 and FreezerV2 take that one or fail with ErrNoFreezer.
+func pickFreezer(mounts []*procfs.MountInfo, want Freezer) (freezerHierarchies, error) {
+	var v1 freezerHierarchies
 	v2 := ""
 	for _, m := range mounts {
 		switch {
-		case m.FSType == "cgroup" && hasOption(m, "freezer") && h.Freezer == "":
-			h.Freezer = m.MountPoint
-		case m.FSType == "cgroup" && hasOption(m, "cpuacct") && h.Acct == "":
-			h.Acct = m.MountPoint
+		case m.FSType == "cgroup" && hasOption(m, "freezer") && v1.Freezer == "":
+			v1.Freezer = m.MountPoint
+		case m.FSType == "cgroup" && hasOption(m, "cpuacct") && v1.Acct == "":
+			v1.Acct = m.MountPoint
 		case m.FSType == "cgroup2" && v2 == "":
 			v2 = m.MountPoint
 		}
 	}
-	switch {
-	case h.Freezer != "":
-		return h, nil
-	case v2 != "":
-		return freezerHierarchies{Freezer: v2, V2: true}, nil
+	onV2 := freezerHierarchies{Freezer: v2, V2: true}
+	switch want {
+	case FreezerAuto, "":
+		switch {
+		case v1.Freezer != "":
+			return v1, nil
+		case v2 != "":
+			return onV2, nil
+		}
+		return freezerHierarchies{}, fmt.Errorf("%w: mount the v1 freezer controller or cgroup v2 to pause the lab", ErrNoFreezer)
+	case FreezerV1:
+		if v1.Freezer == "" {
+			return freezerHierarchies{}, fmt.Errorf("%w: the v1 freezer controller is not mounted (no cgroup mount has the freezer option): pause with --freezer v2 or auto", ErrNoFreezer)
+		}
+		return v1, nil
+	case FreezerV2:
+		if v2 == "" {
+			return freezerHierarchies{}, fmt.Errorf("%w: cgroup v2 is not mounted (no cgroup2 mount): pause with --freezer v1 or auto", ErrNoFreezer)
+		}
+		return onV2, nil
 	}
-	return h, fmt.Errorf("%w: mount the v1 freezer controller or cgroup v2 to pause the lab", ErrNoFreezer)
+	return freezerHierarchies{}, fmt.Errorf("freezer %q: want auto, v1 or v2", want)
+}
+
+// name is the freezer h uses: FreezerV1 or FreezerV2.
+func (h freezerHierarchies) name() Freezer {
+	if h.V2 {
+		return FreezerV2
+	}
+	return FreezerV1
 }
 
 func hasOption(m *procfs.MountInfo, opt string) bool {

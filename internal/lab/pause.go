@@ -19,7 +19,9 @@ import (
 // the lab's cgroup root (ROOT/tare-lab/paused/NAME in the freezer hierarchy, and in cpuacct on cgroup v1)
 // and freezes them; the pods' processes, containerd and its shims keep running, so user pods keep serving.
 // Unpause thaws them, puts each back in the cgroups it came from and removes what pause made, so a
-// running lab is the same before a pause and after an unpause. This is minikube's pause (it freezes the
+// running lab is the same before a pause and after an unpause. PauseOptions.Freezer chooses the v1 freezer
+// controller or cgroup v2 (freezer.go); the state records the hierarchies used, and unpause and down thaw
+// and move back with those, whatever the machine offers then. This is minikube's pause (it freezes the
 // kube-system containers with runc and stops the kubelet), done with the freezer for every component.
 
 // pausedGroup is the cgroup, under the lab's root in each pause hierarchy, that holds the paused processes.
@@ -50,12 +52,20 @@ type MovedProcess struct {
 	From   map[string]string `json:"from"`
 }
 
+// PauseOptions are the choices of a pause.
+type PauseOptions struct {
+	// Freezer is the cgroup freezer to pause with; "" is FreezerAuto. The state records the one used, and
+	// unpause and down thaw with it.
+	Freezer Freezer
+}
+
 // PauseReport is what Pause did.
 type PauseReport struct {
-	Dir    string        `json:"dir"`
-	Frozen []string      `json:"frozen"` // components, node-qualified for extra nodes
-	Cgroup string        `json:"cgroup"` // the frozen tree in the freezer hierarchy
-	Took   time.Duration `json:"took_ns"`
+	Dir     string        `json:"dir"`
+	Frozen  []string      `json:"frozen"`  // components, node-qualified for extra nodes
+	Freezer Freezer       `json:"freezer"` // the freezer used: v1 or v2, never auto
+	Cgroup  string        `json:"cgroup"`  // the frozen tree in the freezer hierarchy
+	Took    time.Duration `json:"took_ns"`
 }
 
 // UnpauseReport is what Unpause did and how long the API server took to be ready again.
@@ -82,10 +92,13 @@ var ErrPaused = errors.New("the lab is paused")
 // ErrNotPaused says unpause found a lab that is not paused.
 var ErrNotPaused = errors.New("the lab is not paused")
 
-// Pause freezes the lab in dir. It returns once the kernel reports every paused process frozen. When ctx
+// Pause freezes the lab in dir with the freezer opts choose. It returns once the kernel reports every paused process frozen. When ctx
 // ends before that, or any step fails, Pause undoes what it did (thaws, moves back, removes its cgroups)
 // and returns the error: a lab is left paused only by a Pause that returned nil.
-func Pause(ctx context.Context, dir string) (*PauseReport, error) {
+func Pause(ctx context.Context, dir string, opts PauseOptions) (*PauseReport, error) {
+	if _, err := ParseFreezer(string(opts.Freezer)); err != nil {
+		return nil, err
+	}
 	st, err := loadAbs(dir)
 	if err != nil {
 		return nil, err
@@ -112,9 +125,9 @@ func Pause(ctx context.Context, dir string) (*PauseReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading mounts: %w", err)
 	}
-	h, err := pickFreezer(mounts)
+	h, err := pickFreezer(mounts, opts.Freezer)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("pausing the lab: %w", err)
 	}
 	start := time.Now()
 	st.Paused = &PauseState{Since: start, Hierarchies: h}
@@ -127,7 +140,7 @@ func Pause(ctx context.Context, dir string) (*PauseReport, error) {
 		_ = st.save()
 		return nil, fmt.Errorf("pausing the lab: %w", err)
 	}
-	r := &PauseReport{Dir: st.Dir, Cgroup: filepath.Join(h.Freezer, cgroupRootName, pausedGroup), Took: time.Since(start)}
+	r := &PauseReport{Dir: st.Dir, Freezer: h.name(), Cgroup: filepath.Join(h.Freezer, cgroupRootName, pausedGroup), Took: time.Since(start)}
 	for _, m := range st.Paused.Moved {
 		r.Frozen = append(r.Frozen, filepath.Base(m.Cgroup))
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/procfs"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -22,15 +23,18 @@ import (
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/session"
 	"github.com/tare-dev/tare/internal/summary"
+	"github.com/tare-dev/tare/internal/testenv"
 )
 
 // TestPauseLab starts a real lab with a web pod and pauses it: for 10 s measured by tare's session, every
 // frozen component's CPU is under 1 millicore, and the kernel's own accounting (cpuacct.usage of the
-// paused cgroups, not the per-task counters tare reads) agrees; the pod still answers on its IP; status
-// says paused; pause and up refuse a paused lab. Unpause brings /readyz back within seconds, the node
-// stays Ready, no pod restarts, and every process is back in its cgroup; after a pause past
-// leaseWaitAfter, unpause waits for the node's lease renewal. Pauses interrupted at each step leave
-// nothing frozen, and a down from a paused lab leaves nothing behind.
+// paused cgroups on v1, cpu.stat's usage_usec on v2; not the per-task counters tare reads) agrees; the
+// pod still answers on its IP; status says paused; pause and up refuse a paused lab. Unpause brings
+// /readyz back within seconds, the node stays Ready, no pod restarts, and every process is back in its
+// cgroups; after a pause past leaseWaitAfter, unpause waits for the node's lease renewal. Pauses
+// interrupted at each step leave nothing frozen. The same pause and unpause again with cgroup v2's
+// freezer (on a hybrid machine, the v2 tree with no controllers beside the v1 freezer), and a down from
+// that v2-paused lab leaves nothing behind.
 func TestPauseLab(t *testing.T) {
 	ctx, st := upLab(t, UpOptions{}, 4*time.Minute) // pausing needs root too: the cgroup freezer
 	dir := st.Dir
@@ -45,83 +49,17 @@ func TestPauseLab(t *testing.T) {
 	cgroupsBefore := freezerCgroups(t, st)
 
 	t.Run("paused", func(t *testing.T) {
-		r, err := Pause(ctx, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, want := range []string{component.Etcd, component.APIServer, component.ControllerManager, component.Scheduler, component.Kubelet} {
-			if !slices.Contains(r.Frozen, want) {
-				t.Errorf("pause froze %v, not %s", r.Frozen, want)
-			}
-		}
-		st, err := LoadState(dir)
-		if err != nil || st.Paused == nil || !st.Paused.Complete {
-			t.Fatalf("state after pause: %+v, %v", st.Paused, err)
-		}
-		acct := st.Paused.Hierarchies.Acct
-		if acct == "" {
-			acct = st.Paused.Hierarchies.Freezer
-		}
-		usage0 := pausedUsage(t, st, acct)
-		res, err := session.Measure(ctx, session.Options{Sampler: sample.Options{Interval: time.Second, Detail: 5 * time.Second},
-			Duration: 10 * time.Second, Version: "test"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		usage1 := pausedUsage(t, st, acct)
-		sum := summary.Build(res.Meta, res.Samples, summary.Options{})
-		seen := 0
-		for _, g := range sum.Groups {
-			if !slices.Contains(r.Frozen, g.Name) {
-				continue
-			}
-			seen++
-			t.Logf("paused %s: %.3fm over %.1f s (tare); cpuacct.usage delta %d ns", g.Name, g.CPU.Mean, sum.Window.Seconds, usage1[g.Name]-usage0[g.Name])
-			if g.CPU.Mean >= 1 {
-				t.Errorf("paused %s used %.3f millicores, want under 1", g.Name, g.CPU.Mean)
-			}
-		}
-		if seen < len(r.Frozen) {
-			t.Errorf("tare's summary has %d of the %d frozen components", seen, len(r.Frozen))
-		}
-		// Ground truth from the kernel's cgroup accounting: under 1 millicore is under 1 ms per second.
-		for name, u := range usage1 {
-			if d := u - usage0[name]; d >= uint64(sum.Window.Seconds*1e6) {
-				t.Errorf("cpuacct.usage of paused %s grew %d ns in %.1f s, want under 1 millicore", name, d, sum.Window.Seconds)
-			}
-		}
-		waitAnswers(ctx, t, url)
-		s, err := Status(ctx, dir)
-		if err != nil || !s.Paused || !s.Healthy || s.APIReady {
-			t.Errorf("status of a paused lab: paused %v healthy %v api ready %v, %v", s.Paused, s.Healthy, s.APIReady, err)
-		}
-		if _, err := Pause(ctx, dir); !errors.Is(err, ErrPaused) {
-			t.Errorf("pausing a paused lab: %v, want %v", err, ErrPaused)
-		}
-		if _, err := Up(ctx, UpOptions{Dir: dir}); !errors.Is(err, ErrAlreadyRunning) {
-			t.Errorf("up on a paused lab: %v, want %v", err, ErrAlreadyRunning)
-		}
+		checkPaused(ctx, t, dir, url, PauseOptions{}) // auto: the v1 freezer where it is mounted
 	})
 
 	t.Run("unpaused", func(t *testing.T) {
-		r, err := Unpause(ctx, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("thawed in %s, /readyz ok after %s", r.ThawTook, r.ReadyAfter)
-		if r.ReadyAfter > 5*time.Second {
-			t.Errorf("/readyz ok %s after unpause, want within 5 s", r.ReadyAfter)
-		}
-		checkResumed(ctx, t, dir, c, before, cgroupsBefore)
-		if _, err := Unpause(ctx, dir); !errors.Is(err, ErrNotPaused) {
-			t.Errorf("unpausing a running lab: %v, want %v", err, ErrNotPaused)
-		}
+		checkUnpaused(ctx, t, dir, c, before, cgroupsBefore)
 	})
 
 	// A pause past leaseWaitAfter: unpause waits for the node's lease before it thaws the controller
 	// manager (a pause of minutes otherwise has the node marked NotReady for a moment).
 	t.Run("long", func(t *testing.T) {
-		if _, err := Pause(ctx, dir); err != nil {
+		if _, err := Pause(ctx, dir, PauseOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(leaseWaitAfter + time.Second) // the pause is what is tested: nothing to poll for
@@ -161,7 +99,7 @@ func TestPauseLab(t *testing.T) {
 	t.Run("interrupted", func(t *testing.T) {
 		for _, n := range []int32{0, 3, 1000} {
 			ictx := &endsAfter{Context: ctx, n: n}
-			_, err := Pause(ictx, dir)
+			_, err := Pause(ictx, dir, PauseOptions{})
 			st, lerr := LoadState(dir)
 			if lerr != nil {
 				t.Fatal(lerr)
@@ -187,10 +125,48 @@ func TestPauseLab(t *testing.T) {
 		}
 	})
 
+	// cgroup v2's freezer on the same lab: the processes move into the v2 tree (on a hybrid machine
+	// /sys/fs/cgroup/unified, which has no controllers: cgroup.freeze and cpu.stat's usage_usec are its
+	// core's) and back to their v2 cgroups on unpause, leaving nothing there.
+	mounts, err := procfs.GetMounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, v2Err := pickFreezer(mounts, FreezerV2)
+	haveV2 := v2Err == nil
+	t.Run("v2 paused", func(t *testing.T) {
+		if !haveV2 {
+			testenv.Unavailable(t, "%v", v2Err)
+		}
+		ps := checkPaused(ctx, t, dir, url, PauseOptions{Freezer: FreezerV2})
+		if !ps.Hierarchies.V2 || ps.Hierarchies.Freezer != v2.Freezer || ps.Hierarchies.Acct != "" {
+			t.Errorf("paused with the v2 freezer in %+v, want %+v", ps.Hierarchies, v2)
+		}
+	})
+	t.Run("v2 unpaused", func(t *testing.T) {
+		if !haveV2 {
+			testenv.Unavailable(t, "%v", v2Err)
+		}
+		checkUnpaused(ctx, t, dir, c, before, cgroupsBefore)
+		left, _ := filepath.Glob(filepath.Join(v2.Freezer, cgroupRootName, pausedGroup+"*"))
+		if len(left) > 0 {
+			t.Errorf("left in the v2 tree after unpause: %v", left)
+		}
+	})
+
+	// Down from a paused lab, paused with the v2 freezer where there is one: down's thaw reads the
+	// freezer from the state (a v2 tree's cgroup.freeze, not the v1 freezer.state auto would pick here);
+	// down's thaw on v1 is the same resume that every v1 unpause above ran.
 	t.Run("down from paused", func(t *testing.T) {
-		if _, err := Pause(ctx, dir); err != nil {
+		opts := PauseOptions{Freezer: FreezerV2}
+		if !haveV2 {
+			opts.Freezer = FreezerAuto
+		}
+		pr, err := Pause(ctx, dir, opts)
+		if err != nil {
 			t.Fatal(err)
 		}
+		t.Logf("paused with the %s freezer in %s", pr.Freezer, pr.Cgroup)
 		// The processes down must stop: those alive now, frozen, by their PIDs in /proc.
 		var running []int
 		for _, p := range st.Processes {
@@ -219,7 +195,124 @@ func TestPauseLab(t *testing.T) {
 		if left := Leftovers(dir, true); len(left) > 0 {
 			t.Errorf("left behind: %v", left)
 		}
+		if haveV2 {
+			if _, err := os.Stat(filepath.Join(v2.Freezer, cgroupRootName)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the lab's v2 cgroup %s after down: %v", filepath.Join(v2.Freezer, cgroupRootName), err)
+			}
+		}
 	})
+}
+
+// checkPaused pauses the lab in dir with opts and checks it: every moved process is in its paused cgroup
+// and frozen; for 10 s tare's session sees each frozen component use under 1 millicore and the kernel's
+// accounting of its paused cgroup agrees; the pod at url answers; status says paused; pause and up refuse.
+// It returns the pause's state.
+func checkPaused(ctx context.Context, t *testing.T, dir, url string, opts PauseOptions) *PauseState {
+	t.Helper()
+	r, err := Pause(ctx, dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("paused with the %s freezer in %s, took %s", r.Freezer, r.Cgroup, r.Took)
+	for _, want := range []string{component.Etcd, component.APIServer, component.ControllerManager, component.Scheduler, component.Kubelet} {
+		if !slices.Contains(r.Frozen, want) {
+			t.Errorf("pause froze %v, not %s", r.Frozen, want)
+		}
+	}
+	st, err := LoadState(dir)
+	if err != nil || st.Paused == nil || !st.Paused.Complete {
+		t.Fatalf("state after pause: %+v, %v", st.Paused, err)
+	}
+	h := st.Paused.Hierarchies
+	if h.name() != r.Freezer || (opts.Freezer != FreezerAuto && opts.Freezer != "" && r.Freezer != opts.Freezer) {
+		t.Errorf("asked for the %q freezer: the report says %s, the state %+v", opts.Freezer, r.Freezer, h)
+	}
+	// The kernel's view: each process in its paused cgroup of the freezer hierarchy, and that cgroup frozen.
+	for _, m := range st.Paused.Moved {
+		cgs, err := procCgroups(m.PID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := filepath.Rel(h.Freezer, m.Cgroup)
+		if got, _ := cgroupIn(cgs, h.V2, "freezer"); got != "/"+want {
+			t.Errorf("%s (pid %d) is in %q of %s, want /%s", m.Name, m.PID, got, h.Freezer, want)
+		}
+		if fs, err := readFreezeState(m.Cgroup, h.V2); err != nil || fs != frozen {
+			t.Errorf("%s: freezer state %v, %v; want frozen", m.Cgroup, fs, err)
+		}
+	}
+	acct := h.Acct
+	if acct == "" {
+		acct = h.Freezer
+	}
+	usage0 := pausedUsage(t, st, acct)
+	var total uint64
+	for _, u := range usage0 {
+		total += u
+	}
+	// The counters count: the components ran between their move and the freeze (a frozen task runs to
+	// its freezing point), so a cgroup's usage that stayed 0 would say nothing.
+	t.Logf("usage of the paused cgroups since their move, at the freeze: %v ns", usage0)
+	if h.V2 && total == 0 {
+		t.Errorf("cpu.stat usage_usec of every paused cgroup is 0 in %s: the v2 tree counts nothing", h.Freezer)
+	}
+	res, err := session.Measure(ctx, session.Options{Sampler: sample.Options{Interval: time.Second, Detail: 5 * time.Second},
+		Duration: 10 * time.Second, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	usage1 := pausedUsage(t, st, acct)
+	sum := summary.Build(res.Meta, res.Samples, summary.Options{})
+	seen := 0
+	for _, g := range sum.Groups {
+		if !slices.Contains(r.Frozen, g.Name) {
+			continue
+		}
+		seen++
+		t.Logf("paused %s: %.3fm over %.1f s (tare); kernel's usage delta %d ns", g.Name, g.CPU.Mean, sum.Window.Seconds, usage1[g.Name]-usage0[g.Name])
+		if g.CPU.Mean >= 1 {
+			t.Errorf("paused %s used %.3f millicores, want under 1", g.Name, g.CPU.Mean)
+		}
+	}
+	if seen < len(r.Frozen) {
+		t.Errorf("tare's summary has %d of the %d frozen components", seen, len(r.Frozen))
+	}
+	// Ground truth from the kernel's cgroup accounting: under 1 millicore is under 1 ms per second.
+	for name, u := range usage1 {
+		if d := u - usage0[name]; d >= uint64(sum.Window.Seconds*1e6) {
+			t.Errorf("the kernel's usage of paused %s grew %d ns in %.1f s, want under 1 millicore", name, d, sum.Window.Seconds)
+		}
+	}
+	waitAnswers(ctx, t, url)
+	s, err := Status(ctx, dir)
+	if err != nil || !s.Paused || !s.Healthy || s.APIReady {
+		t.Errorf("status of a paused lab: paused %v healthy %v api ready %v, %v", s.Paused, s.Healthy, s.APIReady, err)
+	}
+	if _, err := Pause(ctx, dir, opts); !errors.Is(err, ErrPaused) {
+		t.Errorf("pausing a paused lab: %v, want %v", err, ErrPaused)
+	}
+	if _, err := Up(ctx, UpOptions{Dir: dir}); !errors.Is(err, ErrAlreadyRunning) {
+		t.Errorf("up on a paused lab: %v, want %v", err, ErrAlreadyRunning)
+	}
+	return st.Paused
+}
+
+// checkUnpaused unpauses the lab in dir and checks that /readyz answers within 5 s and the lab is as
+// before the pause (checkResumed); a second unpause is refused.
+func checkUnpaused(ctx context.Context, t *testing.T, dir string, c kubernetes.Interface, before map[string]int32, cgroupsBefore map[int]string) {
+	t.Helper()
+	r, err := Unpause(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("thawed in %s, /readyz ok after %s", r.ThawTook, r.ReadyAfter)
+	if r.ReadyAfter > 5*time.Second {
+		t.Errorf("/readyz ok %s after unpause, want within 5 s", r.ReadyAfter)
+	}
+	checkResumed(ctx, t, dir, c, before, cgroupsBefore)
+	if _, err := Unpause(ctx, dir); !errors.Is(err, ErrNotPaused) {
+		t.Errorf("unpausing a running lab: %v, want %v", err, ErrNotPaused)
+	}
 }
 
 // checkResumed checks a lab after an unpause (or an undone pause): nothing of pause's cgroups is left,
@@ -322,7 +415,8 @@ func waitAnswers(ctx context.Context, t *testing.T, url string) {
 	}
 }
 
-// freezerCgroups is the freezer-hierarchy cgroup of every lab process, by PID, from /proc/PID/cgroup.
+// freezerCgroups is the cgroup of every lab process, by PID, in each hierarchy pause may move it in
+// (v1 freezer and cpuacct, and the cgroup v2 tree), from /proc/PID/cgroup.
 func freezerCgroups(t *testing.T, st *State) map[int]string {
 	t.Helper()
 	out := map[int]string{}
@@ -331,7 +425,10 @@ func freezerCgroups(t *testing.T, st *State) map[int]string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[p.PID], _ = cgroupIn(cgs, false, "freezer")
+		freezer, _ := cgroupIn(cgs, false, "freezer")
+		cpuacct, _ := cgroupIn(cgs, false, "cpuacct")
+		v2, _ := cgroupIn(cgs, true, "")
+		out[p.PID] = fmt.Sprintf("freezer:%s cpuacct:%s 0::%s", freezer, cpuacct, v2)
 	}
 	return out
 }

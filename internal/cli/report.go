@@ -117,7 +117,7 @@ func runReport(ctx context.Context, s streams, g *globalOptions, path, match, ht
 	if err != nil {
 		return err
 	}
-	sum := summary.Build(rec.Meta, rec.Samples, summary.Options{Match: re, Top: top})
+	sum := summary.Build(rec.Meta, rec.Samples, summary.Options{Match: re, Top: top, BlockIO: rec.BlockIO})
 	if err := render(s, g, sum); err != nil {
 		return err
 	}

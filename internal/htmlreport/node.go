@@ -53,6 +53,9 @@ func Node(rep explain.Report, what, version string) Page {
 		p.Sections = append(p.Sections, s)
 	}
 	p.Sections = append(p.Sections, profileSections(rep)...)
+	if s, ok := blockIOSection(sum.BlockIO); ok {
+		p.Sections = append(p.Sections, s)
+	}
 	if len(rep.USE.Rows) > 0 {
 		p.Sections = append(p.Sections, useSection(rep.USE))
 	}

@@ -61,7 +61,7 @@ type Section struct {
 }
 
 // Chart is drawn by report.js: Kind picks the drawing (busy, flame, box, sweep, bars, stack, ratios,
-// lines, scatterfit), Data is its input.
+// lines, scatterfit, hist), Data is its input.
 type Chart struct {
 	ID     string `json:"id"`
 	Kind   string `json:"kind"`

@@ -11,6 +11,6 @@
 // through OpenFile; a new table or column goes in schema.go (and SCHEMA.md), with SchemaVersion raised
 // when an older tare could not read the file.
 //
-// It imports sample (the data it stores), kernel (the resource counters a sample carries) and the SQLite
-// driver, and nothing of the verbs.
+// It imports sample (the data it stores), kernel (the resource counters a sample carries), blockio (the
+// window's block I/O, stored once at its end) and the SQLite driver, and nothing of the verbs.
 package record

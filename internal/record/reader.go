@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tare-dev/tare/internal/blockio"
 	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/sample"
 )
@@ -19,6 +20,9 @@ var ErrNotRecording = errors.New("not a tare recording")
 type Recording struct {
 	Meta    sample.Meta
 	Samples []sample.Sample
+	// BlockIO is the window's block I/O (Writer.WriteBlockIO), for summary.Options.BlockIO; nil when the
+	// recording has none.
+	BlockIO *blockio.Snapshot
 }
 
 // Read loads a recording. A file cut short by a crash loads up to its last committed sample.
@@ -56,6 +60,11 @@ func readAll(ctx context.Context, db *sql.DB, meta FileMeta) (Recording, error) 
 	}
 	if meta.Version >= 2 {
 		if err := readResources(ctx, db, rec.Samples, idx); err != nil {
+			return rec, err
+		}
+	}
+	if meta.Version >= 3 {
+		if rec.BlockIO, err = readBlockIO(ctx, db, meta); err != nil {
 			return rec, err
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tare-dev/tare/internal/blockio"
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/summary"
 	"github.com/tare-dev/tare/internal/testenv"
@@ -60,7 +61,7 @@ func recordForever(path string) int {
 }
 
 // liveSamples takes n real samples of this machine.
-func liveSamples(t *testing.T, n int) (sample.Meta, []sample.Sample) {
+func liveSamples(t testing.TB, n int) (sample.Meta, []sample.Sample) {
 	t.Helper()
 	s, err := sample.New(context.Background(), sample.Options{Interval: 20 * time.Millisecond, Detail: 40 * time.Millisecond}, nil)
 	if err != nil {
@@ -79,7 +80,8 @@ func liveSamples(t *testing.T, n int) (sample.Meta, []sample.Sample) {
 	return s.Meta(), out
 }
 
-func writeRecording(t *testing.T, path string, meta sample.Meta, ss []sample.Sample) {
+// writeRecording writes a recording of ss at path, with the window's block I/O io when it is not nil.
+func writeRecording(t testing.TB, path string, meta sample.Meta, ss []sample.Sample, io *blockio.Snapshot) {
 	t.Helper()
 	ctx := context.Background()
 	w, err := Create(ctx, path, meta)
@@ -88,6 +90,11 @@ func writeRecording(t *testing.T, path string, meta sample.Meta, ss []sample.Sam
 	}
 	for _, x := range ss {
 		if err := w.Append(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if io != nil {
+		if err := w.WriteBlockIO(ctx, *io); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -101,7 +108,7 @@ func TestRoundTrip(t *testing.T) {
 	t.Parallel()
 	meta, ss := liveSamples(t, 6)
 	path := filepath.Join(t.TempDir(), "r.db")
-	writeRecording(t, path, meta, ss)
+	writeRecording(t, path, meta, ss, nil)
 	rec, err := Read(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +177,7 @@ func TestBadFiles(t *testing.T) {
 	dir := t.TempDir()
 	meta, ss := liveSamples(t, 4)
 	good := filepath.Join(dir, "good.db")
-	writeRecording(t, good, meta, ss)
+	writeRecording(t, good, meta, ss, nil)
 	goodBytes, _ := os.ReadFile(good)
 
 	garbage := filepath.Join(dir, "garbage.db")

@@ -54,7 +54,7 @@ func TestRecordingKeepsReference(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	path := filepath.Join(t.TempDir(), "v2.db")
-	writeRecording(t, path, s.Meta(), ss)
+	writeRecording(t, path, s.Meta(), ss, nil)
 	rec, err := Read(ctx, path)
 	if err != nil {
 		t.Fatal(err)

@@ -2,8 +2,9 @@ package record
 
 // SchemaVersion is the version of the recording schema written by this tare. Readers accept versions up to
 // and including it.
-// Version 2 added node_resources; version 1 files are read without it.
-const SchemaVersion = 2
+// Version 2 added node_resources; version 1 files are read without it. Version 3 added block_io (and the
+// meta key block_io); files before it are read without block I/O.
+const SchemaVersion = 3
 
 // formatName marks a SQLite file as a tare recording.
 const formatName = "tare-recording"
@@ -66,6 +67,19 @@ CREATE TABLE node_resources (
   seq  INTEGER PRIMARY KEY,
   json TEXT NOT NULL
 );
+CREATE TABLE block_io (
+  pid       INTEGER NOT NULL,
+  major     INTEGER NOT NULL,
+  minor     INTEGER NOT NULL,
+  dir       INTEGER NOT NULL,
+  cgroup    INTEGER NOT NULL,
+  comm      TEXT NOT NULL,
+  requests  INTEGER NOT NULL,
+  bytes     INTEGER NOT NULL,
+  device_us TEXT NOT NULL,
+  queue_us  TEXT NOT NULL,
+  PRIMARY KEY (pid, major, minor, dir, cgroup)
+) WITHOUT ROWID;
 CREATE TABLE exits (
   seq INTEGER NOT NULL,
   id  INTEGER NOT NULL,

@@ -102,16 +102,24 @@ func (w *Writer) Append(ctx context.Context, s sample.Sample) error {
 	return nil
 }
 
-func (w *Writer) append(ctx context.Context, s sample.Sample) (err error) {
+// inTx runs f in a transaction, committed when f succeeds and rolled back when it fails.
+func (w *Writer) inTx(ctx context.Context, f func(*sql.Tx) error) error {
 	tx, err := w.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback()
-		}
-	}()
+	if err := f(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+func (w *Writer) append(ctx context.Context, s sample.Sample) error {
+	return w.inTx(ctx, func(tx *sql.Tx) error { return w.appendTx(ctx, tx, s) })
+}
+
+func (w *Writer) appendTx(ctx context.Context, tx *sql.Tx, s sample.Sample) (err error) {
 	var psi []byte
 	if s.Node.Pressure != nil {
 		if psi, err = json.Marshal(s.Node.Pressure); err != nil {
@@ -156,7 +164,7 @@ func (w *Writer) append(ctx context.Context, s sample.Sample) (err error) {
 			return err
 		}
 	}
-	return tx.Commit()
+	return nil
 }
 
 func nullString(b []byte) any {
@@ -180,7 +188,7 @@ func (w *Writer) Finish(ctx context.Context, meta sample.Meta) error {
 
 // Close closes the file without updating the meta.
 func (w *Writer) Close() error {
-	for _, st := range []*sql.Stmt{w.insS, w.insP, w.insPS, w.insE} {
+	for _, st := range []*sql.Stmt{w.insS, w.insP, w.insPS, w.insE, w.insR} {
 		if st != nil {
 			st.Close()
 		}

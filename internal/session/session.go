@@ -144,6 +144,12 @@ func (s *Session) Run(ctx context.Context, sinks ...Sink) (Result, error) {
 	}
 	final.Interrupted = ctx.Err() != nil
 	for i, k := range sinks {
+		if b, ok := k.(BlockIOSink); ok && io != nil && failed[i] == nil {
+			if err := b.KeepBlockIO(keepCtx, *io); err != nil {
+				failed[i] = err
+				s.warn(s.next-1, SinkFailed, err.Error())
+			}
+		}
 		if err := k.Close(keepCtx, final); err != nil && failed[i] == nil {
 			failed[i] = err
 		}

@@ -9,8 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tare-dev/tare/internal/blockio"
 	"github.com/tare-dev/tare/internal/record"
 	"github.com/tare-dev/tare/internal/sample"
+	"github.com/tare-dev/tare/internal/testenv"
 )
 
 // collector is a sink that remembers what it was given.
@@ -181,5 +185,58 @@ func TestSessionOptions(t *testing.T) {
 		if _, err := Open(context.Background(), o); err == nil {
 			t.Errorf("Open(%+v) succeeded", o)
 		}
+	}
+}
+
+// blockIOCollector is a collector that also keeps the window's block I/O.
+type blockIOCollector struct {
+	*collector
+	io       []blockio.Snapshot
+	ioClosed bool // whether the block I/O came after Close
+	fail     error
+}
+
+func (c *blockIOCollector) KeepBlockIO(_ context.Context, snap blockio.Snapshot) error {
+	c.io = append(c.io, snap)
+	c.ioClosed = c.closed != nil
+	return c.fail
+}
+
+// TestSessionBlockIOSink: with block I/O traced, a BlockIOSink gets the window's block I/O once, the
+// result's, after the last sample and before Close; a sink that fails to keep it is the session's
+// SinkErr and a warning, and a sink that had failed before gets none.
+func TestSessionBlockIOSink(t *testing.T) {
+	testenv.NeedRoot(t, "the block I/O tracer loads BPF programs")
+	o := options(500 * time.Millisecond)
+	o.BlockIO = true
+	s, err := Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.BlockIO() == nil {
+		testenv.Unavailable(t, "the block I/O tracer did not open: %v", s.warnings)
+	}
+	ok, failing, failedBefore := &blockIOCollector{collector: newCollector()}, &blockIOCollector{collector: newCollector(), fail: errFull},
+		&blockIOCollector{collector: newCollector()}
+	failedBefore.failAt = 1
+	res, err := s.Run(context.Background(), ok, failing, failedBefore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BlockIO == nil || len(ok.io) != 1 || ok.ioClosed || ok.closed == nil {
+		t.Fatalf("result's block I/O %v; the sink got %d, after Close: %v", res.BlockIO != nil, len(ok.io), ok.ioClosed)
+	}
+	if diff := cmp.Diff(*res.BlockIO, ok.io[0]); diff != "" {
+		t.Errorf("the sink's block I/O is not the result's (-result +sink):\n%s", diff)
+	}
+	failed := 0
+	for _, w := range res.Warnings {
+		if w.Kind == SinkFailed {
+			failed++
+		}
+	}
+	if len(failing.io) != 1 || !errors.Is(res.SinkErr, errFull) || len(failedBefore.io) != 0 || failed != 2 {
+		t.Errorf("failing sink got %d, SinkErr %v, %d sink warnings (want 2); the sink failed before got %d", len(failing.io), res.SinkErr, failed, len(failedBefore.io))
 	}
 }

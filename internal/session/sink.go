@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/tare-dev/tare/internal/blockio"
 	"github.com/tare-dev/tare/internal/progress"
 	"github.com/tare-dev/tare/internal/record"
 	"github.com/tare-dev/tare/internal/sample"
@@ -21,6 +22,14 @@ type Sink interface {
 	// Close gets the final metadata: the start is the first sample's time, and Interrupted and the
 	// limitations are settled.
 	Close(ctx context.Context, meta sample.Meta) error
+}
+
+// BlockIOSink is a Sink that also keeps the window's block I/O: when the session traced it
+// (Options.BlockIO and the tracer opened), it calls KeepBlockIO once, after the last sample and before
+// Close, with what Result.BlockIO holds. An error counts as the sink's failure.
+type BlockIOSink interface {
+	Sink
+	KeepBlockIO(ctx context.Context, snap blockio.Snapshot) error
 }
 
 // Recording is a sink that writes every sample to a new recording file (record.Writer). Each sample is
@@ -45,6 +54,11 @@ func (r *Recording) Open(ctx context.Context, meta sample.Meta) error {
 
 // Keep commits one sample.
 func (r *Recording) Keep(ctx context.Context, x sample.Sample) error { return r.w.Append(ctx, x) }
+
+// KeepBlockIO stores the window's block I/O in the file.
+func (r *Recording) KeepBlockIO(ctx context.Context, snap blockio.Snapshot) error {
+	return r.w.WriteBlockIO(ctx, snap)
+}
 
 // Close stores the final metadata and closes the file.
 func (r *Recording) Close(ctx context.Context, meta sample.Meta) error {

@@ -286,7 +286,25 @@
     };
   }
 
-  const kinds = { busy, flame, box, sweep, bars, stack, ratios, lines, scatterfit };
+  // hist: histograms side by side, a bar per bucket and series, the height its share of the series's
+  // count (so that series of very different counts compare), the count in the tooltip.
+  function hist(d) {
+    return {
+      color: palette, animation: false,
+      tooltip: {
+        trigger: 'axis', axisPointer: { type: 'shadow' },
+        formatter: (ps) => esc(ps[0].axisValue) + ps.map((p) => '<br>' + p.marker + esc(p.seriesName) + ': ' +
+          whole(d.series[p.seriesIndex].counts[p.dataIndex]) + ' (' + num(p.value) + '%)').join(''),
+      },
+      legend: { type: 'scroll', top: 0 },
+      grid: { left: 8, right: 24, top: 36, bottom: 40, containLabel: true },
+      xAxis: { type: 'category', data: d.buckets, name: d.x, nameLocation: 'middle', nameGap: 28, axisLabel: { interval: 0, rotate: d.buckets.length > 8 ? 30 : 0, fontSize: 10 } },
+      yAxis: { type: 'value', name: 'share of its requests', nameTextStyle: { align: 'left' }, max: 100, axisLabel: { formatter: (v) => v + '%' } },
+      series: d.series.map((s) => ({ name: s.name, type: 'bar', data: s.share, emphasis: { focus: 'series' } })),
+    };
+  }
+
+  const kinds = { busy, flame, box, sweep, bars, stack, ratios, lines, scatterfit, hist };
   const drawn = [];
   for (const c of TARE.charts) {
     const el = document.getElementById(c.id);

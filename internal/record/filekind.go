@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 )
 
 // sqliteMagic opens every SQLite 3 file.
@@ -57,11 +58,7 @@ func OpenFile(ctx context.Context, path, query string, kind FileKind) (*sql.DB, 
 	if err := checkHeader(path, kind); err != nil {
 		return nil, FileMeta{}, err
 	}
-	dsn := "file:" + path
-	if query != "" {
-		dsn += "?" + query
-	}
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sql.Open("sqlite", dsn(path, query))
 	if err != nil {
 		return nil, FileMeta{}, fmt.Errorf("opening %s %s: %w", kind.Name, path, err)
 	}
@@ -128,4 +125,14 @@ func readMeta(ctx context.Context, db *sql.DB, kind FileKind) (FileMeta, error) 
 	}
 	m.Version = v
 	return m, nil
+}
+
+// dsn is the SQLite URI of the file at path with the driver options in query. A '#', '?' or '%' in a file
+// name would end the name or be read as an escape, so they are percent-encoded: "a#b.db" is a#b.db, not a.
+func dsn(path, query string) string {
+	d := "file:" + strings.NewReplacer("%", "%25", "#", "%23", "?", "%3f").Replace(path)
+	if query != "" {
+		d += "?" + query
+	}
+	return d
 }

@@ -284,3 +284,39 @@ func foreignSQLite(t *testing.T, dir string) string {
 	}
 	return path
 }
+
+// TestPathWithURICharacters: a recording whose name holds '#', '?' or '%' is written to and read from that
+// file, not to a file named after what comes before them (the SQLite URI would end at '#' or '?').
+func TestPathWithURICharacters(t *testing.T) {
+	t.Parallel()
+	meta, ss := liveSamples(t, 3)
+	dir := t.TempDir()
+	for _, name := range []string{"a#b.db", "c?d=1.db", "e%23f.db", "g%.db"} {
+		path := filepath.Join(dir, name)
+		writeRecording(t, path, meta, ss, nil)
+		if _, err := os.Stat(path); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		rec, err := Read(context.Background(), path)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if len(rec.Samples) != len(ss) {
+			t.Errorf("%s: read %d samples, wrote %d", name, len(rec.Samples), len(ss))
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if n := e.Name(); !strings.HasSuffix(n, "-wal") && !strings.HasSuffix(n, "-shm") { // SQLite's own
+			names = append(names, n)
+		}
+	}
+	if len(names) != 4 {
+		t.Errorf("the directory holds %q, want the four recordings (and their -wal and -shm) only", names)
+	}
+}

@@ -80,7 +80,7 @@ func Create(ctx context.Context, dir string, spec *Spec) (*Store, []Trial, error
 	if spec.Seed == 0 {
 		spec.Seed = uint64(time.Now().UnixNano())
 	}
-	db, err := sql.Open("sqlite", "file:"+StorePath(dir)+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
+	db, err := sql.Open("sqlite", record.DSN(StorePath(dir), "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)"))
 	if err != nil {
 		return nil, nil, err
 	}

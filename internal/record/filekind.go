@@ -58,7 +58,7 @@ func OpenFile(ctx context.Context, path, query string, kind FileKind) (*sql.DB, 
 	if err := checkHeader(path, kind); err != nil {
 		return nil, FileMeta{}, err
 	}
-	db, err := sql.Open("sqlite", dsn(path, query))
+	db, err := sql.Open("sqlite", DSN(path, query))
 	if err != nil {
 		return nil, FileMeta{}, fmt.Errorf("opening %s %s: %w", kind.Name, path, err)
 	}
@@ -127,9 +127,9 @@ func readMeta(ctx context.Context, db *sql.DB, kind FileKind) (FileMeta, error) 
 	return m, nil
 }
 
-// dsn is the SQLite URI of the file at path with the driver options in query. A '#', '?' or '%' in a file
+// DSN is the SQLite URI of the file at path with the driver options in query. A '#', '?' or '%' in a file
 // name would end the name or be read as an escape, so they are percent-encoded: "a#b.db" is a#b.db, not a.
-func dsn(path, query string) string {
+func DSN(path, query string) string {
 	d := "file:" + strings.NewReplacer("%", "%25", "#", "%23", "?", "%3f").Replace(path)
 	if query != "" {
 		d += "?" + query

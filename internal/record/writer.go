@@ -53,7 +53,7 @@ func Create(ctx context.Context, path string, meta sample.Meta) (*Writer, error)
 }
 
 func openDB(path string) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", dsn(path, "_pragma=busy_timeout(5000)"))
+	db, err := sql.Open("sqlite", DSN(path, "_pragma=busy_timeout(5000)"))
 	if err != nil {
 		return nil, fmt.Errorf("opening recording %s: %w", path, err)
 	}

@@ -210,3 +210,29 @@ func openFDs(t *testing.T) int {
 	}
 	return len(ents)
 }
+
+// TestActivityLongRunningLoadsAtOnce: a long-running sampler (the agent) loads the iterator with its
+// baseline sample however small the node, and so opens no per-thread counters: every process's CPU comes
+// from the iterator's pass or a thread-group query.
+func TestActivityLongRunningLoadsAtOnce(t *testing.T) {
+	testenv.NeedRoot(t, "taskstats and the BPF task iterator need root")
+	if err := taskiter.Check(); err != nil {
+		testenv.Unavailable(t, "%v", err)
+	}
+	s, err := New(context.Background(), Options{Interval: time.Second, Detail: time.Hour, LongRunning: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Sample(); err != nil {
+		t.Fatal(err)
+	}
+	if s.act.it == nil {
+		t.Fatalf("iterator not loaded by the baseline of %d processes: %v", len(s.procs), s.Meta().Limitations)
+	}
+	for pid, st := range s.procs {
+		if st.threads != nil {
+			t.Errorf("process %d (%s) has per-thread counters open", pid, st.info.Comm)
+		}
+	}
+}

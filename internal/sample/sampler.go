@@ -39,6 +39,10 @@ type Options struct {
 	// NoResources skips the node's memory, disk and network counters (Node.Resources, which explain's USE
 	// view and recordings use): for the agent, which serves none of them, and would read them every second.
 	NoResources bool
+	// LongRunning says the sampler runs for hours (tare agent): the task iterator is loaded at the first
+	// sample whatever the node's size, as its load (about 25 ms of CPU) pays for itself within minutes, and
+	// no process is read each second, nor given per-thread counters, while it would wait to pay.
+	LongRunning bool
 	// ExecSource chooses what follows process starts (starts.go): ExecAuto, ExecConnector or
 	// ExecTracepoints. The last two are for tests, and to compare the two.
 	ExecSource ExecSource
@@ -154,6 +158,9 @@ func (s *Sampler) openPrivileged(ctx context.Context) {
 			fmt.Sprintf("%v; every process is read each second whether it ran or not (costlier with thousands of processes)", err))
 	} else {
 		s.act = act
+		if s.opts.LongRunning {
+			act.reads = loadAfterReads
+		}
 	}
 	// The tracepoints cost tare nothing per process started; the proc connector wakes it at each.
 	// Both report the initial PID namespace's PIDs: they name the processes of ProcRoot only if its PID 1 is

@@ -106,14 +106,14 @@ func TestReadIdentityGone(t *testing.T) {
 
 func TestReadDetailFixture(t *testing.T) {
 	t.Parallel()
-	d := ReadDetail(fixtureProc, 10101, nil, nil, true)
+	d := ReadDetail(fixtureProc, 10101, nil, nil, SmapsNow)
 	// The fixture's smaps_rollup: Rss 1772 kB, Pss 643 kB, Private_Clean 116 kB + Private_Dirty 108 kB; its
 	// io: read_bytes 0, write_bytes 0; its stat and status: 1 thread.
 	if d.SmapsErr != nil || d.IOErr != nil || d.RSS != 1772<<10 || d.PSS != 643<<10 || d.Private != (116+108)<<10 ||
 		d.ReadBytes != 0 || d.WriteBytes != 0 || d.Threads != 1 {
 		t.Errorf("sleep detail %+v, want rss 1772 kB, pss 643 kB, private 224 kB, no I/O, 1 thread", d)
 	}
-	d = ReadDetail(fixtureProc, 1, nil, nil, true)
+	d = ReadDetail(fixtureProc, 1, nil, nil, SmapsNow)
 	if d.SmapsErr == nil || d.IOErr == nil {
 		t.Errorf("unreadable smaps_rollup and io not reported: %+v", d)
 	}
@@ -310,8 +310,8 @@ func TestParseProcStat(t *testing.T) {
 			t.Errorf("bad stat %q accepted", bad)
 		}
 	}
-	if got := parseStatmRSS([]byte("2000 150 100 10 0 300 0\n")); got != 150 {
-		t.Errorf("parseStatmRSS = %d, want 150", got)
+	if r, sh := parseStatm([]byte("2000 150 100 10 0 300 0\n")); r != 150 || sh != 100 {
+		t.Errorf("parseStatm = %d, %d, want 150, 100", r, sh)
 	}
 }
 

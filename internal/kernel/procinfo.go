@@ -125,14 +125,27 @@ type Detail struct {
 	// SmapsStatm is StatmRSS when smaps_rollup was last read (0 when it was not): RSS, PSS and private
 	// memory follow statm from it while statm stays within smapsDrift of it (see Estimated).
 	SmapsStatm uint64
+	// StatmOnly says smaps_rollup was not read for this reading (SmapsNot): RSS is statm's resident size,
+	// and PSS and private memory are its anonymous resident pages (resident less shared), the part of a
+	// process's memory that is its own in nearly every process.
+	StatmOnly bool
 	// SmapsErr and IOErr say why smaps_rollup or io could not be read (nil when they were).
 	SmapsErr, IOErr error
 }
 
+// Smaps says whether a detail reading reads smaps_rollup.
+type Smaps int
+
+const (
+	SmapsOnDrift Smaps = iota // when statm moved beyond smapsDrift since it was last read, or never was
+	SmapsNow                  // whatever statm says
+	SmapsNot                  // not at all: memory from statm alone (StatmOnly)
+)
+
 // ReadDetail reads the thread count (from stat, unless the caller has just read it), io and memory
 // (ReadMemory). Permission errors are returned per source so the sampler can tell the user which processes
 // it could not see into.
-func ReadDetail(procRoot string, pid int, stat *ProcStat, prev *Detail, refresh bool) Detail {
+func ReadDetail(procRoot string, pid int, stat *ProcStat, prev *Detail, smaps Smaps) Detail {
 	var d Detail
 	if stat == nil {
 		if st, err := ReadProcStat(procRoot, pid); err == nil {
@@ -143,7 +156,11 @@ func ReadDetail(procRoot string, pid int, stat *ProcStat, prev *Detail, refresh 
 	if stat != nil {
 		d.Threads, comm = stat.NumThreads, stat.Comm
 	}
-	ReadMemory(procRoot, pid, comm, prev, refresh, &d)
+	if smaps == SmapsNot {
+		readStatm(procRoot, pid, &d)
+	} else {
+		ReadMemory(procRoot, pid, comm, prev, smaps == SmapsNow, &d)
+	}
 	if b, err := ReadBounded(filepath.Join(procRoot, strconv.Itoa(pid), "io")); err != nil {
 		d.IOErr = err
 	} else if d.ReadBytes, d.WriteBytes, err = parseIO(b); err != nil {
@@ -172,9 +189,9 @@ func smapsDrift(statm uint64) uint64 { return max(statm/50, 64) }
 func ReadMemory(procRoot string, pid int, comm string, prev *Detail, refresh bool, d *Detail) {
 	d.SmapsErr = nil
 	if b, err := ReadBounded(filepath.Join(procRoot, strconv.Itoa(pid), "statm")); err == nil {
-		d.StatmRSS = parseStatmRSS(b)
+		d.StatmRSS, _ = parseStatm(b)
 	}
-	if prev != nil && !refresh && prev.SmapsErr == nil && d.StatmRSS != 0 && prev.SmapsStatm != 0 &&
+	if prev != nil && !refresh && !prev.StatmOnly && prev.SmapsErr == nil && d.StatmRSS != 0 && prev.SmapsStatm != 0 &&
 		absDiff(d.StatmRSS, prev.SmapsStatm) <= smapsDrift(prev.SmapsStatm) {
 		d.SmapsStatm = prev.SmapsStatm
 		page := int64(os.Getpagesize())
@@ -215,14 +232,31 @@ func addClamped(v uint64, by int64) uint64 {
 // read, instead of that reading itself.
 func (d Detail) Estimated() bool { return d.SmapsStatm != 0 && d.StatmRSS != d.SmapsStatm }
 
-// parseStatmRSS returns the resident pages, field 2 of /proc/PID/statm.
-func parseStatmRSS(b []byte) uint64 {
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
+// readStatm fills d's memory from statm alone (StatmOnly); d stays zero when statm cannot be read.
+func readStatm(procRoot string, pid int, d *Detail) {
+	b, err := ReadBounded(filepath.Join(procRoot, strconv.Itoa(pid), "statm"))
+	if err != nil {
+		return
 	}
-	v, _ := strconv.ParseUint(f[1], 10, 64)
-	return v
+	resident, shared := parseStatm(b)
+	page := uint64(os.Getpagesize())
+	d.StatmRSS, d.StatmOnly = resident, true
+	d.RSS = resident * page
+	d.PSS = (resident - min(shared, resident)) * page
+	d.Private = d.PSS
+}
+
+// parseStatm returns the resident and the shared (file-backed and shmem resident) pages, fields 2 and 3 of
+// /proc/PID/statm; 0 for a field missing or malformed.
+func parseStatm(b []byte) (resident, shared uint64) {
+	f := strings.Fields(string(b))
+	if len(f) >= 2 {
+		resident, _ = strconv.ParseUint(f[1], 10, 64)
+	}
+	if len(f) >= 3 {
+		shared, _ = strconv.ParseUint(f[2], 10, 64)
+	}
+	return resident, shared
 }
 
 type smapsRollup struct{ rss, pss, private uint64 }

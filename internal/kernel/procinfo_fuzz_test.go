@@ -21,11 +21,15 @@ func FuzzSplitCmdline(f *testing.F) {
 	})
 }
 
-func FuzzParseStatmRSS(f *testing.F) {
+func FuzzParseStatm(f *testing.F) {
 	seedFiles(f, "seeds/statm_*")
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if v := parseStatmRSS(b); v != 0 && len(bytes.Fields(b)) < 2 {
+		v, sh := parseStatm(b)
+		if v != 0 && len(bytes.Fields(b)) < 2 {
 			t.Fatalf("%d resident pages from fewer than two fields", v)
+		}
+		if sh != 0 && len(bytes.Fields(b)) < 3 {
+			t.Fatalf("%d shared pages from fewer than three fields", sh)
 		}
 	})
 }

@@ -120,7 +120,7 @@ func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
 		s.cuts = append(s.cuts, pendingCut{st, id.Stat.ChildTimeNs()})
 	}
 	if detail && !id.Kernel {
-		d := kernel.ReadDetail(s.opts.ProcRoot, pid, &id.Stat, nil, true)
+		d := kernel.ReadDetail(s.opts.ProcRoot, pid, &id.Stat, nil, s.firstSmaps(boot, id.Stat.Starttime))
 		st.detail = &d
 		s.addDetail(&ps, d)
 	}
@@ -181,10 +181,17 @@ func (s *Sampler) sampleKnown(smp *Sample, st *procState, boot uint64, detail bo
 		switch {
 		case st.kernel:
 		case ran || first:
-			dd := kernel.ReadDetail(s.opts.ProcRoot, pid, stat, st.detail, st.turn(smapsEvery))
+			smaps := kernel.SmapsOnDrift
+			switch {
+			case st.detail == nil || st.detail.StatmOnly:
+				smaps = s.firstSmaps(boot, st.info.Key.Start)
+			case st.turn(smapsEvery):
+				smaps = kernel.SmapsNow
+			}
+			dd := kernel.ReadDetail(s.opts.ProcRoot, pid, stat, st.detail, smaps)
 			st.detail = &dd
 		default:
-			s.refreshMemory(st)
+			s.refreshMemory(st, boot)
 		}
 		st.sinceDetail = 0
 		d = st.detail

@@ -1,6 +1,10 @@
 package sample
 
-import "github.com/tare-dev/tare/internal/kernel"
+import (
+	"time"
+
+	"github.com/tare-dev/tare/internal/kernel"
+)
 
 // How often the detail of a process that did not run is read again. Detail samples (every 5 s by default)
 // read memory, I/O and the thread count of every process that ran since the previous one. A process that
@@ -19,21 +23,43 @@ func (st *procState) turn(n int) bool { return (st.details+int(st.info.ID%int64(
 
 // refreshMemory re-reads the memory of a process that did not run since its last detail reading, on its
 // turn; its I/O and thread count are carried over.
-func (s *Sampler) refreshMemory(st *procState) {
-	if st.kernel || st.detail == nil || !st.turn(memoryEvery) {
+func (s *Sampler) refreshMemory(st *procState, boot uint64) {
+	if st.kernel || st.detail == nil {
+		return
+	}
+	if st.detail.StatmOnly { // not read from smaps_rollup yet: as soon as it is old enough
+		if s.firstSmaps(boot, st.info.Key.Start) == kernel.SmapsNot {
+			return
+		}
+	} else if !st.turn(memoryEvery) {
 		return
 	}
 	d := *st.detail
 	kernel.ReadMemory(s.opts.ProcRoot, st.info.Key.PID, st.info.Comm, st.detail, st.turn(smapsEvery), &d)
+	d.StatmOnly = false
 	st.detail = &d
+}
+
+// firstSmaps says how a process that has no smaps_rollup reading yet is read: at once, except by a
+// long-running sampler (the agent) while the process is younger than the detail interval. On a busy node
+// most processes live a second or two (a build's compilers, the kubelet's mounts and probes), and the first
+// smaps_rollup of each, a walk of its page tables, was most of the agent's CPU (under a Go build, 75% of the
+// time it spent in smaps_rollup); a process that has lived a detail interval is read at its next detail
+// sample. boot and start are clock ticks since boot (now, and the process's start).
+func (s *Sampler) firstSmaps(boot, start uint64) kernel.Smaps {
+	if !s.opts.LongRunning || boot < start ||
+		time.Duration(boot-start)*(time.Second/kernel.UserHZ) >= time.Duration(s.detailEvery)*s.opts.Interval {
+		return kernel.SmapsNow
+	}
+	return kernel.SmapsNot
 }
 
 // idleDetail is the detail reading of a process the task iterator says did not run since the previous
 // detail sample: its CPU is not read (it did not move), its memory is refreshed on its turn, and its
 // carried-over detail goes into the sample like any other.
-func (s *Sampler) idleDetail(smp *Sample, st *procState) {
+func (s *Sampler) idleDetail(smp *Sample, st *procState, boot uint64) {
 	st.details++
-	s.refreshMemory(st)
+	s.refreshMemory(st, boot)
 	if st.detail == nil { // a kernel thread: nothing to carry
 		return
 	}

@@ -305,7 +305,7 @@ func (s *Sampler) sample(final bool) (Sample, error) {
 				continue
 			}
 			if st.sinceDetail == 0 && (st.detail != nil || st.kernel) {
-				s.idleDetail(&smp, st)
+				s.idleDetail(&smp, st, boot)
 				continue
 			}
 		}

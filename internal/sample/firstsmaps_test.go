@@ -1,0 +1,104 @@
+package sample
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tare-dev/tare/internal/testload"
+)
+
+// TestLongRunningYoungFromStatm: a long-running sampler (the agent) reads a process younger than the
+// detail interval from statm alone: its RSS the resident size, its PSS and private memory its anonymous
+// resident pages; once it has lived a detail interval, its next detail reading is from smaps_rollup, whether
+// it ran since (a burner) or not (an idle helper): PSS and private memory then what its own smaps_rollup
+// says.
+func TestLongRunningYoungFromStatm(t *testing.T) {
+	const interval, detail = 250 * time.Millisecond, 4 * time.Second
+	s := newFilteredSampler(t, Options{Interval: interval, Detail: detail, LongRunning: true})
+	if _, err := s.Sample(); err != nil {
+		t.Fatal(err)
+	}
+	pids := map[string]int{"idle": 0, "burner": 0}
+	pids["idle"] = testload.Launch(t, "idle").Pid()
+	pids["burner"] = testload.StartBurner(t, 100)
+	started := time.Now()
+	// Samples back to back: the detail sample comes by count (every 16th), well before either is 4 s old.
+	for range s.detailEvery {
+		if _, err := s.Sample(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if age := time.Since(started); age >= detail {
+		t.Skipf("the first detail sample came %v after the helpers started (a loaded machine), not younger than %v", age, detail)
+	}
+	for name, pid := range pids {
+		st := s.procs[pid]
+		if st == nil || st.detail == nil {
+			t.Fatalf("%s (%d): no detail reading at the first detail sample", name, pid)
+		}
+		d := st.detail
+		rss := smapsRollupKB(t, pid, "Rss") << 10
+		t.Logf("%s young: statm only %v, RSS %d, PSS %d, private %d; its smaps_rollup Rss %d", name, d.StatmOnly, d.RSS, d.PSS, d.Private, rss)
+		if !d.StatmOnly {
+			t.Errorf("%s: read from smaps_rollup while younger than the detail interval", name)
+		}
+		if rel := math.Abs(float64(d.RSS)-float64(rss)) / float64(rss); rel > 0.05 {
+			t.Errorf("%s: RSS %d from statm, smaps_rollup says %d", name, d.RSS, rss)
+		}
+		if d.Private > d.RSS || d.PSS != d.Private || d.Private == 0 {
+			t.Errorf("%s: PSS %d and private %d from statm's anonymous pages, RSS %d", name, d.PSS, d.Private, d.RSS)
+		}
+	}
+	time.Sleep(time.Until(started.Add(detail + 100*time.Millisecond)))
+	for range s.detailEvery {
+		if _, err := s.Sample(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, pid := range pids {
+		d := s.procs[pid].detail
+		pss, private := smapsRollupKB(t, pid, "Pss")<<10, (smapsRollupKB(t, pid, "Private_Clean")+smapsRollupKB(t, pid, "Private_Dirty"))<<10
+		t.Logf("%s old: statm only %v, PSS %d, private %d; its smaps_rollup Pss %d, private %d", name, d.StatmOnly, d.PSS, d.Private, pss, private)
+		if d.StatmOnly {
+			t.Errorf("%s: still from statm alone after it lived the detail interval", name)
+			continue
+		}
+		for _, c := range []struct {
+			what      string
+			got, want uint64
+		}{{"PSS", d.PSS, pss}, {"private", d.Private, private}} {
+			if rel := math.Abs(float64(c.got)-float64(c.want)) / float64(c.want); rel > 0.05 {
+				t.Errorf("%s: %s %d, its own smaps_rollup says %d (%.1f%% apart)", name, c.what, c.got, c.want, rel*100)
+			}
+		}
+	}
+}
+
+// smapsRollupKB is one field of a process's smaps_rollup, in kB.
+func smapsRollupKB(t *testing.T, pid int, field string) uint64 {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && k == field {
+			n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/smaps_rollup", field, pid)
+	return 0
+}
+

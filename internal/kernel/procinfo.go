@@ -136,6 +136,7 @@ type Detail struct {
 // Smaps says whether a detail reading reads smaps_rollup.
 type Smaps int
 
+// The choices of Smaps.
 const (
 	SmapsOnDrift Smaps = iota // when statm moved beyond smapsDrift since it was last read, or never was
 	SmapsNow                  // whatever statm says

@@ -101,4 +101,3 @@ func smapsRollupKB(t *testing.T, pid int, field string) uint64 {
 	t.Fatalf("no %s in /proc/%d/smaps_rollup", field, pid)
 	return 0
 }
-

@@ -137,11 +137,7 @@ func blockOnce(ctx context.Context, t tracer, file string, span time.Duration, d
 	if err := wait(ctx, time.Second); err != nil {
 		return blockRun{}, err
 	}
-	cpu0, err := cost.CPU(pid)
-	if err != nil {
-		return blockRun{}, err
-	}
-	ns0, runs0, err := bpfRunTime(pid)
+	at0, err := tracerAt(pid)
 	if err != nil {
 		return blockRun{}, err
 	}
@@ -149,24 +145,35 @@ func blockOnce(ctx context.Context, t tracer, file string, span time.Duration, d
 	if err != nil {
 		return blockRun{}, err
 	}
-	cpu1, err := cost.CPU(pid)
-	if err != nil {
-		return blockRun{}, err
-	}
-	ns1, runs1, err := bpfRunTime(pid)
+	at1, err := tracerAt(pid)
 	if err != nil {
 		return blockRun{}, err
 	}
 	if r.tracerPeak, err = cost.PeakRSS(pid); err != nil {
 		return blockRun{}, err
 	}
-	r.tracerCPU, r.bpfNs, r.bpfRuns = cpu1-cpu0, ns1-ns0, runs1-runs0
+	r.tracerCPU, r.bpfNs, r.bpfRuns = at1.cpu-at0.cpu, at1.bpfNs-at0.bpfNs, at1.bpfRuns-at0.bpfRuns
 	cost.Stop(cmd)
 	stopped = true
 	if r.tracerAll, _, err = cost.Waited(cmd.ProcessState); err != nil {
 		return blockRun{}, err
 	}
 	return r, nil
+}
+
+// tracerState is a running tracer's CPU and its BPF programs' run time and runs so far.
+type tracerState struct {
+	cpu            time.Duration
+	bpfNs, bpfRuns uint64
+}
+
+func tracerAt(pid int) (tracerState, error) {
+	cpu, err := cost.CPU(pid)
+	if err != nil {
+		return tracerState{}, fmt.Errorf("the tracer's CPU: %w", err)
+	}
+	ns, runs, err := bpfRunTime(pid)
+	return tracerState{cpu: cpu, bpfNs: ns, bpfRuns: runs}, err
 }
 
 // waitPrograms waits until process pid holds n BPF programs (30 s at most).
@@ -206,17 +213,13 @@ type fioResult struct {
 // runFio reads file at random for span, 4 KiB with direct I/O, one read at a time (the job of
 // internal/blockio's fio test), and returns its rate, its completion latency and its own CPU.
 func runFio(ctx context.Context, file string, span time.Duration) (blockRun, error) {
-	cmd := command(ctx, []string{"fio", "--name=randread", "--filename=" + file, fmt.Sprintf("--size=%d", fioFileSize),
+	run, err := runToEnd(ctx, []string{"fio", "--name=randread", "--filename=" + file, fmt.Sprintf("--size=%d", fioFileSize),
 		"--rw=randread", "--bs=4k", "--direct=1", "--ioengine=psync", "--time_based", "--thread",
 		fmt.Sprintf("--runtime=%dms", span.Milliseconds()), "--output-format=json"})
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	reap(cmd)
 	if err != nil {
-		return blockRun{}, fmt.Errorf("fio: %w: %s", err, bytes.TrimSpace(stderr.Bytes()))
+		return blockRun{}, err
 	}
-	out := stdout.Bytes()
+	out := run.stdout
 	if i := bytes.IndexByte(out, '{'); i > 0 { // warnings before the JSON
 		out = out[i:]
 	}
@@ -230,25 +233,22 @@ func runFio(ctx context.Context, file string, span time.Duration) (blockRun, err
 	if !ok50 || !ok99 {
 		return blockRun{}, errors.New("fio's output has no 50th or 99th percentile of completion latency")
 	}
-	r := blockRun{iops: j.IOPS, p50: time.Duration(p50), p99: time.Duration(p99), ios: j.TotalIOs,
-		span: time.Duration(j.RuntimeM * float64(time.Millisecond))}
-	if r.fioCPU, _, err = cost.Waited(cmd.ProcessState); err != nil {
-		return blockRun{}, err
-	}
-	return r, nil
+	return blockRun{iops: j.IOPS, p50: time.Duration(p50), p99: time.Duration(p99), ios: j.TotalIOs,
+		span: time.Duration(j.RuntimeM * float64(time.Millisecond)), fioCPU: run.cpu}, nil
 }
 
 func blockTable(conds []tracer, res [][]blockRun) error {
 	fmt.Println("\nIOPS and completion latency are fio's; fio's CPU per read is its rusage (the BPF programs on the issue path run in it).")
 	fmt.Println("The tracer's CPU is its thread group's over fio's run (taskstats); its whole life's CPU includes its start-up.")
-	fmt.Println("BPF is the in-kernel run time of the tracer's programs over fio's run, in millicores and per program run.")
+	fmt.Println("BPF is the in-kernel run time of the tracer's programs over fio's run (the programs' bodies; not the tracepoint's or trampoline's",
+		"own cost), in millicores, per program run, and per fio read (the node's other block I/O included).")
 	fmt.Println()
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CONDITION\tIOPS (median, min–max)\tP50 µs\tP99 µs\tFIO CPU PER READ\tTRACER MILLICORES\tTRACER CPU, WHOLE LIFE\tBPF MILLICORES\tBPF PER RUN\tPEAK RSS")
+	fmt.Fprintln(tw, "CONDITION\tIOPS (median, min–max)\tP50 µs\tP99 µs\tFIO CPU PER READ\tTRACER MILLICORES\tTRACER CPU, WHOLE LIFE\tBPF MILLICORES\tBPF PER RUN\tBPF PER READ\tPEAK RSS")
 	iops := make([]float64, len(conds))
 	tracerMC := make([]float64, len(conds))
 	for i, t := range conds {
-		var io, p50, p99, fioCPU, mc, life, bpfMC, perRun []float64
+		var io, p50, p99, fioCPU, mc, life, bpfMC, perRun, perRead []float64
 		var peak uint64
 		for _, r := range res[i] {
 			io = append(io, r.iops)
@@ -260,21 +260,22 @@ func blockTable(conds []tracer, res [][]blockRun) error {
 			bpfMC = append(bpfMC, float64(r.bpfNs)/1e6/r.span.Seconds())
 			if r.bpfRuns > 0 {
 				perRun = append(perRun, float64(r.bpfNs)/float64(r.bpfRuns))
+				perRead = append(perRead, float64(r.bpfNs)/float64(max(r.ios, 1)))
 			}
 			peak = max(peak, r.tracerPeak)
 		}
 		iops[i] = median(io)
 		if t.argv == nil {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f µs\t-\t-\t-\t-\t-\n", t.name, spread("%.0f", io), spread("%.0f", p50), spread("%.0f", p99), median(fioCPU))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f µs\t-\t-\t-\t-\t-\t-\n", t.name, spread("%.0f", io), spread("%.0f", p50), spread("%.0f", p99), median(fioCPU))
 			continue
 		}
 		tracerMC[i] = median(mc)
-		bpf, run := "-", "-"
+		bpf, run, read := "-", "-", "-"
 		if len(perRun) > 0 {
-			bpf, run = spread("%.2f", bpfMC), fmt.Sprintf("%.0f ns", median(perRun))
+			bpf, run, read = spread("%.2f", bpfMC), fmt.Sprintf("%.0f ns", median(perRun)), fmt.Sprintf("%.0f ns", median(perRead))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f µs\t%s\t%.2f s\t%s\t%s\t%.1f MiB\n", t.name, spread("%.0f", io), spread("%.0f", p50),
-			spread("%.0f", p99), median(fioCPU), spread("%.2f", mc), median(life), bpf, run, float64(peak)/(1<<20))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f µs\t%s\t%.2f s\t%s\t%s\t%s\t%.1f MiB\n", t.name, spread("%.0f", io), spread("%.0f", p50),
+			spread("%.0f", p99), median(fioCPU), spread("%.2f", mc), median(life), bpf, run, read, float64(peak)/(1<<20))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -282,8 +283,9 @@ func blockTable(conds []tracer, res [][]blockRun) error {
 	for i := 1; i < len(conds); i++ {
 		fmt.Printf("IOPS beside %s ÷ fio alone: %.3f\n", conds[i].name, iops[i]/iops[0])
 	}
-	fmt.Printf("tracer CPU, tare measure --block-io ÷ bpftrace: %.2f×; the tracer's share of tare measure --block-io: %.2f millicores over tare measure\n",
-		tracerMC[2]/tracerMC[3], tracerMC[2]-tracerMC[1])
+	fmt.Printf("user-space CPU, tare measure --block-io ÷ bpftrace: %.2f× (tare also samples every process each second);",
+		tracerMC[2]/tracerMC[3])
+	fmt.Printf(" the tracer's share, tare measure --block-io − tare measure: %+.2f millicores\n", tracerMC[2]-tracerMC[1])
 	return nil
 }
 

@@ -17,6 +17,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -99,6 +100,32 @@ func command(ctx context.Context, argv []string) *exec.Cmd {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
 	cmd.WaitDelay = 10 * time.Second
 	return cmd
+}
+
+// finished is a command run to its end: its output and its rusage.
+type finished struct {
+	stdout, stderr []byte
+	cpu            time.Duration // user + system, its children waited for included
+}
+
+// runToEnd runs argv to its end (or the context's) and reads its CPU from rusage.
+func runToEnd(ctx context.Context, argv []string) (finished, error) {
+	cmd := command(ctx, argv)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	reap(cmd)
+	if ctx.Err() != nil {
+		return finished{}, ctx.Err()
+	}
+	if err != nil {
+		return finished{}, fmt.Errorf("%s: %w: %s", argv[0], err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	f := finished{stdout: stdout.Bytes(), stderr: stderr.Bytes()}
+	if f.cpu, _, err = cost.Waited(cmd.ProcessState); err != nil {
+		return finished{}, fmt.Errorf("%s: %w", argv[0], err)
+	}
+	return f, nil
 }
 
 // reap kills whatever is left of a finished command's process group (a child it left behind).

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/tare-dev/tare/bench/internal/cost"
 )
 
 // profiler is one condition of the profiler runs: a command sampling every CPU for a span (nil: a window
@@ -92,20 +90,12 @@ func profileOnce(ctx context.Context, p profiler, out string, span time.Duration
 		}
 		return profileRun{wall: time.Since(t0), rate: spin.rate(s0)}, nil
 	}
-	cmd := command(ctx, p.argv(out, span))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	reap(cmd)
+	run, err := runToEnd(ctx, p.argv(out, span))
 	if err != nil {
-		return profileRun{}, fmt.Errorf("%w: %s", err, bytes.TrimSpace(stderr.Bytes()))
-	}
-	wall := time.Since(t0)
-	r := profileRun{wall: wall, rate: spin.rate(s0)}
-	if r.cpu, _, err = cost.Waited(cmd.ProcessState); err != nil {
 		return profileRun{}, err
 	}
-	if r.samples, r.lost, err = p.samples(stdout.Bytes(), stderr.Bytes()); err != nil {
+	r := profileRun{cpu: run.cpu, wall: time.Since(t0), rate: spin.rate(s0)}
+	if r.samples, r.lost, err = p.samples(run.stdout, run.stderr); err != nil {
 		return profileRun{}, err
 	}
 	st, err := os.Stat(out)
@@ -114,17 +104,11 @@ func profileOnce(ctx context.Context, p profiler, out string, span time.Duration
 	}
 	r.size = st.Size()
 	if p.report != nil {
-		rep := command(ctx, p.report(out))
-		stderr.Reset()
-		rep.Stderr = &stderr
-		err := rep.Run()
-		reap(rep)
+		rep, err := runToEnd(ctx, p.report(out))
 		if err != nil {
-			return profileRun{}, fmt.Errorf("%w: %s", err, bytes.TrimSpace(stderr.Bytes()))
-		}
-		if r.report, _, err = cost.Waited(rep.ProcessState); err != nil {
 			return profileRun{}, err
 		}
+		r.report = rep.cpu
 	}
 	return r, os.Remove(out)
 }
@@ -214,6 +198,8 @@ func profileTable(conds []profiler, res [][]profileRun, span time.Duration) erro
 	}
 	fmt.Printf("target: tare profile at 99 Hz under 1%% of a core (10 millicores) on %d CPUs: %s (%.2f millicores)\n", runtime.NumCPU(), state, mc[1])
 	fmt.Println("perf samples idle CPUs too (cpu-clock, -a); tare profile does not (idle CPUs are not sampled).")
+	fmt.Printf("the spinner's windows with no profiler spread over %.1f millicores of its core: an in-kernel cost smaller than that is not resolved here.\n",
+		(slices.Max(base)-slices.Min(base))/baseRate*1000)
 	return nil
 }
 

@@ -6,7 +6,7 @@ LDFLAGS   := -X github.com/tare-dev/tare/internal/cli.Version=$(VERSION)
 GOLANGCI  ?= $(shell $(GO) env GOPATH)/bin/golangci-lint
 GOLANGCI_VERSION ?= v2.15.0
 
-.PHONY: build test test-short bench bench-overhead bench-lab bench-audit bench-experiment bench-agent bench-datapath lint measure deps clean
+.PHONY: build test test-short bench bench-overhead bench-lab bench-audit bench-experiment bench-agent bench-datapath bench-kernel lint measure deps clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/tare
@@ -68,8 +68,8 @@ fuzz:
 # bench: tare's own overhead next to pidstat, then the lab (time to Ready and first pod, cold and warm;
 # idle CPU upstream vs tuned), explain's audit-log reader against jq on 1 GiB, sequential experiments
 # (--mde 2% --budget 10m) against a planted 2% change and A/A, the agent beside the exporters, and a default
-# tare datapath net run. Root.
-bench: bench-overhead bench-lab bench-audit bench-experiment bench-agent bench-datapath
+# tare datapath net run, and tare profile and the block I/O tracer beside perf record and bpftrace. Root.
+bench: bench-overhead bench-lab bench-audit bench-experiment bench-agent bench-datapath bench-kernel
 
 bench-overhead: build deps
 	$(GO) run ./bench/overhead -tare ./$(BIN)
@@ -99,6 +99,17 @@ bench-agent: build deps
 # width, and the smallest throughput difference the host path's noise lets it detect. Root.
 bench-datapath: build
 	$(GO) run ./bench/datapath -tare ./$(BIN)
+
+# bench-kernel: tare profile beside perf record -F 99 -a -g over the same spans with one core busy (CPU, samples,
+# output, the busy core's slowdown), then fio's direct random reads alone, beside tare measure, tare measure
+# --block-io and bpftrace's biolatency on the same tracepoints (IOPS, p50/p99 latency, each tracer's CPU and
+# its BPF programs' in-kernel time); 3 repetitions interleaved, about 5 minutes. Installs perf, fio and
+# bpftrace if missing. Root.
+bench-kernel: build
+	@command -v perf >/dev/null || $(call apt_install,linux-perf)
+	@command -v fio >/dev/null || $(call apt_install,fio)
+	@command -v bpftrace >/dev/null || $(call apt_install,bpftrace)
+	$(GO) run ./bench/kernel -tare ./$(BIN)
 
 # lint installs golangci-lint GOLANGCI_VERSION from the module proxy when GOLANGCI is missing or another
 # version.

@@ -14,7 +14,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -28,7 +27,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tare-dev/tare/internal/kernel"
+	"github.com/tare-dev/tare/bench/internal/cost"
 )
 
 // config is the bench's flags.
@@ -129,7 +128,7 @@ func run(ctx context.Context, c config) error {
 		if err := e.cmd.Start(); err != nil {
 			return fmt.Errorf("starting %s: %w", e.name, err)
 		}
-		defer stopProcess(e.cmd)
+		defer cost.Stop(e.cmd)
 	}
 	if c.churn > 0 {
 		churnCtx, stopChurn := context.WithCancel(ctx)
@@ -144,9 +143,9 @@ func run(ctx context.Context, c config) error {
 		}
 	}
 	fmt.Printf("tare agent bench, %s: %d processes on the node; each exporter scraped every %s over loopback for %s; tare agent --interval %s\n",
-		time.Now().Format("2006-01-02 15:04"), countProcs(), c.scrape, c.duration, c.interval)
+		time.Now().Format("2006-01-02 15:04"), cost.CountProcs(), c.scrape, c.duration, c.interval)
 	for _, e := range exps {
-		if e.cpu0, err = processCPU(e.cmd.Process.Pid); err != nil {
+		if e.cpu0, err = cost.CPU(e.cmd.Process.Pid); err != nil {
 			return fmt.Errorf("%s: %w", e.name, err)
 		}
 	}
@@ -168,7 +167,7 @@ func run(ctx context.Context, c config) error {
 	}
 	span := time.Since(start)
 	for _, e := range exps {
-		if e.cpu1, err = processCPU(e.cmd.Process.Pid); err != nil {
+		if e.cpu1, err = cost.CPU(e.cmd.Process.Pid); err != nil {
 			return fmt.Errorf("%s: %w", e.name, err)
 		}
 	}
@@ -218,7 +217,7 @@ func report(w io.Writer, exps []*exporter, span time.Duration) error {
 	for i, e := range exps {
 		cpu := e.cpu1 - e.cpu0
 		mc[i] = cpu.Seconds() / span.Seconds() * 1000
-		hwm, err := peakRSS(e.cmd.Process.Pid)
+		hwm, err := cost.PeakRSS(e.cmd.Process.Pid)
 		if err != nil {
 			return fmt.Errorf("%s: %w", e.name, err)
 		}
@@ -296,74 +295,4 @@ func scrape(ctx context.Context, client *http.Client, e *exporter) error {
 	}
 	e.series, e.bytes, e.scrapes = series, e.bytes+n, e.scrapes+1
 	return nil
-}
-
-// processCPU is a process's CPU time: the scheduler's nanosecond runtime of the whole thread group, exited
-// threads included, from taskstats (root); without it utime+stime from /proc/PID/stat, in 10 ms ticks, too
-// coarse for an exporter that spends a few ticks a minute.
-func processCPU(pid int) (time.Duration, error) {
-	if ts, err := kernel.OpenTaskstats(); err == nil {
-		defer func() { _ = ts.Close() }()
-		st, err := ts.TGID(pid)
-		if err != nil {
-			return 0, err
-		}
-		return time.Duration(st.CPUNs), nil
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseStatCPU(string(b))
-}
-
-// parseStatCPU reads fields 14 and 15 (utime, stime, in USER_HZ ticks of 10 ms) after the command name.
-func parseStatCPU(stat string) (time.Duration, error) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, errors.New("malformed stat: no command name")
-	}
-	f := strings.Fields(stat[i+1:])
-	if len(f) < 13 {
-		return 0, errors.New("malformed stat: too few fields")
-	}
-	u, err1 := strconv.ParseUint(f[11], 10, 64)
-	s, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("malformed stat times %q %q", f[11], f[12])
-	}
-	return time.Duration(u+s) * 10 * time.Millisecond, nil
-}
-
-// peakRSS is a process's VmHWM (bytes).
-func peakRSS(pid int) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, errors.New("no VmHWM in status")
-}
-
-func countProcs() int {
-	pids, _ := kernel.ListPIDs("/proc")
-	return len(pids)
-}
-
-// stopProcess asks a process to stop (SIGTERM), and kills it after 10 s.
-func stopProcess(cmd *exec.Cmd) {
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
 }

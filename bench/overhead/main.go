@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tare-dev/tare/bench/internal/cost"
 )
 
 // config is the bench's flags.
@@ -66,7 +68,7 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	natural := countProcs()
+	natural := cost.CountProcs()
 	fmt.Printf("tare overhead bench, %s; %d processes on the node before the bench; window %s; %d interleaved repetitions\n",
 		time.Now().Format("2006-01-02 15:04"), natural, c.window, c.reps)
 	fmt.Println("CPU is each run's own rusage (user+system, start-up included); steady state is tare's self-reported CPU after its baseline sample.")
@@ -108,7 +110,7 @@ func small(ctx context.Context, c config, natural int, recording string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\n%d processes (%d on the node, %d idle sleepers added):\n\n", countProcs(), natural, sleepers.len())
+	fmt.Printf("\n%d processes (%d on the node, %d idle sleepers added):\n\n", cost.CountProcs(), natural, sleepers.len())
 	if err := table(os.Stdout, runs, res); err != nil {
 		return err
 	}
@@ -134,7 +136,7 @@ func many(ctx context.Context, c config, natural int) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\n%d processes (%d on the node, %d idle sleepers added):\n\n", countProcs(), natural, sleepers.len())
+	fmt.Printf("\n%d processes (%d on the node, %d idle sleepers added):\n\n", cost.CountProcs(), natural, sleepers.len())
 	if err := table(os.Stdout, runs, res); err != nil {
 		return err
 	}
@@ -162,7 +164,7 @@ func startup(ctx context.Context, c config) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\nstart-up, %d processes, %d interleaved repetitions (CPU of the whole run, ms):\n\n", countProcs(), c.startupReps)
+	fmt.Printf("\nstart-up, %d processes, %d interleaved repetitions (CPU of the whole run, ms):\n\n", cost.CountProcs(), c.startupReps)
 	return startupTable(os.Stdout, runs, res)
 }
 

@@ -9,10 +9,9 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/tare-dev/tare/internal/kernel"
+	"github.com/tare-dev/tare/bench/internal/cost"
 )
 
 // job is one command the bench measures. A "%d" in an argument is replaced by the repetition number.
@@ -60,9 +59,9 @@ func measure(ctx context.Context, name string, argv []string, window time.Durati
 		return result{}, fmt.Errorf("%s: %w\n%s", name, err, stderr.Bytes())
 	}
 	wall := time.Since(start)
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		return result{}, fmt.Errorf("%s: no rusage", name)
+	cpu, maxRSS, err := cost.Waited(cmd.ProcessState)
+	if err != nil {
+		return result{}, fmt.Errorf("%s: %w", name, err)
 	}
 	var self struct {
 		Self struct {
@@ -75,8 +74,7 @@ func measure(ctx context.Context, name string, argv []string, window time.Durati
 	if json.Unmarshal(stdout.Bytes(), &self) == nil {
 		steady = self.Self.CPU.Mean
 	}
-	return result{cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), wall: wall, window: window,
-		maxRSS: ru.Maxrss, steady: steady}, nil
+	return result{cpu: cpu, wall: wall, window: window, maxRSS: maxRSS, steady: steady}, nil
 }
 
 // sleepers are idle processes the bench starts to set the node's process count.
@@ -110,9 +108,4 @@ func (s *sleepers) stop() {
 		_, _ = p.Wait()
 	}
 	s.procs = nil
-}
-
-func countProcs() int {
-	pids, _ := kernel.ListPIDs("/proc")
-	return len(pids)
 }

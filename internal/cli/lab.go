@@ -34,7 +34,7 @@ A lab lives in one directory (--dir; default $TARE_LAB_DIR, /var/lib/tare/lab as
 	}
 	cmd.PersistentFlags().StringVar(&dir, "dir", lab.DefaultDir(), "the lab's directory")
 	cmd.AddCommand(newLabInstall(s, g), newLabUp(s, g, &dir), newLabDown(s, g, &dir), newLabStatus(s, g, &dir),
-		newLabEnv(s, g, &dir), newLabLogs(s, &dir), newLabPause(s, g, &dir), newLabUnpause(s, g, &dir))
+		newLabEnv(s, g, &dir), newLabLogs(s, &dir), newLabPause(s, g, &dir), newLabUnpause(s, g, &dir), newLabRetune(s, g, &dir))
 	return cmd
 }
 

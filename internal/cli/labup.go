@@ -81,13 +81,11 @@ func runLabUp(ctx context.Context, s streams, g *globalOptions, dir string, o la
 	if o.nodes > 1 && (o.controlOnly || os.Geteuid() != 0) {
 		return usageError("--nodes %d needs root and a lab with nodes (not --control-plane-only)", o.nodes)
 	}
-	for _, set := range o.sets {
-		t, err := lab.ParseSet(set)
-		if err != nil {
-			return usageError("%w", err)
-		}
-		opts.Sets = append(opts.Sets, t)
+	sets, err := parseSets(o.sets)
+	if err != nil {
+		return err
 	}
+	opts.Sets = sets
 	if os.Geteuid() != 0 && !o.controlOnly {
 		fmt.Fprintln(s.err, "not root: starting a control-plane-only lab (etcd, kube-apiserver, controller-manager, scheduler) with kwok nodes; containerd, kubelet and kube-proxy need root")
 	}
@@ -101,13 +99,31 @@ func runLabUp(ctx context.Context, s streams, g *globalOptions, dir string, o la
 	return render(s, g, viewOf(st, printUp))
 }
 
-func printUp(w io.Writer, st *lab.State) error {
+// parseSets parses the --set COMPONENT.FLAG=VALUE flags of lab up and lab retune; a bad one is a usage error.
+func parseSets(sets []string) ([]lab.Tuning, error) {
+	var out []lab.Tuning
+	for _, set := range sets {
+		t, err := lab.ParseSet(set)
+		if err != nil {
+			return nil, usageError("%w", err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// printSteps is the table of a lab's up or retune steps: what ended, how long it took, and when.
+func printSteps(w io.Writer, steps []lab.Step) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STEP\tTOOK\tAT")
-	for _, step := range st.Steps {
+	for _, step := range steps {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", step.Name, step.Took.Round(time.Millisecond), step.At.Round(time.Millisecond))
 	}
-	if err := tw.Flush(); err != nil {
+	return tw.Flush()
+}
+
+func printUp(w io.Writer, st *lab.State) error {
+	if err := printSteps(w, st.Steps); err != nil {
 		return err
 	}
 	var took time.Duration

@@ -66,10 +66,6 @@ func auditArgs(policy, log string) []string {
 
 // apiserver starts kube-apiserver (with the audit log if asked) and waits until /readyz is ok.
 func (l *lab) apiserver(ctx context.Context, tunings []Tuning) error {
-	args := apiserverArgs(l.pki, l.advertised())
-	if len(l.st.ExtraNodes) > 0 {
-		args = append(args, extraNodesAPIServerArgs...)
-	}
 	if l.opts.Audit {
 		if err := os.MkdirAll(l.p.join("audit"), 0o700); err != nil {
 			return err
@@ -78,16 +74,11 @@ func (l *lab) apiserver(ctx context.Context, tunings []Tuning) error {
 			return err
 		}
 		l.st.Audit = l.p.join("audit", "audit.log")
-		args = append(args, auditArgs(l.p.join("audit", "policy.yaml"), l.st.Audit)...)
 	}
-	if _, err := l.launch(component.APIServer, args, tunings); err != nil {
+	if _, err := l.launch(component.APIServer, l.args(component.APIServer), tunings); err != nil {
 		return err
 	}
-	client, err := l.pki.HTTPClient("admin")
-	if err != nil {
-		return err
-	}
-	err = l.waitFor(ctx, component.APIServer, 90*time.Second, httpOK(client, l.st.Server+"/readyz"))
+	err := l.waitFor(ctx, component.APIServer, 90*time.Second, l.healthy(component.APIServer))
 	l.step("kube-apiserver ready")
 	return err
 }

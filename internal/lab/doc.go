@@ -39,7 +39,9 @@
 //     (Pause and Unpause: the control plane and node agents frozen, their state in state.json) with
 //     freezer.go (Freezer, the choice of the v1 or v2 freezer; the freezer and cpuacct hierarchies, and
 //     moving processes between cgroups) and unpausewait.go (the staged thaw: leases renewed and the node
-//     Ready before the controllers wake).
+//     Ready before the controllers wake), retune.go (Retune: the components whose flags change restarted
+//     alone, in order, while the rest of the lab runs) with startsettings.go (each component's flags and
+//     health check, the one home Up and Retune both start from).
 //
 // Which components an up runs comes from the component registry (internal/component), filtered by the
 // options (UpOptions.components): the programs it looks for (binaries.go), the ports it checks (ports.go),

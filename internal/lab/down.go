@@ -180,6 +180,11 @@ func restoreMachine(dir string, st *State, nodeLab bool) []error {
 
 // stopAll stops processes in parallel and returns those that were running.
 func stopAll(ps []Process, grace time.Duration) []Process {
+	return stopEach(ps, func(Process) time.Duration { return grace })
+}
+
+// stopEach is stopAll with a grace of each process's own before SIGKILL.
+func stopEach(ps []Process, grace func(Process) time.Duration) []Process {
 	var wg sync.WaitGroup
 	var out []Process
 	for _, p := range ps {
@@ -188,7 +193,7 @@ func stopAll(ps []Process, grace time.Duration) []Process {
 		}
 		out = append(out, p)
 		wg.Add(1)
-		go func() { defer wg.Done(); stopProcess(p, grace) }()
+		go func() { defer wg.Done(); stopProcess(p, grace(p)) }()
 	}
 	wg.Wait()
 	return out

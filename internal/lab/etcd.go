@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -28,10 +27,10 @@ func etcdArgs(p paths) []string {
 
 // etcd starts etcd and waits until it reports healthy.
 func (l *lab) etcd(ctx context.Context, tunings []Tuning) error {
-	if _, err := l.launch(component.Etcd, etcdArgs(l.p), tunings); err != nil {
+	if _, err := l.launch(component.Etcd, l.args(component.Etcd), tunings); err != nil {
 		return err
 	}
-	err := l.waitFor(ctx, component.Etcd, 30*time.Second, httpOK(http.DefaultClient, etcdURL()+"/health"))
+	err := l.waitFor(ctx, component.Etcd, 30*time.Second, l.healthy(component.Etcd))
 	l.step("etcd healthy")
 	return err
 }

@@ -79,7 +79,7 @@ func (l *lab) node(ctx context.Context, tunings []Tuning) error {
 	if err := os.WriteFile(kubeletConfigFile(l.p), []byte(kubeletConfig(l.p)), 0o600); err != nil {
 		return err
 	}
-	if _, err := l.launch(component.Kubelet, kubeletArgs(l.p, l.st.Node, l.advertised()), tunings); err != nil {
+	if _, err := l.launch(component.Kubelet, l.args(component.Kubelet), tunings); err != nil {
 		return err
 	}
 	if _, err := l.launch(component.KubeProxy, l.args(component.KubeProxy), tunings); err != nil {

@@ -105,11 +105,10 @@ func (l *lab) startExtraNodes(ctx context.Context, tunings []Tuning) error {
 		if err := makeNodeCgroup(l.st.Cgroups, n.Name); err != nil {
 			return err
 		}
-		p := l.p.node(n.Name)
-		if _, err := l.launchOn(&n, component.Kubelet, kubeletArgs(p, n.Name, n.Address), tunings); err != nil {
+		if _, err := l.launchOn(&n, component.Kubelet, l.nodeArgs(component.Kubelet, n), tunings); err != nil {
 			return err
 		}
-		if _, err := l.launchOn(&n, component.KubeProxy, kubeProxyArgs(p, n.Name), tunings); err != nil {
+		if _, err := l.launchOn(&n, component.KubeProxy, l.nodeArgs(component.KubeProxy, n), tunings); err != nil {
 			return err
 		}
 	}

@@ -49,6 +49,14 @@ func ProfileTunings(profile string) ([]Tuning, error) {
 	return nil, fmt.Errorf("unknown profile %q: want %s or %s", profile, ProfileUpstream, ProfileTuned)
 }
 
+// CheckComponent says whether name is a lab component whose flags --set may change.
+func CheckComponent(name string) error {
+	if !slices.Contains(labComponents, name) {
+		return fmt.Errorf("unknown component %s (components: %s)", name, strings.Join(labComponents, ", "))
+	}
+	return nil
+}
+
 // ParseSet parses --set COMPONENT.FLAG=VALUE.
 func ParseSet(s string) (Tuning, error) {
 	bad := func(why string) (Tuning, error) {
@@ -71,6 +79,15 @@ func ParseSet(s string) (Tuning, error) {
 		return bad("bad flag name")
 	}
 	return Tuning{Component: comp, Flag: flag, Value: value, Reason: "--set"}, nil
+}
+
+// MergeSets is base with over applied: over's tunings replace base's of the same component and flag, and
+// come last.
+func MergeSets(base, over []Tuning) []Tuning {
+	out := slices.DeleteFunc(slices.Clone(base), func(b Tuning) bool {
+		return slices.ContainsFunc(over, func(o Tuning) bool { return o.Component == b.Component && o.Flag == b.Flag })
+	})
+	return append(out, over...)
 }
 
 // applyTunings returns args with every tuning of component applied: a flag already present (as --f=v or

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -121,6 +122,24 @@ func (s *State) Whole(dir string) error {
 		return fmt.Errorf("the lab in %s has stopped processes: tare lab down, then up", dir)
 	}
 	return nil
+}
+
+// Sets are the lab's tunings beyond its profile's: the --set flags of up, or of the last retune.
+func (s *State) Sets() []Tuning {
+	prof, err := ProfileTunings(s.Profile)
+	if err != nil || len(prof) > len(s.Tunings) {
+		return slices.Clone(s.Tunings)
+	}
+	return slices.Clone(s.Tunings[len(prof):])
+}
+
+// realNodes are the names of the lab's real nodes: node 1 (the machine), then the extra nodes.
+func (s *State) realNodes() []string {
+	out := []string{s.Node}
+	for _, n := range s.ExtraNodes {
+		out = append(out, n.Name)
+	}
+	return out
 }
 
 // Process returns the recorded process of a component.

@@ -10,7 +10,7 @@ import (
 )
 
 // TestAgentBlockIO: fio reads a file at random with direct I/O, in a pod cgroup of its own, while the agent
-// counts block I/O. Between a scrape before fio starts and one after it ends, the pod's read bytes and
+// counts block I/O. Between a scrape before fio starts and one after the detail sample that follows its end, the pod's read bytes and
 // requests in /metrics are fio's own (its JSON report) within 2%, its device-time histogram counts as
 // many requests, and the requests the tracer could not charge are exported.
 func TestAgentBlockIO(t *testing.T) {
@@ -18,15 +18,17 @@ func TestAgentBlockIO(t *testing.T) {
 	testenv.NeedRoot(t, "loading BPF programs needs CAP_BPF and CAP_PERFMON")
 	const uid = "b10c1010-0000-4000-8000-000000000001"
 	fio := testload.StartFioPod(t, uid, "ctr0b10c1010", 2*time.Second)
-	r := startAgent(t, Options{Interval: 100 * time.Millisecond, Window: 10 * time.Second, BlockIO: true})
+	// Block I/O is read on detail samples, every fifth here.
+	r := startAgent(t, Options{Interval: 100 * time.Millisecond, Detail: 500 * time.Millisecond, Window: 10 * time.Second, BlockIO: true})
 	pod := `pod="` + uid + `"`
 	before := r.scrape(t)
 	if _, n := before.sum("tare_block_io_uncounted_requests_total"); n != 2 {
 		t.Fatalf("no tare_block_io_uncounted_requests_total: is the tracer on?\n%.3000s", before.text)
 	}
 	reads := fio.Run(t)
-	r.nextSample(t)
-	r.nextSample(t)
+	for range 6 { // past the next detail sample, whichever sample fio ended in
+		r.nextSample(t)
+	}
 	after := r.scrape(t)
 	want := struct{ IOBytes, TotalIOs float64 }{float64(reads.Bytes), float64(reads.Requests)}
 	delta := func(metric string, match ...string) float64 {

@@ -561,30 +561,12 @@ func checkBusyboxSleep(ctx context.Context, t *testing.T, kc string) {
 	}
 	defer func() { _ = sleep.Process.Kill(); _ = sleep.Wait() }()
 	time.Sleep(200 * time.Millisecond)
-	own := smapsField(t, sleep.Process.Pid, "Private_Dirty:")
+	own := float64(testload.SmapsRollup(t, sleep.Process.Pid)["Private_Dirty"])
 	t.Logf("busybox-sleep: the pods' own processes %.0f KiB private per pod [%.0f, %.0f]; busybox sleep on the machine %.0f KiB private dirty",
 		pods.Private.Marginal/1024, pods.Private.Lo/1024, pods.Private.Hi/1024, own/1024)
 	if pods.Private.Marginal < own/2 || pods.Private.Marginal > 2*own {
 		t.Errorf("the pods' own processes: %.0f KiB private per pod, busybox sleep alone %.0f KiB", pods.Private.Marginal/1024, own/1024)
 	}
-}
-
-// smapsField is one field of a process's smaps_rollup, bytes.
-func smapsField(t *testing.T, pid int, field string) float64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps_rollup")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kib float64
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) >= 2 && f[0] == field {
-			v, _ := strconv.ParseFloat(f[1], 64)
-			kib += v
-		}
-	}
-	return kib * 1024
 }
 
 // TestDensityKwok: --kwok on a lab with ten kwok nodes puts the pods on them and fits the control plane

@@ -1,41 +1,20 @@
 package kernel
 
 import (
-	"bufio"
-	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/tare-dev/tare/internal/testload"
 )
 
-// smapsKB reads the process's Rss and Pss from /proc/PID/smaps_rollup with a parser of its own (the ground
+// smapsKB reads the process's Rss and Pss from /proc/PID/smaps_rollup with the test's own parser (the ground
 // truth the estimate is held to), in bytes.
 func smapsKB(t *testing.T, pid int) (rss, pss uint64) {
 	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 {
-			continue
-		}
-		v, _ := strconv.ParseUint(fields[1], 10, 64)
-		switch fields[0] {
-		case "Rss:":
-			rss = v << 10
-		case "Pss:":
-			pss = v << 10
-		}
-	}
-	return rss, pss
+	m := testload.SmapsRollup(t, pid)
+	return m["Rss"], m["Pss"]
 }
 
 // TestReadMemoryFollowsStatm: a real process grows its private memory. A small step (within smapsDrift of

@@ -1,12 +1,7 @@
 package sample
 
 import (
-	"bufio"
-	"fmt"
 	"math"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -43,7 +38,7 @@ func TestLongRunningYoungFromStatm(t *testing.T) {
 			t.Fatalf("%s (%d): no detail reading at the first detail sample", name, pid)
 		}
 		d := st.detail
-		rss := smapsRollupKB(t, pid, "Rss") << 10
+		rss := testload.SmapsRollup(t, pid)["Rss"]
 		t.Logf("%s young: statm only %v, RSS %d, PSS %d, private %d; its smaps_rollup Rss %d", name, d.StatmOnly, d.RSS, d.PSS, d.Private, rss)
 		if !d.StatmOnly {
 			t.Errorf("%s: read from smaps_rollup while younger than the detail interval", name)
@@ -63,7 +58,8 @@ func TestLongRunningYoungFromStatm(t *testing.T) {
 	}
 	for name, pid := range pids {
 		d := s.procs[pid].detail
-		pss, private := smapsRollupKB(t, pid, "Pss")<<10, (smapsRollupKB(t, pid, "Private_Clean")+smapsRollupKB(t, pid, "Private_Dirty"))<<10
+		m := testload.SmapsRollup(t, pid)
+		pss, private := m["Pss"], m["Private_Clean"]+m["Private_Dirty"]
 		t.Logf("%s old: statm only %v, PSS %d, private %d; its smaps_rollup Pss %d, private %d", name, d.StatmOnly, d.PSS, d.Private, pss, private)
 		if d.StatmOnly {
 			t.Errorf("%s: still from statm alone after it lived the detail interval", name)
@@ -78,26 +74,4 @@ func TestLongRunningYoungFromStatm(t *testing.T) {
 			}
 		}
 	}
-}
-
-// smapsRollupKB is one field of a process's smaps_rollup, in kB.
-func smapsRollupKB(t *testing.T, pid int, field string) uint64 {
-	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && k == field {
-			n, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatalf("no %s in /proc/%d/smaps_rollup", field, pid)
-	return 0
 }

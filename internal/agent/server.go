@@ -50,6 +50,7 @@ func Run(ctx context.Context, o Options) error {
 	st := newState(o.ringLen(), o.Window)
 	so := o.Sampler
 	so.Interval, so.Detail = o.Interval, o.Detail
+	so.LongRunning = true // the iterator at once, young processes' memory from statm (sample.Options)
 	ses, err := session.Open(ctx, session.Options{Sampler: so, Duration: o.Window, Version: o.Version, Limitations: o.Limitations, BlockIO: o.BlockIO,
 		OnWarning: func(w session.Warning) {
 			st.warn(string(w.Kind))

@@ -103,7 +103,7 @@ func runAgent(ctx context.Context, s streams, g *globalOptions, o *agentOptions)
 		Node: node, Version: Version, Log: s.err, BlockIO: o.blockIO,
 		// In a pod, the agent's own cgroup names its kubelet's: pods of another kubelet on the same kernel
 		// (the nodes of a one-machine cluster) are grouped apart, not counted as this node's.
-		Sampler: g.sampleOptions(sample.Options{PodNames: names, PodRoot: sample.OwnPodRoot(g.procRoot, os.Getpid()), NoResources: true, LongRunning: true})}
+		Sampler: g.sampleOptions(sample.Options{PodNames: names, PodRoot: sample.OwnPodRoot(g.procRoot, os.Getpid()), NoResources: true})}
 	if nameNote != "" {
 		ao.Limitations = append(ao.Limitations, nameNote)
 	}

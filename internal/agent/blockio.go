@@ -58,10 +58,13 @@ func (s *state) addBlockIO(snap blockio.Snapshot, settled uint64) (forget []bloc
 	for _, r := range d.Records {
 		moved[r.Key] = true
 		k := otherGroup
-		if p := live[r.PID]; p != nil {
-			k = p.key
-		} else if p := ended[r.PID]; p != nil {
-			k = p.key // ended since it did the I/O: its group still
+		switch lp, ep := live[r.PID], ended[r.PID]; {
+		case lp != nil && (ep == nil || lp.info.Comm == r.Comm || ep.info.Comm != r.Comm):
+			k = lp.key
+		case ep != nil:
+			// Ended since it did the I/O: its group still. When its PID is already another process's, the
+			// record's command name (the creator's at its first request) tells which of the two did it.
+			k = ep.key
 		}
 		g := s.groupOf(k, now)
 		g.seen = now

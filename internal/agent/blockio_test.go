@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tare-dev/tare/internal/blockio"
+	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/testenv"
 	"github.com/tare-dev/tare/internal/testload"
 )
@@ -54,5 +56,31 @@ func TestAgentBlockIO(t *testing.T) {
 	}
 	if inf := delta("tare_group_block_io_device_seconds_bucket", pod, `le="+Inf"`); inf != hist {
 		t.Errorf("the +Inf bucket rose by %.0f, the histogram's count by %.0f", inf, hist)
+	}
+}
+
+// TestBlockIOReusedPID: a process that did I/O and ended before the agent read the tracer, its PID already
+// another live process's: the record's command name gives it to the one that did it; a record of the live
+// process goes to the live one.
+func TestBlockIOReusedPID(t *testing.T) {
+	a := sample.ProcInfo{ID: 1, Key: sample.ProcKey{PID: 40, Start: 100}, Comm: "fio", Group: "pod-a", GroupKind: "pod"}
+	b := sample.ProcInfo{ID: 2, Key: sample.ProcKey{PID: 40, Start: 200}, Comm: "mount", Group: "kubelet", GroupKind: "component"}
+	st := feed(4,
+		sample.Sample{New: []sample.ProcInfo{a}},
+		sample.Sample{Exited: []int64{1}},
+		sample.Sample{New: []sample.ProcInfo{b}},
+	)
+	rec := func(comm string, cgroup uint64, n uint64) blockio.Record {
+		return blockio.Record{Key: blockio.Key{PID: 40, Cgroup: cgroup, Dir: blockio.Read}, Comm: comm, Requests: n, Bytes: n << 12}
+	}
+	st.addBlockIO(blockio.Snapshot{Records: []blockio.Record{rec("fio", 7, 5), rec("mount", 8, 2)}}, 1)
+	for _, c := range []struct {
+		key  groupKey
+		want uint64
+	}{{groupKey{group: "pod-a", kind: "pod"}, 5}, {groupKey{group: "kubelet", kind: "component"}, 2}} {
+		g := st.groups[c.key]
+		if g == nil || g.io == nil || g.io.requests[blockio.Read] != c.want {
+			t.Errorf("%s: got %+v, want %d reads", c.key.group, g, c.want)
+		}
 	}
 }

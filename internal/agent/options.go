@@ -55,7 +55,9 @@ func (o *Options) validate() error {
 	case o.Listener == nil && o.Listen == "":
 		return errors.New("no address to listen on: pass --listen host:port")
 	}
-	o.Detail = max(o.Detail, o.Interval)
+	// Block I/O is read on detail samples, and a process that did I/O and ended is known until its last
+	// sample leaves the ring: a detail interval is at most the window less one interval.
+	o.Detail = min(max(o.Detail, o.Interval), o.Window-o.Interval)
 	return nil
 }
 

@@ -61,7 +61,7 @@ Ctrl-C or SIGTERM shuts the server down gracefully.`,
 	f.StringVar(&o.listen, "listen", "127.0.0.1:9847", "address to serve /metrics, /summary and /healthz on (host:port; :9847 for every interface)")
 	f.DurationVar(&o.interval, "interval", time.Second, "time between samples")
 	f.DurationVar(&o.window, "window", 10*time.Minute, "samples kept for /summary and for ranking the top processes (window / interval samples)")
-	f.DurationVar(&o.detail, "detail-interval", 5*time.Second, "time between memory, disk and thread reads (rounded to a multiple of --interval)")
+	f.DurationVar(&o.detail, "detail-interval", 5*time.Second, "time between memory, disk and thread reads (rounded to a multiple of --interval; at most --window less one --interval)")
 	f.BoolVar(&o.blockIO, "block-io", true, "count each group's block I/O requests, bytes and device time with BPF on the block tracepoints (where BPF is allowed; about 25 ms of CPU once, to load)")
 	f.IntVar(&o.top, "top-processes", 20, "single processes exported in /metrics: the top N by CPU over --window (0: none)")
 	f.StringVar(&o.node, "node", "", "the node's name in tare_agent_info and for naming its pods (default $NODE_NAME, else the host name)")

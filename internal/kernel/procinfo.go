@@ -127,7 +127,8 @@ type Detail struct {
 	SmapsStatm uint64
 	// StatmOnly says smaps_rollup was not read for this reading (SmapsNot): RSS is statm's resident size,
 	// and PSS and private memory are its anonymous resident pages (resident less shared), the part of a
-	// process's memory that is its own in nearly every process.
+	// process's memory that is its own in nearly every process. Not in a child forked without exec: the
+	// anonymous pages it still shares with its parent copy-on-write count as its own until smaps_rollup.
 	StatmOnly bool
 	// SmapsErr and IOErr say why smaps_rollup or io could not be read (nil when they were).
 	SmapsErr, IOErr error

@@ -37,7 +37,9 @@ func (c *memo) do(key string, f func() string) string {
 	if c.m == nil || len(c.m) >= memoEntries {
 		c.m = make(map[string]string, memoEntries)
 	}
-	c.m[strings.Clone(key)] = v
+	// Both cloned: key, and v when redaction changed nothing, may be words of a command line of up to 1 MiB,
+	// which a kept substring would hold whole.
+	c.m[strings.Clone(key)] = strings.Clone(v)
 	c.mu.Unlock()
 	return v
 }

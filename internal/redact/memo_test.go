@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 // TestMemoSameAnswer: a remembered answer is the one redaction gives, for texts and argvs with and without
@@ -54,5 +55,28 @@ func TestMemoBounded(t *testing.T) {
 	}
 	if _, ok := textMemo.m[long]; ok {
 		t.Errorf("a text of %d bytes was kept, over memoMaxLen %d", len(long), memoMaxLen)
+	}
+}
+
+// TestMemoKeepsNoSubstring: what the memo keeps is its own copy, not a word of the caller's command line,
+// which it would hold whole (a command line may be 1 MiB).
+func TestMemoKeepsNoSubstring(t *testing.T) {
+	line := "-I/usr/include/x" + strings.Repeat(" -DX=1", 1<<12)
+	word := line[:len("-I/usr/include/x")]
+	if got := Text(word); got != word {
+		t.Fatalf("Text(%q) = %q", word, got)
+	}
+	v, ok := textMemo.m[word]
+	if !ok {
+		t.Fatalf("%q not remembered", word)
+	}
+	start, end := uintptr(unsafe.Pointer(unsafe.StringData(line))), uintptr(unsafe.Pointer(unsafe.StringData(line)))+uintptr(len(line))
+	if p := uintptr(unsafe.Pointer(unsafe.StringData(v))); p >= start && p < end {
+		t.Errorf("the memo's value points into the caller's %d-byte line", len(line))
+	}
+	for k := range textMemo.m {
+		if p := uintptr(unsafe.Pointer(unsafe.StringData(k))); k == word && p >= start && p < end {
+			t.Errorf("the memo's key points into the caller's %d-byte line", len(line))
+		}
 	}
 }

@@ -110,18 +110,23 @@ func (a *activity) idle(pid int) bool {
 
 // cpu returns the CPU time of pid's threads, live and exited, as the last pass read it: the sum of the
 // threads' runtimes that taskstats' thread-group query returns, read for every process in the one pass
-// instead of a query per process. ok is false when the pass did not report pid, when a thread exited
-// during the walk (the sum may miss it), or when the group's start time is not start (clock ticks since
-// boot, /proc/PID/stat's): the PID belongs to another process now.
-func (a *activity) cpu(pid int, start uint64) (cpu uint64, ok bool) {
+// instead of a query per process. ok is false when the pass did not report pid or a thread exited during
+// the walk (the sum may miss it). reused reports that the pass saw another start time than start (clock
+// ticks since boot, /proc/PID/stat's): the PID now belongs to another process.
+func (a *activity) cpu(pid int, start uint64) (cpu uint64, ok, reused bool) {
 	if a == nil || a.it == nil || !a.ok {
-		return 0, false
+		return 0, false, false
 	}
 	g, moved := a.moved[pid]
-	if !moved || g.Inexact || g.StartNs/uint64(time.Second/kernel.UserHZ) != start {
-		return 0, false
+	switch {
+	case !moved:
+		return 0, false, false
+	case g.StartNs/uint64(time.Second/kernel.UserHZ) != start:
+		return 0, false, true
+	case g.Inexact:
+		return 0, false, false
 	}
-	return g.CPUNs, true
+	return g.CPUNs, true, false
 }
 
 // expect is told how many processes the baseline sample lists: with enough of them, the reads the iterator

@@ -146,7 +146,12 @@ func (s *Sampler) sampleKnown(smp *Sample, st *procState, boot uint64, detail bo
 	}
 	// With taskstats, a process without per-thread counters would cost a thread-group query: the task
 	// iterator's pass has read the same sum already.
-	cpu, fromPass := s.act.cpu(pid, st.info.Key.Start)
+	cpu, fromPass, reused := s.act.cpu(pid, st.info.Key.Start)
+	if reused && s.ts != nil { // as the start time in stat says without taskstats, above
+		s.finish(smp, st)
+		s.sampleNew(smp, pid, boot, detail)
+		return
+	}
 	gone := false
 	if !fromPass || st.threads != nil || s.ts == nil {
 		cpu, gone = s.cumulative(st, pid, false)

@@ -36,7 +36,8 @@ func (s *Sampler) refreshMemory(st *procState, boot uint64) {
 	}
 	d := *st.detail
 	kernel.ReadMemory(s.opts.ProcRoot, st.info.Key.PID, st.info.Comm, st.detail, st.turn(smapsEvery), &d)
-	d.StatmOnly = false
+	// A failed read keeps the statm figures it started from: they stay marked as such.
+	d.StatmOnly = st.detail.StatmOnly && d.SmapsErr != nil
 	st.detail = &d
 }
 

@@ -64,8 +64,10 @@ func auditArgs(policy, log string) []string {
 		"--audit-log-format", "json", "--audit-log-maxsize", "100", "--audit-log-maxbackup", "3"}
 }
 
-// apiserver starts kube-apiserver (with the audit log if asked) and waits until /readyz is ok.
-func (l *lab) apiserver(ctx context.Context, tunings []Tuning) error {
+// startAPIServer starts kube-apiserver (with the audit log if asked). It may start before etcd answers:
+// the API server retries its storage for up to --storage-initialization-timeout (a minute), and its own
+// start (flags, certificates, admission plugins) overlaps etcd's.
+func (l *lab) startAPIServer(tunings []Tuning) error {
 	if l.opts.Audit {
 		if err := os.MkdirAll(l.p.join("audit"), 0o700); err != nil {
 			return err
@@ -75,9 +77,12 @@ func (l *lab) apiserver(ctx context.Context, tunings []Tuning) error {
 		}
 		l.st.Audit = l.p.join("audit", "audit.log")
 	}
-	if _, err := l.launch(component.APIServer, l.args(component.APIServer), tunings); err != nil {
-		return err
-	}
+	_, err := l.launch(component.APIServer, l.args(component.APIServer), tunings)
+	return err
+}
+
+// waitAPIServer waits until kube-apiserver's /readyz is ok.
+func (l *lab) waitAPIServer(ctx context.Context) error {
 	err := l.waitFor(ctx, component.APIServer, 90*time.Second, l.healthy(component.APIServer))
 	l.step("kube-apiserver ready")
 	return err

@@ -21,11 +21,13 @@
 //   - One file per start stage, holding the settings of the components it starts (their flags, etcdArgs,
 //     apiserverArgs, …, and configuration files) and the start itself: etcd.go, apiserver.go (also the
 //     audit policy, the API server's certificates and address), controllers.go (kube-controller-manager
-//     and kube-scheduler), containerd.go (also the CNI configuration), node.go (kubelet and kube-proxy),
-//     kwok.go (kwok and its fake nodes), nodes.go (the extra real nodes of UpOptions.Nodes: their
-//     containerd, kubelet and kube-proxy in a network namespace each), probe.go (the pod that proves the
-//     lab works). kube.go holds the lab's client and the node Ready check; ports.go the ports, addresses
-//     and names; paths.go the lab directory's layout; pki.go the certificates.
+//     and kube-scheduler, and the accounts of the controller manager's controllers), containerd.go (also
+//     the CNI configuration), node.go (kubelet and kube-proxy), kwok.go (kwok and its fake nodes),
+//     nodes.go (the extra real nodes of UpOptions.Nodes: their containerd, kubelet and kube-proxy in a
+//     network namespace each), probe.go (the pod that proves the lab works). Each stage starts its
+//     components and waits for them apart, so that (*lab).run starts a component as soon as what it needs
+//     answers. kube.go holds the lab's client and the node Ready and schedulable checks; ports.go the
+//     ports, addresses and names; paths.go the lab directory's layout; pki.go the certificates.
 //   - Tuning: profile.go (profiles and --set), checksets.go (--set checked against a component's --help).
 //   - Changes to the machine, one file per subsystem, each undo next to its do: cgroups.go (the kubelet's
 //     cgroup root), mounts.go (volume and rootfs mounts, pod network namespaces), nodenet.go (the extra

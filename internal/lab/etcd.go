@@ -25,11 +25,13 @@ func etcdArgs(p paths) []string {
 		"--enable-pprof"}
 }
 
-// etcd starts etcd and waits until it reports healthy.
-func (l *lab) etcd(ctx context.Context, tunings []Tuning) error {
-	if _, err := l.launch(component.Etcd, l.args(component.Etcd), tunings); err != nil {
-		return err
-	}
+// startEtcd starts etcd; waitEtcd waits until it reports healthy.
+func (l *lab) startEtcd(tunings []Tuning) error {
+	_, err := l.launch(component.Etcd, l.args(component.Etcd), tunings)
+	return err
+}
+
+func (l *lab) waitEtcd(ctx context.Context) error {
 	err := l.waitFor(ctx, component.Etcd, 30*time.Second, l.healthy(component.Etcd))
 	l.step("etcd healthy")
 	return err

@@ -69,8 +69,9 @@ func kubeProxyArgs(p paths, node string) []string {
 		"--profiling"}
 }
 
-// node starts the kubelet (in the lab's cgroup root) and kube-proxy and waits for the node to be Ready.
-func (l *lab) node(ctx context.Context, tunings []Tuning) error {
+// startNode starts the kubelet (in the lab's cgroup root) and kube-proxy. They may start while the
+// controllers do: the kubelet needs only the API server to register its node, and retries until it can.
+func (l *lab) startNode(tunings []Tuning) error {
 	cg, err := createCgroupRoot()
 	l.st.Cgroups = cg
 	if err != nil {
@@ -82,9 +83,12 @@ func (l *lab) node(ctx context.Context, tunings []Tuning) error {
 	if _, err := l.launch(component.Kubelet, l.args(component.Kubelet), tunings); err != nil {
 		return err
 	}
-	if _, err := l.launch(component.KubeProxy, l.args(component.KubeProxy), tunings); err != nil {
-		return err
-	}
+	_, err = l.launch(component.KubeProxy, l.args(component.KubeProxy), tunings)
+	return err
+}
+
+// waitNode waits for the node to be Ready and kube-proxy healthy.
+func (l *lab) waitNode(ctx context.Context) error {
 	c, err := l.client()
 	if err != nil {
 		return err

@@ -14,7 +14,8 @@ import (
 const probePodName = "tare-lab-probe"
 
 // probe runs a pod to completion of its start (Running) and deletes it: the proof that scheduling,
-// the sandbox, CNI and the image all work.
+// the sandbox, CNI and the image all work. With a real node it returns once the node also takes pods
+// that tolerate nothing.
 func (l *lab) probe(ctx context.Context) error {
 	c, err := l.client()
 	if err != nil {
@@ -34,7 +35,12 @@ func (l *lab) probe(ctx context.Context) error {
 		pod.Spec.NodeSelector = map[string]string{"type": "kwok"}
 		pod.Spec.Tolerations = []corev1.Toleration{{Key: kwokAnnotation, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
 	} else {
+		// The node is Ready when the probe starts, but keeps its not-ready taint until the controller
+		// manager's node lifecycle controller has seen it so (a second or so later on a cold start). The
+		// probe tolerates the taint so that its sandbox and container start meanwhile; up still returns
+		// only once the taint is gone, when the node takes any pod.
 		pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": l.st.Node}
+		pod.Spec.Tolerations = []corev1.Toleration{{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
 	}
 	// Admission refuses pods until the namespace's default service account exists; the controller
 	// manager makes it seconds after it starts, so make it now (the controller then finds it there).
@@ -56,10 +62,13 @@ func (l *lab) probe(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if p.Status.Phase == corev1.PodRunning {
+		if p.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("probe pod is %s%s", p.Status.Phase, podWaiting(p))
+		}
+		if l.opts.ControlPlaneOnly {
 			return nil
 		}
-		return fmt.Errorf("probe pod is %s%s", p.Status.Phase, podWaiting(p))
+		return nodeSchedulable(ctx, c, l.st.Node)
 	})
 	if err != nil {
 		return err

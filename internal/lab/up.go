@@ -181,23 +181,40 @@ func (l *lab) run(ctx context.Context, tunings []Tuning) error {
 		cri = make(chan error, 1)
 		go func() { cri <- l.runtimes(ctx) }()
 	}
-	if err := l.etcd(ctx, tunings); err != nil {
+	// Each component starts as soon as what it needs answers, not once everything started before it is
+	// healthy: the API server with etcd (it waits for its storage itself), and the controller manager, the
+	// scheduler and the node's kubelet and kube-proxy together once /readyz is ok.
+	if err := l.startEtcd(tunings); err != nil {
 		return err
 	}
-	if err := l.apiserver(ctx, tunings); err != nil {
+	if err := l.startAPIServer(tunings); err != nil {
+		return err
+	}
+	if err := l.waitEtcd(ctx); err != nil {
+		return err
+	}
+	if err := l.waitAPIServer(ctx); err != nil {
 		return err
 	}
 	if l.opts.APIServerOnly {
 		return nil
 	}
-	if err := l.controllers(ctx, tunings); err != nil {
+	if err := l.startControllers(ctx, tunings); err != nil {
 		return err
 	}
-	if cri != nil {
+	if !l.opts.ControlPlaneOnly {
 		if err := waitCRI(); err != nil {
 			return err
 		}
-		if err := l.node(ctx, tunings); err != nil {
+		if err := l.startNode(tunings); err != nil {
+			return err
+		}
+	}
+	if err := l.waitControllers(ctx); err != nil {
+		return err
+	}
+	if !l.opts.ControlPlaneOnly {
+		if err := l.waitNode(ctx); err != nil {
 			return err
 		}
 		if err := l.startExtraNodes(ctx, tunings); err != nil {
@@ -254,6 +271,10 @@ func (l *lab) launchOn(n *ExtraNode, name string, args []string, tunings []Tunin
 	return d, l.st.save()
 }
 
+// waitPoll is how often waitFor checks: every check is a local request, and each poll's wait adds half of
+// it on average to the lab's start.
+const waitPoll = 50 * time.Millisecond
+
 // waitFor polls check until it succeeds, the timeout passes or a lab process dies (which is reported
 // with the last lines of its log).
 func (l *lab) waitFor(ctx context.Context, what string, timeout time.Duration, check func(context.Context) error) error {
@@ -279,7 +300,7 @@ func (l *lab) waitFor(ctx context.Context, what string, timeout time.Duration, c
 				return fmt.Errorf("%s: not ready after %s: %w", what, timeout, last)
 			}
 			return fmt.Errorf("%s: %w", what, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(waitPoll):
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare/internal/htmlreport"
+	"github.com/tare-dev/tare/internal/lab"
 	tprofile "github.com/tare-dev/tare/internal/profile"
 	"github.com/tare-dev/tare/internal/sample"
 )
@@ -110,6 +111,9 @@ func runProfile(ctx context.Context, s streams, g *globalOptions, o *profileOpti
 		k, kerr := tprofile.ReadKallsyms(g.procRoot)
 		if kerr != nil {
 			warner(s, live)(kerr.Error())
+		}
+		if dir, err := lab.CacheDir(); err == nil {
+			k.UseCache(dir) // the kernel image's symbols, kept per boot
 		}
 		sym.UseKallsyms(k)
 		p = tprofile.Build(raw, sym, tprofile.BuildOptions{SelfPID: os.Getpid(), PodNames: names, Filter: o.filter})

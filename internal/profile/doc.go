@@ -11,7 +11,9 @@
 // a binary is only opened (through /proc/PID/map_files or /proc/PID/root, so that containers' and exited
 // processes' binaries are found) and held open; Build then queues every address (Symbolizer.Want) and
 // reads each binary's symbol table, and /proc/kallsyms, in one pass that keeps only the names of the
-// symbols asked for (elfsyms.go, pclntab.go, kallsyms.go). No whole symbol table is decoded.
+// symbols asked for (elfsyms.go, pclntab.go, kallsyms.go). No whole symbol table is decoded. The kernel
+// image's symbols, which only a reboot changes, are kept per boot in tare's cache directory
+// (kallsymscache.go): reading /proc/kallsyms is most of a short profile's cost.
 //
 // The profile verb (internal/cli/profile.go) calls Record (with Symbolizer.Prepare), then Build;
 // Summarize and WriteTable make the table, GroupedByGroup the flame graph of the HTML report

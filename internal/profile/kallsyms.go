@@ -6,18 +6,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 )
 
 // Kallsyms names kernel addresses from /proc/kallsyms. The file is read when names are asked for, in one
 // pass for all the addresses asked, and only their symbols' names are kept: a kernel has a hundred thousand
 // symbols or more, a profile's kernel frames a few thousand addresses.
 type Kallsyms struct {
-	name string // for errors
-	open func() (io.ReadCloser, error)
+	name     string // for errors
+	open     func() (io.ReadCloser, error)
+	procRoot string
+	cache    string // the file of this boot's image symbols (UseCache), or ""
 }
 
 // kname is a kernel symbol's name and module ("" for the kernel image).
@@ -27,7 +31,7 @@ type kname struct{ name, module string }
 // kernel.kptr_restrict=2) every address reads as zero: the error then says so.
 func ReadKallsyms(procRoot string) (*Kallsyms, error) {
 	path := filepath.Join(procRoot, "kallsyms")
-	k := &Kallsyms{name: path, open: func() (io.ReadCloser, error) { return os.Open(path) }}
+	k := &Kallsyms{name: path, open: func() (io.ReadCloser, error) { return os.Open(path) }, procRoot: procRoot}
 	f, err := k.open()
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w: kernel frames will be [kernel] without names", path, err)
@@ -175,28 +179,53 @@ func (k *Kallsyms) Lookup(addr uint64) (name, module string, ok bool) {
 }
 
 // names names each of addrs (sorted, unique) with the symbol at or below it, in one pass over the file; an
-// address below every symbol gets the zero kname. Of equal addresses the last in the file wins.
-//
-// Each symbol is put in the bucket of the first asked address at or above it, keeping the highest per
-// bucket; an address's symbol is then the last filled bucket at or before its own. Only the bucket's best
-// line is kept, copied into the bucket's own buffer: nothing is allocated per symbol.
+// address below every symbol gets the zero kname. Of equal addresses the last in the file wins. With a
+// cache (UseCache), addresses within the kernel image are named from the cache, and a pass over the file
+// writes it.
 func (k *Kallsyms) names(addrs []uint64) ([]kname, error) {
-	type cand struct {
-		addr uint64
-		rest []byte // its line from the name on
-		ok   bool
-	}
 	if len(addrs) == 0 {
 		return nil, nil
 	}
-	best := make([]cand, len(addrs))
+	if k.cache != "" {
+		if got, ok := k.namesCached(addrs); ok {
+			return got, nil
+		}
+	}
 	f, err := k.open()
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", k.name, err)
 	}
 	defer func() { _ = f.Close() }()
+	var image *bytes.Buffer
+	if k.cache != "" {
+		image = &bytes.Buffer{}
+	}
+	got, _, _, err := nameFrom(f, addrs, image)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", k.name, err)
+	}
+	if image != nil {
+		k.writeCache(image.Bytes())
+	}
+	return got, nil
+}
+
+// nameFrom names addrs (sorted, unique) from the kallsyms lines of r. lo and hi are the lowest and highest
+// address of the kernel image's symbols (those without a module); image, when not nil, receives those lines.
+//
+// Each symbol is put in the bucket of the first asked address at or above it, keeping the highest per
+// bucket; an address's symbol is then the last filled bucket at or before its own. Only the bucket's best
+// line is kept, copied into the bucket's own buffer: nothing is allocated per symbol.
+func nameFrom(r io.Reader, addrs []uint64, image *bytes.Buffer) (got []kname, lo, hi uint64, err error) {
+	type cand struct {
+		addr uint64
+		rest []byte // its line from the name on
+		ok   bool
+	}
+	best := make([]cand, len(addrs))
+	lo = math.MaxUint64
 	j := -1 // the last symbol's bucket: kallsyms lists the kernel image's symbols in address order
-	err = scanKallsyms(f, func(addr uint64, rest []byte) bool {
+	err = scanKallsyms(r, func(addr uint64, rest []byte) bool {
 		// Bucket j holds (addrs[j-1], addrs[j]]; most symbols fall in the one before's.
 		if j < 0 || j < len(addrs) && addr > addrs[j] || j > 0 && addr <= addrs[j-1] {
 			j = sort.Search(len(addrs), func(i int) bool { return addrs[i] >= addr })
@@ -206,21 +235,30 @@ func (k *Kallsyms) names(addrs []uint64) ([]kname, error) {
 			c.addr, c.ok = addr, true
 			c.rest = append(c.rest[:0], rest...)
 		}
+		if bytes.IndexByte(rest, '[') < 0 { // the kernel image's: a module's line ends in [module]
+			lo, hi = min(lo, addr), max(hi, addr)
+			if image != nil {
+				image.Write(strconv.AppendUint(nil, addr, 16))
+				image.WriteString(" t ")
+				image.Write(bytes.TrimRight(rest, "\n"))
+				image.WriteByte('\n')
+			}
+		}
 		return true
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", k.name, err)
+		return nil, 0, 0, err
 	}
-	out := make([]kname, len(addrs))
+	got = make([]kname, len(addrs))
 	var cur kname
 	for i := range addrs {
 		if best[i].ok {
 			name, module := splitName(best[i].rest)
 			cur = kname{name: string(name), module: string(module)}
 		}
-		out[i] = cur
+		got[i] = cur
 	}
-	return out, nil
+	return got, lo, hi, nil
 }
 
 // resolve names the kernel frames at pcs into frames ([kernel] for all of them when k is nil or the file

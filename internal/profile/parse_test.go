@@ -234,3 +234,56 @@ func TestKallsymsNames(t *testing.T) {
 		}
 	}
 }
+
+// TestKallsymsCache: the first naming reads /proc/kallsyms and writes the image's symbols for this boot,
+// owner-only; the next names from the cache alike, and an address outside the image (below its first
+// symbol) is still named from /proc/kallsyms.
+func TestKallsymsCache(t *testing.T) {
+	t.Parallel()
+	k, err := ReadKallsyms("/proc")
+	if err != nil {
+		t.Skipf("%v", err)
+	}
+	dir := t.TempDir()
+	k.UseCache(dir)
+	if k.cache == "" {
+		t.Skip("no boot id")
+	}
+	b, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addrs []uint64 // within the image's symbols, spread over them
+	n := 0
+	if err := scanKallsyms(bytes.NewReader(b), func(addr uint64, rest []byte) bool {
+		if n++; n%97 == 0 && !bytes.Contains(rest, []byte("[")) {
+			addrs = append(addrs, addr+uint64(n%13))
+		}
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(addrs)
+	addrs = slices.Compact(addrs)
+	first, err := k.names(addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(k.cache)
+	if err != nil {
+		t.Fatalf("no cache written: %v", err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("cache mode %v, want 0600", st.Mode().Perm())
+	}
+	cached, ok := k.namesCached(addrs)
+	if !ok {
+		t.Fatal("addresses in the image not named from the cache")
+	}
+	if d := cmp.Diff(first, cached, cmp.AllowUnexported(kname{})); d != "" {
+		t.Errorf("cache names differ from /proc/kallsyms (-file +cache):\n%s", d)
+	}
+	if _, ok := k.namesCached([]uint64{0x1000}); ok {
+		t.Error("an address outside the image was named from the cache")
+	}
+}

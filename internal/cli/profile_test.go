@@ -82,7 +82,9 @@ func TestProfileNode(t *testing.T) {
 	}
 	if goBin, err := exec.LookPath("go"); err == nil {
 		out, err := exec.Command(goBin, "tool", "pprof", "-top", "-tagfocus", `group=tare \(self\)`, a).CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "runtime.") {
+		// The burner's frame, named from this (stripped) test binary's Go table: tare's own work is now too
+		// little for its runtime's frames to pass pprof's cut.
+		if err != nil || !strings.Contains(string(out), "burnInTare") {
 			t.Errorf("go tool pprof -tagfocus group=tare (self): %v\n%s", err, out)
 		}
 	}

@@ -72,6 +72,7 @@ func Summarize(component string, p *profile.Profile, n int) Summary {
 	}
 	flat, cum := map[string]int64{}, map[string]int64{}
 	var total int64
+	seen := map[string]bool{}
 	for _, smp := range p.Sample {
 		v, ok := sampleCPU(smp, idx, total)
 		if !ok {
@@ -83,7 +84,7 @@ func Summarize(component string, p *profile.Profile, n int) Summary {
 			continue
 		}
 		flat[fr[len(fr)-1]] += v
-		seen := map[string]bool{}
+		clear(seen)
 		for _, f := range fr {
 			if !seen[f] {
 				cum[f] += v

@@ -93,7 +93,8 @@ func Build(raw *Raw, sym *Symbolizer, o BuildOptions) *profile.Profile {
 	p.Mapping = append(p.Mapping, &profile.Mapping{ID: 1, File: "[every process on the node]", HasFunctions: true})
 	b := builder{p: p, locs: map[[2]string]*profile.Location{}, funcs: map[string]*profile.Function{}, maps: map[string]*profile.Mapping{}}
 	byPID := map[uint32]labels{}
-	for _, s := range raw.Samples {
+	kept := make([]bool, len(raw.Samples))
+	for i, s := range raw.Samples {
 		l, ok := byPID[s.PID]
 		if !ok {
 			l = labels{group: "kernel threads", kind: classify.KindKernel, command: "swapper"}
@@ -102,9 +103,15 @@ func Build(raw *Raw, sym *Symbolizer, o BuildOptions) *profile.Profile {
 			}
 			byPID[s.PID] = l
 		}
-		if !o.Filter.keep(int(s.PID), l) {
+		if kept[i] = o.Filter.keep(int(s.PID), l); kept[i] {
+			sym.Want(s.Chain, raw.Procs[s.PID]) // every address first: each binary's symbols are read once
+		}
+	}
+	for i, s := range raw.Samples {
+		if !kept[i] {
 			continue
 		}
+		l := byPID[s.PID]
 		v := period
 		if raw.Event == cpuClock && s.Period > 0 {
 			v = int64(s.Period)
@@ -183,15 +190,16 @@ func GroupedByGroup(p *profile.Profile) *profile.Profile {
 	return q
 }
 
-// GroupOf returns the samples of one group as a profile of their own.
+// GroupOf returns the samples of one group as a profile of their own. It shares p's samples, locations,
+// functions and mappings (it copies none of them, which for a large profile cost more than summing it), so
+// it is for reading only.
 func GroupOf(p *profile.Profile, group string) *profile.Profile {
-	q := p.Copy()
-	kept := q.Sample[:0]
-	for _, s := range q.Sample {
+	q := &profile.Profile{SampleType: p.SampleType, PeriodType: p.PeriodType, Period: p.Period, TimeNanos: p.TimeNanos,
+		DurationNanos: p.DurationNanos, Comments: p.Comments, Mapping: p.Mapping, Location: p.Location, Function: p.Function}
+	for _, s := range p.Sample {
 		if v := s.Label[LabelGroup]; len(v) > 0 && v[0] == group {
-			kept = append(kept, s)
+			q.Sample = append(q.Sample, s)
 		}
 	}
-	q.Sample = kept
 	return q
 }

@@ -1,9 +1,13 @@
 package profile
 
 import (
+	"bytes"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -20,7 +24,7 @@ func readFixture(t testing.TB, name string) []byte {
 
 func TestParseKallsyms(t *testing.T) {
 	t.Parallel()
-	k, err := parseKallsyms(readFixture(t, "kallsyms"))
+	k, _, err := parseKallsyms(readFixture(t, "kallsyms"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,13 +45,13 @@ func TestParseKallsyms(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"zzzz T name\n", "ffff T\n", "ffff TT name\n"} {
-		if _, err := parseKallsyms([]byte(bad)); !errors.Is(err, ErrMalformed) {
+		if _, _, err := parseKallsyms([]byte(bad)); !errors.Is(err, ErrMalformed) {
 			t.Errorf("parseKallsyms(%q) = %v, want ErrMalformed", bad, err)
 		}
 	}
 	// Without CAP_SYSLOG every address is zero: nothing is kept.
-	if k, err := parseKallsyms([]byte("0000000000000000 T _text\n0000000000000000 t foo\n")); err != nil || len(k.syms) != 0 {
-		t.Errorf("zero addresses: %v, %d symbols", err, len(k.syms))
+	if _, n, err := parseKallsyms([]byte("0000000000000000 T _text\n0000000000000000 t foo\n")); err != nil || n != 0 {
+		t.Errorf("zero addresses: %v, %d symbols", err, n)
 	}
 }
 
@@ -136,7 +140,7 @@ func FuzzParseKallsyms(f *testing.F) {
 	f.Add(readFixture(f, "kallsyms"))
 	f.Add([]byte("ffff T x [m]\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		k, err := parseKallsyms(b)
+		k, _, err := parseKallsyms(b)
 		if err == nil {
 			k.Lookup(0xffffffff81000000)
 		}
@@ -167,4 +171,119 @@ func FuzzParseRecord(f *testing.F) {
 			NewSymbolizer("/nonexistent", nil).Frames(s.Chain, nil)
 		}
 	})
+}
+
+// TestKallsymsNames: naming many addresses in one pass (which stops early when all of them lie in the
+// kernel image) agrees with a lookup in every symbol, sorted, for addresses in the image only and for
+// addresses in modules too, on the fixture and on this machine's kallsyms.
+func TestKallsymsNames(t *testing.T) {
+	t.Parallel()
+	files := map[string][]byte{"fixture": readFixture(t, "kallsyms")}
+	if b, err := os.ReadFile("/proc/kallsyms"); err == nil {
+		if _, n, err := parseKallsyms(b); err == nil && n > 0 {
+			files["/proc/kallsyms"] = b
+		}
+	}
+	for name, b := range files {
+		type sym struct {
+			addr         uint64
+			name, module string
+		}
+		var all []sym
+		if err := scanKallsyms(bytes.NewReader(b), func(addr uint64, rest []byte) bool {
+			n, m := splitName(rest)
+			all = append(all, sym{addr, string(n), string(m)})
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		sort.SliceStable(all, func(i, j int) bool { return all[i].addr < all[j].addr })
+		want := func(a uint64) kname {
+			i := sort.Search(len(all), func(i int) bool { return all[i].addr > a })
+			if i == 0 {
+				return kname{}
+			}
+			return kname{all[i-1].name, all[i-1].module}
+		}
+		k, _, err := parseKallsyms(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(3, 4))
+		var image, every []uint64
+		for range 2000 {
+			s := all[rng.IntN(len(all))]
+			a := s.addr + rng.Uint64N(64)
+			every = append(every, a)
+			if s.module == "" {
+				image = append(image, a)
+			}
+		}
+		for _, addrs := range [][]uint64{image, every, {all[0].addr - 1}} {
+			slices.Sort(addrs)
+			addrs = slices.Compact(addrs)
+			got, err := k.names(addrs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, a := range addrs {
+				if w := want(a); got[i] != w {
+					t.Errorf("%s: %#x named %+v, want %+v", name, a, got[i], w)
+				}
+			}
+		}
+	}
+}
+
+// TestKallsymsCache: the first naming reads /proc/kallsyms and writes the image's symbols for this boot,
+// owner-only; the next names from the cache alike, and an address outside the image (below its first
+// symbol) is still named from /proc/kallsyms.
+func TestKallsymsCache(t *testing.T) {
+	t.Parallel()
+	k, err := ReadKallsyms("/proc")
+	if err != nil {
+		t.Skipf("%v", err)
+	}
+	dir := t.TempDir()
+	k.UseCache(dir)
+	if k.cache == "" {
+		t.Skip("no boot id")
+	}
+	b, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addrs []uint64 // within the image's symbols, spread over them
+	n := 0
+	if err := scanKallsyms(bytes.NewReader(b), func(addr uint64, rest []byte) bool {
+		if n++; n%97 == 0 && !bytes.Contains(rest, []byte("[")) {
+			addrs = append(addrs, addr+uint64(n%13))
+		}
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(addrs)
+	addrs = slices.Compact(addrs)
+	first, err := k.names(addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(k.cache)
+	if err != nil {
+		t.Fatalf("no cache written: %v", err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("cache mode %v, want 0600", st.Mode().Perm())
+	}
+	cached, ok := k.namesCached(addrs)
+	if !ok {
+		t.Fatal("addresses in the image not named from the cache")
+	}
+	if d := cmp.Diff(first, cached, cmp.AllowUnexported(kname{})); d != "" {
+		t.Errorf("cache names differ from /proc/kallsyms (-file +cache):\n%s", d)
+	}
+	if _, ok := k.namesCached([]uint64{0x1000}); ok {
+		t.Error("an address outside the image was named from the cache")
+	}
 }

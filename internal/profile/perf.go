@@ -41,12 +41,14 @@ const maxStack = 127
 // Idle CPUs are not sampled (exclude_idle): interrupts served while a CPU idles are therefore missing.
 func attr(ev Event, freq int) *unix.PerfEventAttr {
 	a := &unix.PerfEventAttr{
-		Type:             ev.typ,
-		Size:             uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
-		Config:           ev.config,
-		Sample_type:      sampleType,
-		Bits:             unix.PerfBitDisabled | unix.PerfBitExcludeIdle,
-		Wakeup:           1,
+		Type:        ev.typ,
+		Size:        uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Config:      ev.config,
+		Sample_type: sampleType,
+		Bits:        unix.PerfBitDisabled | unix.PerfBitExcludeIdle,
+		// Wakeup 0: the kernel wakes a reader only when half the ring is full, not at every sample (Record
+		// polls the rings on a timer and never waits on them).
+		Wakeup:           0,
 		Sample_max_stack: maxStack,
 	}
 	if ev == cpuClock {

@@ -29,7 +29,8 @@ type Summary struct {
 	Samples   int     `json:"samples"`
 	Lost      uint64  `json:"lost_samples"`
 	Groups    []Group `json:"groups"`
-	// SelfMillicores is tare's own CPU over the window, as the measuring session saw it (-1: not measured).
+	// SelfMillicores is tare's own CPU, its process's from the start of the recording until the frames were
+	// named, over that span (-1: not measured).
 	SelfMillicores float64 `json:"self_millicores"`
 	// MissingSymbols are binaries whose symbols could not be read, and why: their frames are [unknown].
 	MissingSymbols map[string]string `json:"missing_symbols,omitempty"`

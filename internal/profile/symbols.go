@@ -1,13 +1,8 @@
 package profile
 
 import (
-	"cmp"
-	"debug/elf"
-	"debug/gosym"
 	"fmt"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -21,25 +16,49 @@ type Frame struct {
 	Kernel bool
 }
 
-// Symbolizer names the addresses of call chains. It reads each binary's symbols once, however many samples
-// and processes use it. It is not safe for concurrent use.
+// Symbolizer names the addresses of call chains. Binaries are opened as samples hit them (Prepare) and
+// held open; their symbols are read only when frames are named, once per binary and only for the
+// addresses the samples hold. It is not safe for concurrent use; Close releases its files.
 type Symbolizer struct {
 	procRoot string
 	kernel   *Kallsyms
-	bins     map[string]*elfSyms
+	bins     map[binKey]*elfBinary
+	// pending are the binaries with addresses queued for naming.
+	pending []*elfBinary
+	// kframes are the kernel frames named so far, kwant the kernel addresses queued for naming.
+	kframes map[uint64]Frame
+	kwant   []uint64
 	// Missing are the binaries whose symbols could not be read, and why.
 	Missing map[string]string
+}
+
+// binKey identifies a binary: its device and inode, or its path when it has no inode.
+type binKey struct {
+	dev   string
+	inode uint64
+	path  string
 }
 
 // NewSymbolizer names kernel frames with k (nil: every kernel frame is [kernel]) and user frames from the
 // binaries of each process, opened through procRoot/PID/root so that a container's own files are read.
 func NewSymbolizer(procRoot string, k *Kallsyms) *Symbolizer {
-	return &Symbolizer{procRoot: procRoot, kernel: k, bins: map[string]*elfSyms{}, Missing: map[string]string{}}
+	return &Symbolizer{procRoot: procRoot, kernel: k, bins: map[binKey]*elfBinary{}, kframes: map[uint64]Frame{},
+		Missing: map[string]string{}}
 }
 
 // UseKallsyms names kernel frames with k from now on (nil: [kernel]). Kernel symbols do not depend on any
 // process, so they may be read after the recording.
-func (s *Symbolizer) UseKallsyms(k *Kallsyms) { s.kernel = k }
+func (s *Symbolizer) UseKallsyms(k *Kallsyms) {
+	s.kernel = k
+	clear(s.kframes)
+}
+
+// Close releases the binaries held open. Frames named afterwards are [unknown] for binaries not read yet.
+func (s *Symbolizer) Close() {
+	for _, b := range s.bins {
+		b.close()
+	}
+}
 
 // contextMax is PERF_CONTEXT_MAX as an unsigned address: entries at or above it are context markers.
 const (
@@ -48,9 +67,26 @@ const (
 	contextUser   = uint64(1<<64 + unix.PERF_CONTEXT_USER)
 )
 
-// Frames names a call chain, leaf first. p (nil when the process was gone) gives the user mappings.
+// Frames names a call chain, leaf first. p (nil when the process was gone) gives the user mappings. To
+// name many chains, call Want for each first: the symbols of each binary, and the kernel's, are then
+// read once for all of them.
 func (s *Symbolizer) Frames(chain []uint64, p *Proc) []Frame {
+	s.Want(chain, p)
+	s.resolve()
 	out := make([]Frame, 0, len(chain))
+	walk(chain, func(kernel bool, pc uint64) {
+		if kernel {
+			out = append(out, s.kframes[pc])
+		} else {
+			out = append(out, s.userFrame(pc, p))
+		}
+	})
+	return out
+}
+
+// walk calls fn with each frame of a chain, leaf first, and whether it is the kernel's: a return address
+// is moved back into its call, so that the frame is named after the caller.
+func walk(chain []uint64, fn func(kernel bool, pc uint64)) {
 	kernel, first := true, true
 	for _, a := range chain {
 		if a >= contextMax {
@@ -67,24 +103,8 @@ func (s *Symbolizer) Frames(chain []uint64, p *Proc) []Frame {
 			pc-- // a return address: the call is the instruction before it
 		}
 		first = false
-		if kernel {
-			out = append(out, s.kernelFrame(pc))
-		} else {
-			out = append(out, s.userFrame(pc, p))
-		}
+		fn(kernel, pc)
 	}
-	return out
-}
-
-func (s *Symbolizer) kernelFrame(pc uint64) Frame {
-	name, mod, ok := s.kernel.Lookup(pc)
-	switch {
-	case !ok:
-		return Frame{Name: "[kernel]", Module: "[kernel.kallsyms]", Kernel: true}
-	case mod != "":
-		return Frame{Name: name, Module: "[" + mod + "]", Kernel: true}
-	}
-	return Frame{Name: name, Module: "[kernel.kallsyms]", Kernel: true}
 }
 
 func (s *Symbolizer) userFrame(pc uint64, p *Proc) Frame {
@@ -102,49 +122,92 @@ func (s *Symbolizer) userFrame(pc uint64, p *Proc) Frame {
 		}
 		return Frame{Name: name, Module: name}
 	}
-	b := s.binary(p.PID, m)
-	if name, ok := b.lookup(pc - m.Start + m.Offset); ok {
-		return Frame{Name: name, Module: m.Path}
+	if b := s.binary(p.PID, m); b != nil {
+		name, ok, err := b.lookup(pc - m.Start + m.Offset)
+		if err != nil {
+			s.fail(b.path, b, err)
+		}
+		if ok {
+			return Frame{Name: name, Module: m.Path}
+		}
 	}
 	return Frame{Name: "[unknown] " + filepath.Base(m.Path), Module: m.Path}
 }
 
-// Prepare reads the symbols of the binaries a sample's user frames are in, if not read yet, so that
-// they are found after the process exits (its files are opened through the process, which then must
-// still run). Only binaries that samples hit are read.
-func (s *Symbolizer) Prepare(smp RawSample, p *Proc) {
-	if p == nil {
-		return
-	}
-	user := false
-	for _, a := range smp.Chain {
-		switch {
-		case a == contextUser:
-			user = true
-		case a >= contextMax:
-			user = false
-		case user:
-			if m, ok := find(p.Maps, a); ok && m.Path != "" && !strings.HasPrefix(m.Path, "[") {
-				s.binary(p.PID, m)
+// Want queues the addresses of a call chain to be named, so that the next Frames reads each binary's
+// symbols, and the kernel's, once for all the chains queued.
+func (s *Symbolizer) Want(chain []uint64, p *Proc) {
+	walk(chain, func(kernel bool, pc uint64) {
+		if kernel {
+			if _, ok := s.kframes[pc]; !ok {
+				s.kwant = append(s.kwant, pc)
+			}
+			return
+		}
+		if m, ok := s.fileMapping(p, pc); ok {
+			if b := s.binary(p.PID, m); b != nil && b.ask(pc-m.Start+m.Offset) && len(b.want) == 1 {
+				s.pending = append(s.pending, b)
 			}
 		}
-	}
+	})
 }
 
-// binary returns the symbols of a mapping's file, read at its first use: through the process's
-// map_files link (which also opens a deleted file), else its root directory (a container's files), else
-// the same path on this host.
-func (s *Symbolizer) binary(pid int, m Mapping) *elfSyms {
-	key := m.Dev + ":" + strconv.FormatUint(m.Inode, 10)
+// fileMapping returns the mapping of a file that holds a user address of p.
+func (s *Symbolizer) fileMapping(p *Proc, pc uint64) (Mapping, bool) {
+	if p == nil {
+		return Mapping{}, false
+	}
+	m, ok := find(p.Maps, pc)
+	return m, ok && m.Path != "" && !strings.HasPrefix(m.Path, "[")
+}
+
+// resolve names the queued addresses of the kernel and of every binary.
+func (s *Symbolizer) resolve() {
+	if len(s.kwant) > 0 {
+		if err := s.kernel.resolve(s.kwant, s.kframes); err != nil {
+			s.Missing["[kernel.kallsyms]"] = err.Error()
+		}
+		s.kwant = s.kwant[:0]
+	}
+	for _, b := range s.pending {
+		if err := b.resolve(); err != nil {
+			s.fail(b.path, b, err)
+		}
+	}
+	s.pending = s.pending[:0]
+}
+
+// fail notes why a binary's symbols could not be read.
+func (s *Symbolizer) fail(path string, b *elfBinary, err error) {
+	s.Missing[path] = err.Error()
+	b.want = b.want[:0]
+}
+
+// Prepare opens the binaries a sample's user frames are in, if not open yet, so that their symbols can
+// be read after the process exits (its files are opened through the process, which then must still run).
+// It reads no symbols: Frames does, for the addresses it names.
+func (s *Symbolizer) Prepare(smp RawSample, p *Proc) {
+	walk(smp.Chain, func(kernel bool, pc uint64) {
+		if m, ok := s.fileMapping(p, pc); ok && !kernel {
+			s.binary(p.PID, m)
+		}
+	})
+}
+
+// binary returns a mapping's file, opened at its first use: through the process's map_files link (which
+// also opens a deleted file), else its root directory (a container's files), else the same path on this
+// host. It returns nil for a file that could not be opened (noted in Missing).
+func (s *Symbolizer) binary(pid int, m Mapping) *elfBinary {
+	key := binKey{dev: m.Dev, inode: m.Inode}
 	if m.Inode == 0 {
-		key = m.Path
+		key = binKey{path: m.Path}
 	}
 	if b, ok := s.bins[key]; ok {
 		return b
 	}
 	dir := filepath.Join(s.procRoot, strconv.Itoa(pid))
 	path := strings.TrimSuffix(m.Path, " (deleted)")
-	var b *elfSyms
+	var b *elfBinary
 	var first error
 	for _, try := range []string{
 		filepath.Join(dir, "map_files", fmt.Sprintf("%x-%x", m.Start, m.End)),
@@ -152,7 +215,7 @@ func (s *Symbolizer) binary(pid int, m Mapping) *elfSyms {
 		path,
 	} {
 		var err error
-		if b, err = readELFSyms(try); err == nil {
+		if b, err = openELF(try); err == nil {
 			break
 		}
 		if first == nil {
@@ -161,111 +224,9 @@ func (s *Symbolizer) binary(pid int, m Mapping) *elfSyms {
 	}
 	if b == nil {
 		s.Missing[m.Path] = first.Error()
-		b = &elfSyms{}
+	} else {
+		b.path = m.Path
 	}
 	s.bins[key] = b
 	return b
-}
-
-// elfSym is a function symbol: its virtual address, size (0: unknown) and name.
-type elfSym struct {
-	addr, size uint64
-	name       string
-}
-
-// elfSyms are a binary's function symbols and the loadable segments that map file offsets to them.
-type elfSyms struct {
-	syms  []elfSym // by address
-	loads []elf.ProgHeader
-	gotab *gosym.Table // a Go binary's pclntab
-}
-
-// readELFSyms reads the function symbols of an ELF file: .symtab, else .dynsym, and for a Go binary the Go
-// runtime's own table .gopclntab.
-func readELFSyms(path string) (*elfSyms, error) {
-	f, err := elf.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading the symbols of %s: %w", path, err)
-	}
-	defer func() { _ = f.Close() }()
-	b := &elfSyms{}
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD {
-			b.loads = append(b.loads, p.ProgHeader)
-		}
-	}
-	// .symtab holds every function; a stripped library keeps only its exported ones in .dynsym.
-	syms, err := f.Symbols()
-	if err != nil || len(syms) == 0 {
-		syms, _ = f.DynamicSymbols()
-	}
-	for _, sym := range syms {
-		if elf.ST_TYPE(sym.Info) == elf.STT_FUNC && sym.Value != 0 {
-			name, _, _ := strings.Cut(sym.Name, "@") // versioned dynamic symbols: memcpy@@GLIBC_2.14
-			b.syms = append(b.syms, elfSym{addr: sym.Value, size: sym.Size, name: name})
-		}
-	}
-	slices.SortFunc(b.syms, func(x, y elfSym) int { return cmp.Compare(x.addr, y.addr) })
-	// A Go binary whose ELF symbol table was stripped (go build -ldflags=-s; go test links that way) still
-	// has the Go runtime's own table, which names every Go function; it is costlier to read, so only then.
-	hasGo := false
-	for _, s := range b.syms {
-		if s.name == "runtime.main" {
-			hasGo = true
-			break
-		}
-	}
-	if !hasGo {
-		b.gotab = goTable(f)
-	}
-	return b, nil
-}
-
-// goTable reads a Go binary's .gopclntab, which stripping (-s) keeps, or nil.
-func goTable(f *elf.File) *gosym.Table {
-	pcln, text := f.Section(".gopclntab"), f.Section(".text")
-	if pcln == nil || text == nil {
-		return nil
-	}
-	data, err := pcln.Data()
-	if err != nil {
-		return nil
-	}
-	t, err := gosym.NewTable(nil, gosym.NewLineTable(data, text.Addr))
-	if err != nil {
-		return nil
-	}
-	return t
-}
-
-// lookup names the function at a file offset of the binary.
-func (b *elfSyms) lookup(off uint64) (string, bool) {
-	vaddr, ok := b.vaddr(off)
-	if !ok {
-		return "", false
-	}
-	if b.gotab != nil {
-		if fn := b.gotab.PCToFunc(vaddr); fn != nil {
-			return fn.Name, true
-		}
-	}
-	i := sort.Search(len(b.syms), func(i int) bool { return b.syms[i].addr > vaddr })
-	if i == 0 {
-		return "", false
-	}
-	s := b.syms[i-1]
-	if s.size > 0 && vaddr >= s.addr+s.size {
-		return "", false
-	}
-	return s.name, true
-}
-
-// vaddr turns a file offset into the address the binary's symbols use, through its loadable segments.
-func (b *elfSyms) vaddr(off uint64) (uint64, bool) {
-	for _, p := range b.loads {
-		if off >= p.Off && off < p.Off+p.Filesz {
-			return off - p.Off + p.Vaddr, true
-		}
-	}
-	return 0, false
 }

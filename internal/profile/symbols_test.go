@@ -2,9 +2,16 @@ package profile
 
 import (
 	"bytes"
+	"debug/elf"
+	"debug/gosym"
+	"math/rand/v2"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -57,5 +64,130 @@ func TestSymbolsSelf(t *testing.T) {
 	}
 	if len(sym.Missing) > 0 {
 		t.Errorf("missing symbols: %v", sym.Missing)
+	}
+}
+
+// TestSymbolsAgree: the one-pass readers name addresses as debug/elf and debug/gosym do, decoding every
+// symbol: this test binary (a Go binary linked without .symtab: its .gopclntab), the go command (a Go
+// binary with .symtab) and the C library (.symtab or .dynsym), at addresses spread over their code.
+func TestSymbolsAgree(t *testing.T) {
+	t.Parallel()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{self}
+	if goBin, err := exec.LookPath("go"); err == nil {
+		paths = append(paths, goBin)
+	}
+	maps, err := ReadMaps("/proc", os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range maps {
+		if strings.Contains(filepath.Base(m.Path), "libc.so") {
+			paths = append(paths, m.Path)
+			break
+		}
+	}
+	for _, path := range paths {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			t.Parallel()
+			b, err := openELF(path)
+			if err != nil {
+				t.Skipf("%v", err)
+			}
+			defer b.close()
+			t.Logf("%s: .symtab %v, .gopclntab %v", path, b.ef.Section(".symtab") != nil, b.ef.Section(".gopclntab") != nil)
+			want := referenceNames(t, path)
+			text := b.ef.Section(".text")
+			if text == nil {
+				t.Skip("no .text")
+			}
+			rng := rand.New(rand.NewPCG(1, 2))
+			var offs []uint64
+			for range 3000 {
+				offs = append(offs, text.Offset+rng.Uint64N(text.Size))
+			}
+			for _, off := range offs {
+				b.ask(off)
+			}
+			if err := b.resolve(); err != nil {
+				t.Fatal(err)
+			}
+			named := 0
+			for _, off := range offs {
+				v, _ := b.vaddr(off)
+				got, ok, err := b.lookup(off)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if w := want(v); ok != (len(w) > 0) || ok && !slices.Contains(w, got) {
+					t.Errorf("%s at %#x: %q, want one of %q", path, v, got, w)
+				}
+				if ok {
+					named++
+				}
+			}
+			if named < len(offs)/10 {
+				t.Errorf("%s: %d of %d addresses named", path, named, len(offs))
+			}
+		})
+	}
+}
+
+// referenceNames returns the names of a binary's function at an address (none: unnamed), found by
+// decoding every symbol with debug/elf and debug/gosym, as tare did before it read only the symbols a
+// profile uses.
+func referenceNames(t *testing.T, path string) func(uint64) []string {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	fromSymtab := err == nil && len(syms) > 0
+	if !fromSymtab {
+		syms, _ = f.DynamicSymbols()
+	}
+	var funcs []elf.Symbol
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
+			funcs = append(funcs, s)
+		}
+	}
+	sort.Slice(funcs, func(i, j int) bool { return funcs[i].Value < funcs[j].Value })
+	var gotab *gosym.Table
+	if _, err := f.Symbols(); err != nil {
+		if pcln, text := f.Section(".gopclntab"), f.Section(".text"); pcln != nil && text != nil {
+			data, err := pcln.Data()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gotab, err = gosym.NewTable(nil, gosym.NewLineTable(data, text.Addr)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return func(v uint64) []string {
+		if gotab != nil {
+			if fn := gotab.PCToFunc(v); fn != nil {
+				return []string{fn.Name}
+			}
+		}
+		i := sort.Search(len(funcs), func(i int) bool { return funcs[i].Value > v })
+		if i == 0 {
+			return nil
+		}
+		// Every symbol at that address (aliases: calloc, __libc_calloc) is a right name.
+		var names []string
+		for j := i - 1; j >= 0 && funcs[j].Value == funcs[i-1].Value; j-- {
+			if s := funcs[j]; s.Size == 0 || v < s.Value+s.Size {
+				name, _, _ := strings.Cut(s.Name, "@")
+				names = append(names, name)
+			}
+		}
+		return names
 	}
 }

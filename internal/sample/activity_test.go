@@ -213,7 +213,8 @@ func openFDs(t *testing.T) int {
 
 // TestActivityLongRunningLoadsAtOnce: a long-running sampler (the agent) loads the iterator with its
 // baseline sample however small the node, and so opens no per-thread counters: every process's CPU comes
-// from the iterator's pass or a thread-group query.
+// from the iterator's pass or a thread-group query; and it follows process starts with the exec
+// tracepoints from the start.
 func TestActivityLongRunningLoadsAtOnce(t *testing.T) {
 	testenv.NeedRoot(t, "taskstats and the BPF task iterator need root")
 	if err := taskiter.Check(); err != nil {
@@ -234,5 +235,8 @@ func TestActivityLongRunningLoadsAtOnce(t *testing.T) {
 		if st.threads != nil {
 			t.Errorf("process %d (%s) has per-thread counters open", pid, st.info.Comm)
 		}
+	}
+	if got := s.Meta().ExitSource; got != "taskstats+tracepoints" {
+		t.Errorf("exit source %q, want the exec tracepoints loaded at once (%v)", got, s.Meta().Limitations)
 	}
 }

@@ -41,7 +41,8 @@ type Options struct {
 	NoResources bool
 	// LongRunning says the sampler runs for hours (tare agent): the task iterator is loaded at the first
 	// sample whatever the node's size, as its load (about 25 ms of CPU) pays for itself within minutes, and
-	// no process is read each second, nor given per-thread counters, while it would wait to pay.
+	// no process is read each second, nor given per-thread counters, while it would wait to pay; the exec
+	// tracepoints are loaded at once too (ExecTracepoints, unless ExecSource says otherwise).
 	LongRunning bool
 	// ExecSource chooses what follows process starts (starts.go): ExecAuto, ExecConnector or
 	// ExecTracepoints. The last two are for tests, and to compare the two.
@@ -171,7 +172,11 @@ func (s *Sampler) openPrivileged(ctx context.Context) {
 		s.meta.ExitSource = "taskstats"
 		return
 	}
-	st, err := openStarts(ctx, s.opts.ProcRoot, s.opts.ExecSource)
+	mode := s.opts.ExecSource
+	if mode == ExecAuto && s.opts.LongRunning {
+		mode = ExecTracepoints // they pay for themselves within minutes on any node (starts.go)
+	}
+	st, err := openStarts(ctx, s.opts.ProcRoot, mode)
 	if err != nil {
 		s.meta.Limitations = append(s.meta.Limitations,
 			fmt.Sprintf("%v; short-lived processes are named by their 16-character comm only", err))

@@ -78,7 +78,7 @@ func Run(ctx context.Context, o Options) error {
 		// Block I/O is read on detail samples: its counters are cumulative, and the processes that did it
 		// and ended since are still known then (the ring holds them), so nothing is lost by waiting; on a
 		// node whose disk never rests (etcd), reading the kernel's table each second cost the agent a tenth.
-		if tracer != nil && (meta.Detail <= meta.Interval || x.Seq%int(meta.Detail/meta.Interval) == 0) {
+		if tracer != nil && meta.DetailSample(x.Seq) {
 			readBlockIO(st, tracer, o.Log)
 		}
 		if n := len(meta.Limitations); n > limitations {

@@ -24,7 +24,7 @@ func TestLongRunningYoungFromStatm(t *testing.T) {
 	pids["burner"] = testload.StartBurner(t, 100)
 	started := time.Now()
 	// Samples back to back: the detail sample comes by count (every 16th), well before either is 4 s old.
-	for range s.detailEvery {
+	for range int(s.meta.Detail / s.meta.Interval) {
 		if _, err := s.Sample(); err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func TestLongRunningYoungFromStatm(t *testing.T) {
 		}
 	}
 	time.Sleep(time.Until(started.Add(detail + 100*time.Millisecond)))
-	for range s.detailEvery {
+	for range int(s.meta.Detail / s.meta.Interval) {
 		if _, err := s.Sample(); err != nil {
 			t.Fatal(err)
 		}

@@ -141,3 +141,13 @@ type Meta struct {
 	// PodRoot is Options.PodRoot: pods under another cgroup root were grouped as another node's.
 	PodRoot string `json:"pod_cgroup_root,omitempty"`
 }
+
+// DetailSample reports whether the sample numbered seq reads memory, I/O and threads: every Detail/Interval
+// samples from the baseline on (the final sample of a window does too).
+func (m Meta) DetailSample(seq int) bool {
+	every := 1
+	if m.Interval > 0 && m.Detail > m.Interval {
+		every = int(m.Detail / m.Interval)
+	}
+	return seq%every == 0
+}

@@ -49,7 +49,7 @@ func (s *Sampler) refreshMemory(st *procState, boot uint64) {
 // sample. boot and start are clock ticks since boot (now, and the process's start).
 func (s *Sampler) firstSmaps(boot, start uint64) kernel.Smaps {
 	if !s.opts.LongRunning || boot < start ||
-		time.Duration(boot-start)*(time.Second/kernel.UserHZ) >= time.Duration(s.detailEvery)*s.opts.Interval {
+		time.Duration(boot-start)*(time.Second/kernel.UserHZ) >= s.meta.Detail {
 		return kernel.SmapsNow
 	}
 	return kernel.SmapsNot

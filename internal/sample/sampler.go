@@ -68,7 +68,6 @@ type Sampler struct {
 	nextID       int64
 	seq          int
 	lastTime     time.Time
-	detailEvery  int
 	meta         Meta
 	denied       map[string]int
 	warned       map[string]bool
@@ -113,7 +112,7 @@ func New(ctx context.Context, opts Options, warn func(string)) (*Sampler, error)
 	}
 	s := &Sampler{opts: opts, pfs: pfs, node: node, res: res, procs: map[int]*procState{}, recent: map[int]recentExit{},
 		reapedBy: map[int]int64{}, ledgers: map[int]*ledger{}, denied: map[string]int{}, warned: map[string]bool{}, warn: warn}
-	s.detailEvery = max(1, int(opts.Detail/opts.Interval))
+	detailEvery := max(1, int(opts.Detail/opts.Interval))
 	s.idleEvery = max(1, int(time.Second/opts.Interval))
 	s.stuck = kernel.BlockingReads(opts.ProcRoot).View()
 	host, _ := os.Hostname()
@@ -123,7 +122,7 @@ func New(ctx context.Context, opts Options, warn func(string)) (*Sampler, error)
 			return nil, fmt.Errorf("cgroup root: %w", err)
 		}
 	}
-	s.meta = Meta{CPUs: kernel.OnlineCPUs(opts.SysRoot), ClockTicks: kernel.UserHZ, Interval: opts.Interval, Detail: opts.Interval * time.Duration(s.detailEvery),
+	s.meta = Meta{CPUs: kernel.OnlineCPUs(opts.SysRoot), ClockTicks: kernel.UserHZ, Interval: opts.Interval, Detail: opts.Interval * time.Duration(detailEvery),
 		SelfPID: opts.SelfPID, CgroupSource: node.CgroupSource(), NodeReference: node.Reference(), Limitations: node.Limitations()}
 	kc := s.meta.describeHost(opts.ProcRoot, opts.HostRoot, host)
 	s.meta.KernelHZ, s.meta.IRQTime, s.meta.TicklessIdle = kc.HZ, kc.IRQTimeAccounting, kc.TicklessIdle
@@ -241,7 +240,7 @@ func (s *Sampler) SampleFinal() (Sample, error) { return s.sample(true) }
 func (s *Sampler) sample(final bool) (Sample, error) {
 	now := time.Now()
 	boot := kernel.BootTicks()
-	detail := s.seq%s.detailEvery == 0 || final
+	detail := s.meta.DetailSample(s.seq) || final
 	// The slow node figures are read at least once a second. With the proc connector naming new processes
 	// and taskstats reporting exits, listing /proc is only a safety net, done on detail samples.
 	full := s.execs == nil || detail || s.seq%s.idleEvery == 0

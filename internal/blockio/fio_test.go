@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tare-dev/tare/internal/testenv"
+	"github.com/tare-dev/tare/internal/testload"
 )
 
 // fioJob is the part of one job of fio's JSON output that the test compares.
@@ -154,18 +155,10 @@ func TestFioRandRead(t *testing.T) {
 // test's temporary directory, or one in /var/tmp when that is in memory (tmpfs).
 func blockBackedDir(t *testing.T) (string, Dev) {
 	t.Helper()
-	dir := t.TempDir()
-	if dev, err := diskOf(dir); err == nil {
-		return dir, dev
-	}
-	dir, err := os.MkdirTemp("/var/tmp", "blockio-test-")
-	if err != nil {
-		testenv.Unavailable(t, "no directory on a block device: %v", err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	dir := testload.DiskDir(t)
 	dev, err := diskOf(dir)
 	if err != nil {
-		testenv.Unavailable(t, "neither the test's temporary directory nor /var/tmp is on a block device: %v", err)
+		testenv.Unavailable(t, "%s is not on a block device: %v", dir, err)
 	}
 	return dir, dev
 }

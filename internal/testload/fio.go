@@ -46,7 +46,7 @@ func StartFioPod(t testing.TB, uid, container string, runtime time.Duration) *Fi
 	if err != nil {
 		testenv.Unavailable(t, "fio not installed (Debian: apt-get install fio): %v", err)
 	}
-	dir := diskDir(t)
+	dir := DiskDir(t)
 	args := []string{"--name=tare", "--filename=" + filepath.Join(dir, "fio.dat"), "--size=64m", "--rw=randread", "--bs=4k",
 		"--direct=1", "--ioengine=psync", "--thread", "--output-format=json", "--time_based"}
 	if out, err := exec.Command(fio, append(args, "--runtime=1")...).CombinedOutput(); err != nil {
@@ -92,9 +92,9 @@ func (f *FioPod) Run(t testing.TB) FioReads {
 	return rep.Jobs[0].Read
 }
 
-// diskDir is a temporary directory on a disk, where direct I/O reaches a block device: the test's, or one
+// DiskDir is a temporary directory on a disk, where direct I/O reaches a block device: the test's, or one
 // in /var/tmp when that is in memory (tmpfs). It is removed when the test ends.
-func diskDir(t testing.TB) string {
+func DiskDir(t testing.TB) string {
 	t.Helper()
 	onDisk := func(dir string) bool {
 		var fs unix.Statfs_t

@@ -69,13 +69,23 @@ func procStat(pid int) (procfs.ProcStat, error) {
 	return p.Stat()
 }
 
-// alive says whether the recorded process still runs: same PID, same start time, not a zombie.
+// alive says whether the recorded process still runs: same PID, same start time, and not a zombie
+// whose every thread has ended.
 func alive(p Process) bool {
 	st, err := procStat(p.PID)
-	if err != nil || st.State == "Z" || st.State == "X" {
+	if err != nil || ended(st) {
 		return false
 	}
 	return p.StartTicks == 0 || st.Starttime == p.StartTicks
+}
+
+// ended says whether a process has ended. /proc/PID/stat shows the thread-group leader: it is a zombie
+// as soon as its own thread exits, while the other threads may still be ending (a killed API server's
+// took seconds under load in CI), and its files, listening sockets too, close only with the last of
+// them. The thread count keeps the leader until it is reaped, so a zombie counting more than itself is
+// still ending.
+func ended(st procfs.ProcStat) bool {
+	return st.State == "X" || st.State == "Z" && st.NumThreads <= 1
 }
 
 // stopProcess sends SIGTERM, waits up to grace, then SIGKILL, and waits for the process to go.

@@ -23,6 +23,17 @@ type ExecTable struct {
 	mu    sync.Mutex
 	byPID map[int]ExecInfo
 	born  map[int]bool // processes forked since the last TakeBorn
+	// order holds every update in the order made (and so of At, which the watchers set to the time of the
+	// update: in order but for the instant both watchers run while the tracepoints take over, which only
+	// delays a drop to the next Forget), so that Forget drops what expired without walking the table.
+	order []update
+	head  int // order[:head] is spent
+}
+
+// update is one write to the table: the entry of pid as of at.
+type update struct {
+	pid int
+	at  time.Time
 }
 
 // NewExecTable returns an empty table.
@@ -34,7 +45,7 @@ func NewExecTable() *ExecTable {
 func (t *ExecTable) Forked(pid int, info ExecInfo) {
 	t.mu.Lock()
 	t.born[pid] = true
-	t.byPID[pid] = info
+	t.set(pid, info)
 	t.mu.Unlock()
 }
 
@@ -48,14 +59,20 @@ func (t *ExecTable) Execed(pid int, info ExecInfo) {
 			info.PPID = prev.PPID
 		}
 	}
-	t.byPID[pid] = info
+	t.set(pid, info)
 	t.mu.Unlock()
 }
 
 func (t *ExecTable) put(pid int, info ExecInfo) {
 	t.mu.Lock()
-	t.byPID[pid] = info
+	t.set(pid, info)
 	t.mu.Unlock()
+}
+
+// set writes pid's entry and queues the write for Forget; t.mu is held.
+func (t *ExecTable) set(pid int, info ExecInfo) {
+	t.byPID[pid] = info
+	t.order = append(t.order, update{pid, info.At})
 }
 
 // Lookup returns what was captured for pid, if anything.
@@ -78,14 +95,20 @@ func (t *ExecTable) TakeBorn() []int {
 	return out
 }
 
-// Forget drops entries older than age, bounding memory on nodes with many processes.
+// Forget drops entries older than age, bounding memory on nodes with many processes. It looks only at the
+// updates that expired since the previous call: an entry updated since is kept (its At is newer).
 func (t *ExecTable) Forget(age time.Duration) {
 	cut := time.Now().Add(-age)
 	t.mu.Lock()
-	for pid, info := range t.byPID {
-		if info.At.Before(cut) {
-			delete(t.byPID, pid)
+	defer t.mu.Unlock()
+	for ; t.head < len(t.order) && t.order[t.head].at.Before(cut); t.head++ {
+		u := t.order[t.head]
+		if info, ok := t.byPID[u.pid]; ok && info.At.Equal(u.at) {
+			delete(t.byPID, u.pid)
 		}
 	}
-	t.mu.Unlock()
+	if t.head > len(t.order)/2 { // reuse the spent half rather than grow
+		t.order = t.order[:copy(t.order, t.order[t.head:])]
+		t.head = 0
+	}
 }

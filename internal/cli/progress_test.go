@@ -51,21 +51,44 @@ func openPTY(t *testing.T) (ptm, pts *os.File) {
 func runOnTerminal(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	ptm, pts := openPTY(t)
-	defer ptm.Close()
+	shown := readTerminal(ptm)
+	err := Execute(context.Background(), args, strings.NewReader(""), pts, pts)
+	pts.Close()
+	return shown(t), err
+}
+
+// runOnTerminals is runOnTerminal with stdout and stderr on two terminals (a user's terminal shows both,
+// but warnings go to stderr), returning what each showed.
+func runOnTerminals(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	outM, outS := openPTY(t)
+	errM, errS := openPTY(t)
+	shownOut, shownErr := readTerminal(outM), readTerminal(errM)
+	err = Execute(context.Background(), args, strings.NewReader(""), outS, errS)
+	outS.Close()
+	errS.Close()
+	return shownOut(t), shownErr(t), err
+}
+
+// readTerminal reads what the terminal whose other end is ptm shows; the function returned waits until
+// that end is closed and returns it all.
+func readTerminal(ptm *os.File) func(*testing.T) string {
 	var shown bytes.Buffer
 	done := make(chan struct{})
 	go func() {
 		_, _ = io.Copy(&shown, ptm) // ends with EIO once the terminal end is closed
 		close(done)
 	}()
-	err := Execute(context.Background(), args, strings.NewReader(""), pts, pts)
-	pts.Close()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the terminal's output did not end")
+	return func(t *testing.T) string {
+		t.Helper()
+		defer ptm.Close()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the terminal's output did not end")
+		}
+		return shown.String()
 	}
-	return shown.String(), err
 }
 
 // TestProgressOnTerminal: on a terminal, measure shows a live status line (elapsed, remaining, node
@@ -96,13 +119,17 @@ func TestProgressOnTerminal(t *testing.T) {
 		t.Errorf("the report does not start on a clean line with %q: %q", head, report[:min(200, len(report))])
 	}
 
-	shown, err = runOnTerminal(t, "measure", "--duration", "1s", "--interval", "250ms", "-o", "json")
+	// Warnings (a busy CI machine makes some) go to stderr, as off a terminal; no status line on either.
+	shown, warned, err := runOnTerminals(t, "measure", "--duration", "1s", "--interval", "250ms", "-o", "json")
 	if err != nil {
 		t.Fatalf("measure -o json on a terminal: %v", err)
 	}
 	var s summary.Summary
-	if strings.Contains(shown, "\x1b[") || json.Unmarshal([]byte(shown), &s) != nil {
-		t.Errorf("-o json on a terminal is not plain JSON: %q", shown[:min(len(shown), 300)])
+	if err := json.Unmarshal([]byte(shown), &s); err != nil || strings.Contains(shown, "\x1b[") {
+		t.Errorf("-o json on a terminal is not plain JSON (%v): %q … %q", err, shown[:min(len(shown), 300)], shown[max(0, len(shown)-300):])
+	}
+	if strings.Contains(warned, "\x1b[") || strings.Contains(warned, "left)") {
+		t.Errorf("-o json on a terminal drew a status line on stderr: %q", warned)
 	}
 	out, errOut, err := run(context.Background(), "measure", "--duration", "1s", "--interval", "250ms")
 	if err != nil || strings.Contains(out+errOut, "\x1b[") || strings.Contains(out+errOut, "left)") {

@@ -21,24 +21,33 @@ type ExecInfo struct {
 // tracepoints' (package exectrace), fill one. It is safe for concurrent use.
 type ExecTable struct {
 	mu    sync.Mutex
-	byPID map[int]ExecInfo
+	byPID map[int]entry
 	born  map[int]bool // processes forked since the last TakeBorn
-	// order holds every update in the order made (and so of At, which the watchers set to the time of the
-	// update: in order but for the instant both watchers run while the tracepoints take over, which only
-	// delays a drop to the next Forget), so that Forget drops what expired without walking the table.
+	// order holds every update in the order made, with the time it was made by the table's own
+	// monotonic clock (not At, a wall time that a clock step can move back), so that Forget drops what
+	// expired without walking the table; an entry written again since carries a newer generation.
 	order []update
 	head  int // order[:head] is spent
+	gen   uint64
+	now   func() time.Time // time.Now; tests set another
 }
 
-// update is one write to the table: the entry of pid as of at.
+// entry is pid's ExecInfo and the generation of the update that wrote it.
+type entry struct {
+	info ExecInfo
+	gen  uint64
+}
+
+// update is one write to the table.
 type update struct {
 	pid int
+	gen uint64
 	at  time.Time
 }
 
 // NewExecTable returns an empty table.
 func NewExecTable() *ExecTable {
-	return &ExecTable{byPID: map[int]ExecInfo{}, born: map[int]bool{}}
+	return &ExecTable{byPID: map[int]entry{}, born: map[int]bool{}, now: time.Now}
 }
 
 // Forked records a new process.
@@ -53,7 +62,8 @@ func (t *ExecTable) Forked(pid int, info ExecInfo) {
 // and, when info.PPID is 0, its parent.
 func (t *ExecTable) Execed(pid int, info ExecInfo) {
 	t.mu.Lock()
-	if prev, ok := t.byPID[pid]; ok {
+	if e, ok := t.byPID[pid]; ok {
+		prev := e.info
 		info.Started = prev.Started
 		if info.PPID == 0 {
 			info.PPID = prev.PPID
@@ -71,16 +81,17 @@ func (t *ExecTable) put(pid int, info ExecInfo) {
 
 // set writes pid's entry and queues the write for Forget; t.mu is held.
 func (t *ExecTable) set(pid int, info ExecInfo) {
-	t.byPID[pid] = info
-	t.order = append(t.order, update{pid, info.At})
+	t.gen++
+	t.byPID[pid] = entry{info, t.gen}
+	t.order = append(t.order, update{pid, t.gen, t.now()})
 }
 
 // Lookup returns what was captured for pid, if anything.
 func (t *ExecTable) Lookup(pid int) (ExecInfo, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	info, ok := t.byPID[pid]
-	return info, ok
+	e, ok := t.byPID[pid]
+	return e.info, ok
 }
 
 // TakeBorn returns the processes forked since the previous call.
@@ -95,20 +106,24 @@ func (t *ExecTable) TakeBorn() []int {
 	return out
 }
 
-// Forget drops entries older than age, bounding memory on nodes with many processes. It looks only at the
-// updates that expired since the previous call: an entry updated since is kept (its At is newer).
+// Forget drops the entries last written more than age ago, bounding memory on nodes with many processes.
+// It looks only at the updates that expired since the previous call.
 func (t *ExecTable) Forget(age time.Duration) {
-	cut := time.Now().Add(-age)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	cut := t.now().Add(-age)
 	for ; t.head < len(t.order) && t.order[t.head].at.Before(cut); t.head++ {
 		u := t.order[t.head]
-		if info, ok := t.byPID[u.pid]; ok && info.At.Equal(u.at) {
+		if e, ok := t.byPID[u.pid]; ok && e.gen == u.gen {
 			delete(t.byPID, u.pid)
 		}
 	}
 	if t.head > len(t.order)/2 { // reuse the spent half rather than grow
-		t.order = t.order[:copy(t.order, t.order[t.head:])]
+		live := t.order[t.head:]
+		if cap(t.order) > 1024 && len(live) < cap(t.order)/4 {
+			t.order = make([]update, len(live), 2*len(live)) // give a burst's peak back
+		}
+		t.order = t.order[:copy(t.order[:len(live)], live)]
 		t.head = 0
 	}
 }

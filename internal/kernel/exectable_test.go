@@ -5,33 +5,41 @@ import (
 	"time"
 )
 
-// TestExecTableForget: Forget drops the entries whose last update is older than the age, keeps one updated
-// since (an exec after its fork), and does not keep the spent updates once most of them expired.
+// TestExecTableForget: Forget drops the entries last written longer ago than the age, by the table's own
+// clock (a wall clock stepped back in the At the watchers set changes nothing), keeps one written again
+// since (an exec after its fork) with its fork's start, and gives the spent updates back.
 func TestExecTableForget(t *testing.T) {
 	tb := NewExecTable()
-	old := time.Now().Add(-3 * time.Minute)
-	for pid := 100; pid < 200; pid++ {
-		tb.Forked(pid, ExecInfo{PPID: 1, Started: old, At: old})
+	clock := time.Now()
+	tb.now = func() time.Time { return clock }
+	wall := time.Now().Round(0)
+	for pid := 100; pid < 2100; pid++ {
+		tb.Forked(pid, ExecInfo{PPID: 1, Started: wall, At: wall})
 	}
-	tb.Execed(150, ExecInfo{Cmdline: "sleep 1", At: time.Now()})
-	tb.Forked(300, ExecInfo{PPID: 1, At: time.Now()})
+	clock = clock.Add(time.Minute)
+	stepped := wall.Add(-time.Hour) // the wall clock stepped back an hour
+	tb.Execed(150, ExecInfo{Cmdline: "sleep 1", At: stepped})
+	tb.Forked(3000, ExecInfo{PPID: 1, At: stepped})
+	clock = clock.Add(90 * time.Second)
 	tb.Forget(2 * time.Minute)
-	for _, pid := range []int{100, 149, 199} {
+	for _, pid := range []int{100, 149, 2099} {
 		if _, ok := tb.Lookup(pid); ok {
-			t.Errorf("pid %d, last updated 3 minutes ago, kept", pid)
+			t.Errorf("pid %d, written 2.5 minutes ago, kept", pid)
 		}
 	}
-	if e, ok := tb.Lookup(150); !ok || e.Cmdline != "sleep 1" || !e.Started.Equal(old) {
-		t.Errorf("pid 150, exec'd just now: %+v, %v; want kept with its fork's start", e, ok)
+	if e, ok := tb.Lookup(150); !ok || e.Cmdline != "sleep 1" || !e.Started.Equal(wall) {
+		t.Errorf("pid 150, exec'd 1.5 minutes ago: %+v, %v; want kept with its fork's start", e, ok)
 	}
-	if _, ok := tb.Lookup(300); !ok {
-		t.Error("pid 300, forked just now, dropped")
+	if _, ok := tb.Lookup(3000); !ok {
+		t.Error("pid 3000, forked 1.5 minutes ago, dropped")
 	}
-	if len(tb.byPID) != 2 || len(tb.order)-tb.head != 2 {
-		t.Errorf("after Forget: %d entries and %d pending updates, want 2 and 2", len(tb.byPID), len(tb.order)-tb.head)
+	if len(tb.byPID) != 2 || len(tb.order)-tb.head != 2 || cap(tb.order) > 1024 {
+		t.Errorf("after Forget: %d entries, %d pending updates (capacity %d); want 2, 2 and the burst's capacity given back",
+			len(tb.byPID), len(tb.order)-tb.head, cap(tb.order))
 	}
-	tb.Forget(0)
+	clock = clock.Add(time.Minute)
+	tb.Forget(2 * time.Minute)
 	if len(tb.byPID) != 0 || len(tb.order) != 0 {
-		t.Errorf("Forget(0): %d entries and %d updates left", len(tb.byPID), len(tb.order))
+		t.Errorf("3.5 minutes on: %d entries and %d updates left", len(tb.byPID), len(tb.order))
 	}
 }

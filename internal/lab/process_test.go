@@ -2,6 +2,7 @@ package lab
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -31,7 +32,7 @@ func TestMain(m *testing.M) {
 }
 
 // leaderExits listens on a loopback port, prints it, and ends the leader thread alone (exit, not
-// exit_group); the process ends two seconds later from another thread.
+// exit_group); the process ends from another thread when its standard input closes, or after a minute.
 func leaderExits() {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -39,10 +40,15 @@ func leaderExits() {
 	}
 	_, _ = os.Stdout.WriteString(l.Addr().String() + "\n")
 	go func() {
-		time.Sleep(2 * time.Second)
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}()
+	go func() {
+		time.Sleep(time.Minute)
 		os.Exit(0)
 	}()
 	_, _, _ = syscall.Syscall(syscall.SYS_EXIT, 0, 0, 0)
+	runtime.KeepAlive(l)
 }
 
 // TestAliveUntilLastThread: a process whose leader thread has exited is a zombie in /proc/PID/stat while
@@ -55,6 +61,11 @@ func TestAliveUntilLastThread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	in, err := cmd.StdinPipe() // open until stopProcess: the helper lives until then
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -7,47 +7,61 @@ import (
 	"github.com/tare-dev/tare/internal/kernel"
 )
 
-// TestListingCadence: without start notifications every sample lists /proc; with them, detail samples do,
-// and in a long-running sampler only the first, one after a notification was lost, and one a listEvery
-// after the last listing.
+// TestListingCadence: without start notifications every sample lists /proc; with them, detail samples and
+// the final one do, and in a long-running sampler only the first, one after a notification was lost (or a
+// read of them failed), one a listEvery after the last listing, and the final one. A loss counts as
+// covered only once a listing succeeded.
 func TestListingCadence(t *testing.T) {
 	now := time.Now()
-	if !(&Sampler{}).listing(now, false) {
+	if ok, _ := (&Sampler{}).listing(now, false, false); !ok {
 		t.Error("without start notifications a sample did not list /proc")
 	}
 	short := &Sampler{execs: &starts{}, exits: &kernel.ExitListener{}}
-	if short.listing(now, false) || !short.listing(now, true) || !short.listing(now, true) {
-		t.Error("tare measure: want a listing on every detail sample and on no other")
+	for _, c := range []struct{ detail, final, want bool }{{false, false, false}, {true, false, true}, {true, false, true}, {true, true, true}} {
+		if ok, _ := short.listing(now, c.detail, c.final); ok != c.want {
+			t.Errorf("tare measure, detail %v, final %v: listing %v", c.detail, c.final, ok)
+		}
 	}
 	s := &Sampler{opts: Options{LongRunning: true}, execs: &starts{}, exits: &kernel.ExitListener{}}
-	list := func(at time.Duration) bool {
-		ok := s.listing(now.Add(at), true)
-		if ok {
-			s.lastList = now.Add(at)
+	// list is one detail sample at `at` whose listing succeeds unless failed is set.
+	list := func(at time.Duration, failed bool) bool {
+		ok, loss := s.listing(now.Add(at), true, false)
+		if ok && !failed {
+			s.lastList, s.listedLoss = now.Add(at), loss
 		}
 		return ok
 	}
-	if !list(0) {
+	if !list(0, false) {
 		t.Fatal("the first detail sample did not list /proc")
 	}
-	if list(5*time.Second) || list(10*time.Second) {
+	if list(5*time.Second, false) || list(10*time.Second, false) {
 		t.Error("listed again with nothing lost, within listEvery")
 	}
 	s.exits.Dropped++
-	if !list(15 * time.Second) {
+	if !list(15*time.Second, true) {
 		t.Error("no listing after exit notifications were dropped")
 	}
-	if list(20 * time.Second) {
+	if !list(20*time.Second, false) {
+		t.Error("a failed listing counted the drop as covered")
+	}
+	if list(25*time.Second, false) {
 		t.Error("listed again for the same drop")
 	}
 	s.execs.lost++
-	if !list(25 * time.Second) {
+	if !list(30*time.Second, false) {
 		t.Error("no listing after starts were lost")
 	}
-	if list(25*time.Second+listEvery-time.Second) || !list(25*time.Second+listEvery) {
+	s.drainErrs++
+	if !list(35*time.Second, false) {
+		t.Error("no listing after a read of exit notifications failed")
+	}
+	if list(35*time.Second+listEvery-time.Second, false) || !list(35*time.Second+listEvery, false) {
 		t.Errorf("want the next listing %s after the last", listEvery)
 	}
-	if s.listing(now.Add(time.Hour), false) {
-		t.Error("a sample that is not a detail sample listed /proc")
+	if ok, _ := s.listing(now.Add(time.Hour), false, false); ok {
+		t.Error("a sample that is neither detail nor final listed /proc")
+	}
+	if ok, _ := s.listing(now.Add(35*time.Second+listEvery), true, true); !ok {
+		t.Error("the final sample did not list /proc")
 	}
 }

@@ -75,7 +75,8 @@ type Sampler struct {
 	uncached     bool // the open file limit was reached: new processes are read without thread counters
 	idleEvery    int  // idle processes are read every idleEvery samples (one second)
 	lastList     time.Time
-	listedLoss   int    // notifications lost (exits dropped, starts lost) when /proc was last listed
+	listedLoss   int    // notifications lost (exits dropped or unread, starts lost) when /proc was last listed
+	drainErrs    int    // exit notification reads that failed part way
 	lastListBoot uint64 // boot ticks at the last full listing of /proc
 	pidBuf       []int
 	lastNode     Node
@@ -244,7 +245,7 @@ func (s *Sampler) sample(final bool) (Sample, error) {
 	boot := kernel.BootTicks()
 	detail := s.meta.DetailSample(s.seq) || final
 	// The slow node figures are read at least once a second. With the proc connector naming new processes
-	// and taskstats reporting exits, listing /proc is only a safety net, done on detail samples.
+	// and taskstats reporting exits, listing /proc is only a safety net (listing).
 	full := s.execs == nil || detail || s.seq%s.idleEvery == 0
 	node, err := s.node.Read(full, s.lastNode)
 	if err != nil {
@@ -271,6 +272,7 @@ func (s *Sampler) sample(final bool) (Sample, error) {
 		recs, err := s.exits.Drain()
 		if err != nil {
 			s.warnOnce("drain", err.Error())
+			s.drainErrs++ // the rest of that read is lost: list /proc at the next chance
 		}
 		recs, s.heldExits = append(s.heldExits, recs...), nil
 		if s.execs != nil {
@@ -280,7 +282,7 @@ func (s *Sampler) sample(final bool) (Sample, error) {
 		s.settleLedgers(&smp)
 	}
 	var pids []int
-	list := s.listing(now, detail)
+	list, loss := s.listing(now, detail, final)
 	if list {
 		if pids, err = kernel.ListPIDs(s.opts.ProcRoot); err != nil {
 			return Sample{}, err
@@ -328,7 +330,7 @@ func (s *Sampler) sample(final bool) (Sample, error) {
 	}
 	s.settleEnded(&smp)
 	if list {
-		s.lastListBoot, s.lastList = boot, now
+		s.lastListBoot, s.lastList, s.listedLoss = boot, now, loss
 	}
 	if s.seq == 0 && s.exits != nil {
 		s.baselineExits()
@@ -398,25 +400,23 @@ func (s *Sampler) knownAndNewPIDs() []int {
 // listEvery is how often a long-running sampler lists /proc when no start or exit notification was lost.
 const listEvery = time.Minute
 
-// listing says whether this sample lists /proc. Without start notifications it must: that is how it finds
-// new processes. With them, the listing is a safety net for notifications the kernel dropped, taken on
-// detail samples, and in a long-running sampler (with exit notifications too) only when one was lost since
-// the last listing or listEvery has passed: on a quiet node of ~100 processes a listing costs about 0.3 ms.
-func (s *Sampler) listing(now time.Time, detail bool) bool {
+// listing says whether this sample lists /proc, and the count of lost notifications the listing covers
+// (to keep once it succeeded). Without start notifications every sample lists: that is how it finds new
+// processes. With them, the listing is a safety net for notifications the kernel dropped (or tare could
+// not read), taken on detail samples and the final one, and in a long-running sampler (with exit
+// notifications too) only when one was lost since the last listing or listEvery has passed: on a quiet
+// node of ~100 processes a listing costs about 0.3 ms.
+func (s *Sampler) listing(now time.Time, detail, final bool) (bool, int) {
 	switch {
-	case s.execs == nil:
-		return true
+	case s.execs == nil || final:
+		return true, s.listedLoss
 	case !detail:
-		return false
+		return false, s.listedLoss
 	case !s.opts.LongRunning || s.exits == nil:
-		return true
+		return true, s.listedLoss
 	}
-	loss := s.exits.Dropped + s.execs.Lost()
-	if loss != s.listedLoss || now.Sub(s.lastList) >= listEvery {
-		s.listedLoss = loss
-		return true
-	}
-	return false
+	loss := s.exits.Dropped + s.execs.Lost() + s.drainErrs
+	return loss != s.listedLoss || now.Sub(s.lastList) >= listEvery, loss
 }
 
 func (s *Sampler) warnOnce(key, msg string) {

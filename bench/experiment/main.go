@@ -38,6 +38,8 @@ type options struct {
 	pilotRounds    int
 	profile        string
 	noise          time.Duration
+	noiseCSV       string
+	noiseFrom      string
 	trialOverhead  time.Duration
 	base           float64
 }
@@ -55,6 +57,8 @@ func main() {
 	flag.IntVar(&o.pilotRounds, "pilot-rounds", 5, "pilot rounds")
 	flag.StringVar(&o.profile, "profile", "upstream", "lab profile")
 	flag.DurationVar(&o.noise, "noise", 16*time.Minute, "first, measure the idle lab this long and say where the primary metric's variance comes from (0: skip)")
+	flag.StringVar(&o.noiseCSV, "noise-csv", "", "with -noise, also write the control plane's per-second series (one column a component) to this CSV file")
+	flag.StringVar(&o.noiseFrom, "noise-from", "", "analyse this CSV (from -noise-csv) instead of measuring a lab for -noise")
 	flag.DurationVar(&o.trialOverhead, "trial-overhead", time.Second, "a trial's time beside its window and warm-up on one lab, for -noise's arithmetic")
 	flag.Float64Var(&o.base, "base", 0, "the baseline's control-plane CPU (m) to plant mde% of; 0: the first A/A run's pilot median")
 	flag.Parse()

@@ -26,7 +26,7 @@ type RetuneReport struct {
 }
 
 // retunable are the components Retune restarts alone, in the registry's order, which is the order it
-// starts them in: each after what it talks to is healthy. etcd keeps its data directory, so the cluster's
+// starts them in: etcd with the API server, each other one after what it talks to is healthy. etcd keeps its data directory, so the cluster's
 // objects survive its restart; the API server's clients (the controller manager, the scheduler, the
 // kubelet, kube-proxy, kwok) ride out its restart, or etcd's, by their own retries: the API server is
 // back within their lease's renew deadline (10 s), and Retune checks them all afterwards. A kubelet's
@@ -50,12 +50,13 @@ func CanRetune(names []string) bool {
 // flags change, and those named in also even when unchanged (an experiment restarts the components its
 // variants vary in every trial, so that every trial is as fresh as every other). A node component's flag
 // applies to every node, as at up: a kubelet flag restarts every node's kubelet. Retune stops the
-// components, starts them again in the registry's order, each once what it talks to is healthy (etcd
-// healthy, the API server's /readyz ok, the controller manager and the scheduler with their leases dropped
-// so that they lead at once, each node Ready again with a heartbeat from its new kubelet), and after a
-// restart of etcd or the API server checks that every other component is alive and healthy. The lab's
-// state records the new processes and tunings. A component it cannot restart alone is
-// ErrRetuneUnsupported, with nothing changed.
+// components, starts them again in the registry's order, etcd and the API server together (the API server
+// retries its storage), each other one once what it talks to is healthy (etcd healthy, the API server's
+// /readyz ok, the controller manager and the scheduler with their leases dropped so that they lead at
+// once, each node Ready again with a heartbeat from its new kubelet), and after a restart of etcd or the
+// API server checks that every other component is alive and healthy. The lab's state records the new
+// processes and tunings. A component it cannot restart alone is ErrRetuneUnsupported, with nothing
+// changed.
 func Retune(ctx context.Context, dir string, sets []Tuning, also []string) (*RetuneReport, error) {
 	start := time.Now()
 	st, err := LoadState(dir)
@@ -95,12 +96,18 @@ func Retune(ctx context.Context, dir string, sets []Tuning, also []string) (*Ret
 	// the old one's lease, nor a new kubelet the old one's node status. The API server is the exception: it
 	// stops listening at once on SIGTERM, and its successor starts as soon as the port is free while it
 	// ends the requests it was serving (two API servers on one etcd are an HA control plane's normal state).
-	var old, api []Process
+	// etcd stops once the old API server has stopped listening: without its storage, the API server's own
+	// stop (it removes its address from the kubernetes Service's endpoints in etcd first) holds its port
+	// until its grace runs out.
+	var old, api, storage []Process
 	for _, p := range st.Processes {
 		switch {
-		case p.Name == component.APIServer && slices.Contains(restart, p.Name):
+		case !slices.Contains(restart, p.Name):
+		case p.Name == component.APIServer:
 			api = append(api, p)
-		case slices.Contains(restart, p.Name):
+		case p.Name == component.Etcd:
+			storage = append(storage, p)
+		default:
 			old = append(old, p)
 		}
 	}
@@ -115,6 +122,7 @@ func Retune(ctx context.Context, dir string, sets []Tuning, also []string) (*Ret
 			return nil, err
 		}
 	}
+	stopEach(storage, retuneGrace)
 	st.Processes = slices.DeleteFunc(st.Processes, func(p Process) bool { return slices.Contains(restart, p.Name) })
 	st.Tunings = tunings
 	if err := st.save(); err != nil {
@@ -160,19 +168,24 @@ func (s *State) canRetune(names []string) error {
 	return nil
 }
 
-// relaunch starts the stopped components names again, in the registry's order: etcd, then the API server,
-// each waited for; then the API server's clients, their leases dropped first, each waited for (a kubelet
+// relaunch starts the stopped components names again, in the registry's order: etcd and the API server
+// together, each waited for; then the API server's clients, their leases dropped first, each waited for (a kubelet
 // until its node is Ready with a heartbeat at or after since). After a restart of etcd or the API server
 // it waits for the API server and the components it did not restart: every one alive and healthy.
 func (l *lab) relaunch(ctx context.Context, names []string, tunings []Tuning, since time.Time, mark func(string)) error {
 	core := slices.ContainsFunc(names, func(n string) bool { return n == component.Etcd || n == component.APIServer })
+	// etcd and the API server start together, as at up: the API server retries its storage until etcd
+	// serves, and its own start (flags, certificates, admission plugins) overlaps etcd's election.
+	var storage []string
 	for _, name := range []string{component.Etcd, component.APIServer} {
-		if !slices.Contains(names, name) {
-			continue
+		if slices.Contains(names, name) {
+			if err := l.launchEverywhere(name, tunings); err != nil {
+				return err
+			}
+			storage = append(storage, name)
 		}
-		if err := l.launchEverywhere(name, tunings); err != nil {
-			return err
-		}
+	}
+	for _, name := range storage {
 		if err := l.waitFor(ctx, name, 60*time.Second, l.healthy(name)); err != nil {
 			return err
 		}

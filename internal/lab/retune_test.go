@@ -113,40 +113,51 @@ func TestRetune(t *testing.T) {
 	// The sets accumulate as tare lab retune merges them: each step changes one component's flag.
 	var sets []Tuning
 	for _, step := range []struct {
-		set  Tuning
-		node bool // needs the lab's node
+		set  []Tuning // one component's flag, or etcd's and the API server's together
+		node bool     // needs the lab's node
 	}{
-		{Tuning{Component: component.APIServer, Flag: "max-requests-inflight", Value: "401"}, false},
-		{Tuning{Component: component.Etcd, Flag: "snapshot-count", Value: "5000"}, false},
-		{Tuning{Component: component.Kubelet, Flag: "v", Value: "3"}, true},
+		{[]Tuning{{Component: component.APIServer, Flag: "max-requests-inflight", Value: "401"}}, false},
+		{[]Tuning{{Component: component.Etcd, Flag: "snapshot-count", Value: "5000"}}, false},
+		{[]Tuning{{Component: component.Etcd, Flag: "snapshot-count", Value: "6000"},
+			{Component: component.APIServer, Flag: "max-requests-inflight", Value: "402"}}, false},
+		{[]Tuning{{Component: component.Kubelet, Flag: "v", Value: "3"}}, true},
 	} {
-		t.Run(step.set.Component, func(t *testing.T) {
+		var want []string
+		for _, set := range step.set {
+			want = append(want, set.Component)
+		}
+		t.Run(strings.Join(want, "+"), func(t *testing.T) {
 			if step.node && !node {
 				t.Skip("the lab has no node without root")
 			}
 			before := labPIDs(t, dir)
-			oldCmdline := cmdline(before[step.set.Component])
+			old := map[string]string{}
+			for _, name := range want {
+				old[name] = cmdline(before[name])
+			}
 			holders := leaseHolders(ctx, t, c)
-			sets = MergeSets(sets, []Tuning{step.set})
+			sets = MergeSets(sets, step.set)
 			r, err := Retune(ctx, dir, sets, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("%s restarted in %s: %v", step.set.Component, r.Took, r.Steps)
-			if !slices.Equal(r.Restarted, []string{step.set.Component}) {
-				t.Errorf("restarted %v, want %s alone", r.Restarted, step.set.Component)
+			t.Logf("%v restarted in %s: %v", want, r.Took, r.Steps)
+			if !slices.Equal(r.Restarted, want) {
+				t.Errorf("restarted %v, want %v", r.Restarted, want)
 			}
 			after := labPIDs(t, dir)
 			for name, pid := range before {
-				if changed := after[name] != pid; changed != (name == step.set.Component) || after[name] == 0 {
+				if changed := after[name] != pid; changed != slices.Contains(want, name) || after[name] == 0 {
 					t.Errorf("%s: pid %d -> %d", name, pid, after[name])
 				}
 			}
-			if now := cmdline(before[step.set.Component]); now != "" && now == oldCmdline {
-				t.Errorf("the old %s (pid %d) still runs", step.set.Component, before[step.set.Component])
-			}
-			if args := cmdline(after[step.set.Component]); !strings.Contains(args, " --"+step.set.Flag+"="+step.set.Value) {
-				t.Errorf("the new %s runs %q", step.set.Component, args)
+			for _, set := range step.set {
+				if now := cmdline(before[set.Component]); now != "" && now == old[set.Component] {
+					t.Errorf("the old %s (pid %d) still runs", set.Component, before[set.Component])
+				}
+				if args := cmdline(after[set.Component]); !strings.Contains(args, " --"+set.Flag+"="+set.Value) {
+					t.Errorf("the new %s runs %q", set.Component, args)
+				}
 			}
 			checkWhole(ctx, t, c, st, pod)
 			if _, err := c.CoreV1().ConfigMaps(metav1.NamespaceDefault).Get(ctx, cm.Name, metav1.GetOptions{}); err != nil {

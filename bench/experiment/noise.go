@@ -105,7 +105,7 @@ func bounds(o options, xs []float64, peaks []peak) {
 		return
 	}
 	fmt.Printf("\nwith the %d s period (%d cycles): the smallest change 80%% power detects in %s\n", p.lag, k, o.budget)
-	fmt.Printf("%8s %24s %30s\n", "window", "phase-matched pairs", "oracle, every second measured")
+	fmt.Printf("%8s %24s %30s %28s\n", "window", "phase-matched pairs", "oracle, every second measured", "two labs side by side (est.)")
 	for _, w := range []int{2, 5, 10, 20, 30} {
 		b := periodBounds(o, xs, p.lag, w)
 		cell := func(pct float64, pairs int) string {
@@ -114,7 +114,8 @@ func bounds(o options, xs []float64, peaks []peak) {
 			}
 			return fmt.Sprintf("%.1f%% (%d pairs)", pct, pairs)
 		}
-		fmt.Printf("%7ds %24s %30s\n", w, cell(b.matched, b.matchedPairs), cell(b.oracle, b.oraclePairs))
+		fmt.Printf("%7ds %24s %30s %28s\n", w, cell(b.matched, b.matchedPairs), cell(b.oracle, b.oraclePairs),
+			cell(b.sideBySide, int(o.budget/(time.Duration(w)*time.Second))))
 	}
 }
 
@@ -123,10 +124,14 @@ func bounds(o options, xs []float64, peaks []peak) {
 type periodBound struct {
 	matched, oracle           float64
 	matchedPairs, oraclePairs int
+	// sideBySide estimates two labs measured at once, each window a pair: their periodic parts in phase
+	// (cancelled, as the oracle's), each lab's drift its own (a pair's difference keeps both: twice the
+	// variance of one lab's window beside the periodic part).
+	sideBySide float64
 }
 
 func periodBounds(o options, xs []float64, period, w int) periodBound {
-	b := periodBound{matched: math.NaN(), oracle: math.NaN()}
+	b := periodBound{matched: math.NaN(), oracle: math.NaN(), sideBySide: math.NaN()}
 	k := len(xs) / period
 	if k < 3 {
 		return b
@@ -161,9 +166,13 @@ func periodBounds(o options, xs []float64, period, w int) periodBound {
 		d = append(d, ms[i+1]-ms[i])
 	}
 	b.oraclePairs = int(o.budget / (2 * time.Duration(w) * time.Second))
+	fit := math.Sqrt(float64(k) / float64(k-1))
 	if len(d) >= 3 {
-		sd := stat.StdDev(d, nil) * math.Sqrt(float64(k)/float64(k-1))
-		b.oracle = 100 * stats.PairedMDE(b.oraclePairs, sd, 0.05, 0.8, 1) / mean
+		b.oracle = 100 * stats.PairedMDE(b.oraclePairs, stat.StdDev(d, nil)*fit, 0.05, 0.8, 1) / mean
+	}
+	if len(ms) >= 3 {
+		pairs := int(o.budget / (time.Duration(w) * time.Second))
+		b.sideBySide = 100 * stats.PairedMDE(pairs, math.Sqrt2*stat.StdDev(ms, nil)*fit, 0.05, 0.8, 1) / mean
 	}
 	return b
 }

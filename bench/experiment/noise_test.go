@@ -24,14 +24,18 @@ func TestPeriodBounds(t *testing.T) {
 		noisy[i] = periodic[i] + rng.NormFloat64()*3
 	}
 	b := periodBounds(o, periodic, period, 20)
-	if b.matched > 1e-9 || b.oracle > 1e-9 {
-		t.Errorf("a purely periodic series: matched %.3g%%, oracle %.3g%%, want 0", b.matched, b.oracle)
+	if b.matched > 1e-9 || b.oracle > 1e-9 || b.sideBySide > 1e-9 {
+		t.Errorf("a purely periodic series: matched %.3g%%, oracle %.3g%%, side by side %.3g%%, want 0", b.matched, b.oracle, b.sideBySide)
 	}
 	// White noise of sd 3 over 20 s windows: a pair's difference has sd 3·√(2/20); 15 pairs in 10 minutes.
 	b = periodBounds(o, noisy, period, 20)
 	want := 100 * 2.8 * 3 * math.Sqrt(2.0/20) / math.Sqrt(15) / 30.75
 	if b.oraclePairs != 15 || b.oracle < 0.6*want || b.oracle > 1.4*want {
 		t.Errorf("oracle %.2f%% with %d pairs, want about %.2f%% with 15", b.oracle, b.oraclePairs, want)
+	}
+	// Side by side: each 20 s window a pair (30 in 10 minutes), the difference of two labs' windows.
+	if side := 100 * 2.8 * math.Sqrt2 * 3 / math.Sqrt(20) / math.Sqrt(30) / 30.75; b.sideBySide < 0.6*side || b.sideBySide > 1.4*side {
+		t.Errorf("side by side %.2f%%, want about %.2f%%", b.sideBySide, side)
 	}
 	if b := periodBounds(o, noisy, period, 7); !math.IsNaN(b.matched) {
 		t.Errorf("a window that does not divide the period: matched %.2f%%, want NaN", b.matched)

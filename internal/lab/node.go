@@ -87,7 +87,9 @@ func (l *lab) startNode(tunings []Tuning) error {
 	return err
 }
 
-// waitNode waits for the node to be Ready and kube-proxy healthy.
+// waitNode waits for the node to be Ready. kube-proxy is waited for after the probe pod (waitProxy): it
+// starts with the kubelet, before the node it serves is registered, and its retries make it answer its
+// health check about a second after the node is Ready, while the probe pod, which needs no Service, starts.
 func (l *lab) waitNode(ctx context.Context) error {
 	c, err := l.client()
 	if err != nil {
@@ -97,5 +99,10 @@ func (l *lab) waitNode(ctx context.Context) error {
 		return err
 	}
 	l.step("node Ready")
+	return nil
+}
+
+// waitProxy waits until kube-proxy is healthy.
+func (l *lab) waitProxy(ctx context.Context) error {
 	return l.waitFor(ctx, component.KubeProxy, 30*time.Second, l.healthy(component.KubeProxy))
 }

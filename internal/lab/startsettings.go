@@ -71,3 +71,13 @@ func (l *lab) healthy(name string) func(context.Context) error {
 		return httpOK(http.DefaultClient, "http://127.0.0.1:"+strconv.Itoa(proxyHealthz)+"/healthz")
 	}
 }
+
+// serving says whether the API server answers requests at all (/version, which no health check gates),
+// before its post-start hooks are done and /readyz is ok.
+func (l *lab) serving() func(context.Context) error {
+	client, err := l.pki.HTTPClient("admin")
+	if err != nil {
+		return func(context.Context) error { return err }
+	}
+	return httpOK(client, l.st.Server+"/version")
+}

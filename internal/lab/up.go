@@ -182,8 +182,11 @@ func (l *lab) run(ctx context.Context, tunings []Tuning) error {
 		go func() { cri <- l.runtimes(ctx) }()
 	}
 	// Each component starts as soon as what it needs answers, not once everything started before it is
-	// healthy: the API server with etcd (it waits for its storage itself), and the controller manager, the
-	// scheduler and the node's kubelet and kube-proxy together once /readyz is ok.
+	// healthy: the API server with etcd (it waits for its storage itself); the node's kubelet and kube-proxy
+	// once the API server serves (its node authorizer's rules for nodes are built in, so the kubelet
+	// registers its node while the API server's post-start hooks still run, and its wait for its node
+	// informer, in steps of a second, is over before the first pod is bound); the controller manager and
+	// the scheduler once /readyz is ok.
 	if err := l.startEtcd(tunings); err != nil {
 		return err
 	}
@@ -193,22 +196,25 @@ func (l *lab) run(ctx context.Context, tunings []Tuning) error {
 	if err := l.waitEtcd(ctx); err != nil {
 		return err
 	}
-	if err := l.waitAPIServer(ctx); err != nil {
-		return err
-	}
 	if l.opts.APIServerOnly {
-		return nil
-	}
-	if err := l.startControllers(ctx, tunings); err != nil {
-		return err
+		return l.waitAPIServer(ctx)
 	}
 	if !l.opts.ControlPlaneOnly {
+		if err := l.waitFor(ctx, component.APIServer+" serving", 90*time.Second, l.serving()); err != nil {
+			return err
+		}
 		if err := waitCRI(); err != nil {
 			return err
 		}
 		if err := l.startNode(tunings); err != nil {
 			return err
 		}
+	}
+	if err := l.waitAPIServer(ctx); err != nil {
+		return err
+	}
+	if err := l.startControllers(ctx, tunings); err != nil {
+		return err
 	}
 	if err := l.waitControllers(ctx); err != nil {
 		return err
@@ -226,7 +232,13 @@ func (l *lab) run(ctx context.Context, tunings []Tuning) error {
 			return err
 		}
 	}
-	return l.probe(ctx)
+	if err := l.probe(ctx); err != nil {
+		return err
+	}
+	if l.opts.ControlPlaneOnly {
+		return nil
+	}
+	return l.waitProxy(ctx)
 }
 
 // step records that a stage finished.

@@ -58,11 +58,11 @@ func main() {
 	flag.StringVar(&o.profile, "profile", "upstream", "lab profile")
 	flag.DurationVar(&o.noise, "noise", 16*time.Minute, "first, measure the idle lab this long and say where the primary metric's variance comes from (0: skip)")
 	flag.StringVar(&o.noiseCSV, "noise-csv", "", "with -noise, also write the control plane's per-second series (one column a component) to this CSV file")
-	flag.StringVar(&o.noiseFrom, "noise-from", "", "analyse this CSV (from -noise-csv) instead of measuring a lab for -noise")
+	flag.StringVar(&o.noiseFrom, "noise-from", "", "analyse this CSV (from -noise-csv) instead of measuring a lab (-noise is then not used)")
 	flag.DurationVar(&o.trialOverhead, "trial-overhead", time.Second, "a trial's time beside its window and warm-up on one lab, for -noise's arithmetic")
 	flag.Float64Var(&o.base, "base", 0, "the baseline's control-plane CPU (m) to plant mde% of; 0: the first A/A run's pilot median")
 	flag.Parse()
-	if o.noise > 0 {
+	if o.noise > 0 || o.noiseFrom != "" {
 		if err := noise(o); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/tare-dev/tare/internal/component"
 	"github.com/tare-dev/tare/internal/export"
@@ -31,8 +32,10 @@ func noise(o options) error {
 	names := component.Names(func(e component.Entry) bool { return e.Core() && e.Role == component.RoleControlPlane })
 	var per map[string][]float64
 	var err error
+	source := fmt.Sprintf("idle %s lab", o.profile)
 	if o.noiseFrom != "" {
 		names, per, err = readSeries(o.noiseFrom)
+		source = o.noiseFrom
 	} else {
 		per, err = measureNoise(o, names)
 	}
@@ -42,6 +45,13 @@ func noise(o options) error {
 	n := math.MaxInt
 	for _, g := range names {
 		n = min(n, len(per[g]))
+	}
+	if o.noiseCSV != "" && n != math.MaxInt {
+		// Kept before any check: a series too short for the tables is still 14 minutes of a lab.
+		if err := writeSeries(o.noiseCSV, names, per, n); err != nil {
+			return err
+		}
+		fmt.Printf("per-second series: %s\n", o.noiseCSV)
 	}
 	if n == math.MaxInt || n < 240 {
 		return fmt.Errorf("the recording has %d seconds of the control plane's groups %v: want 4 minutes or more", n, names)
@@ -53,7 +63,7 @@ func noise(o options) error {
 		}
 	}
 	mean := stat.Mean(total, nil)
-	fmt.Printf("\ncontrol plane (%s), idle %s lab, %d s at 1 s: mean %.2fm\n", strings.Join(names, ", "), o.profile, n, mean)
+	fmt.Printf("\ncontrol plane (%s), %s, %d s at 1 s: mean %.2fm\n", strings.Join(names, ", "), source, n, mean)
 	fmt.Printf("a trial on one lab costs its window + %s warm-up + %s; a pair two trials; budget %s\n", o.warmup, o.trialOverhead, o.budget)
 	fmt.Printf("%8s %7s %14s %20s %6s %14s %12s\n", "window", "windows", "sd", "pair difference sd", "pairs", "detects (80%)", "2% needs")
 	for _, w := range []int{5, 10, 20, 30, 60, 120} {
@@ -70,12 +80,6 @@ func noise(o options) error {
 		r, _ := spread(o, per[g][:n], 20)
 		fmt.Printf("  %-24s %5.1f%%  %6.2fm  sd %5.1f%%  pair sd %5.1f%%  detects %5.1f%%  2%% needs %6.0f min\n", g,
 			100*stat.Variance(ms, nil)/v20, m, 100*r.sd/m, 100*r.sdd/m, 100*r.mde/m, r.needs.Minutes())
-	}
-	if o.noiseCSV != "" {
-		if err := writeSeries(o.noiseCSV, names, per, n); err != nil {
-			return err
-		}
-		fmt.Printf("per-second series: %s\n", o.noiseCSV)
 	}
 	fmt.Printf("periods (autocorrelation of the per-second series above 0.2, lag ≤ 150 s):")
 	peaks := acfPeaks(total, 150, 0.2)
@@ -105,7 +109,7 @@ func bounds(o options, xs []float64, peaks []peak) {
 		return
 	}
 	fmt.Printf("\nwith the %d s period (%d cycles): the smallest change 80%% power detects in %s\n", p.lag, k, o.budget)
-	fmt.Printf("%8s %24s %30s %28s\n", "window", "phase-matched pairs", "oracle, every second measured", "two labs side by side (est.)")
+	fmt.Printf("%8s %24s %30s\n", "window", "phase-matched pairs", "oracle, every second measured")
 	for _, w := range []int{2, 5, 10, 20, 30} {
 		b := periodBounds(o, xs, p.lag, w)
 		cell := func(pct float64, pairs int) string {
@@ -114,9 +118,28 @@ func bounds(o options, xs []float64, peaks []peak) {
 			}
 			return fmt.Sprintf("%.1f%% (%d pairs)", pct, pairs)
 		}
-		fmt.Printf("%7ds %24s %30s %28s\n", w, cell(b.matched, b.matchedPairs), cell(b.oracle, b.oraclePairs),
-			cell(b.sideBySide, int(o.budget/(time.Duration(w)*time.Second))))
+		fmt.Printf("%7ds %24s %30s\n", w, cell(b.matched, b.matchedPairs), cell(b.oracle, b.oraclePairs))
 	}
+	if side := sideBySide(o, xs, p.lag); !math.IsNaN(side) {
+		fmt.Printf("two labs side by side (an estimate: both measured all the time, their periodic parts in phase, each lab's\n"+
+			"drift its own, from the spread of %d s batch means): %.1f%%\n", p.lag, side)
+	}
+}
+
+// sideBySide estimates what two labs measured at once detect in the budget, % of the mean: the difference
+// of their means over the budget, each lab's drift its own and the periodic parts in phase. A batch as long
+// as the period holds every phase once, so the spread of back-to-back batch means (times the batch's
+// length: the long-run variance of the per-second series) is what is left for the mean over the budget,
+// autocorrelation included; two labs' differ by √2 of it. NaN with fewer than three batches.
+func sideBySide(o options, xs []float64, period int) float64 {
+	ms := windowMeans(xs, period)
+	if len(ms) < 3 || o.budget <= 0 {
+		return math.NaN()
+	}
+	longRun := float64(period) * stat.Variance(ms, nil)
+	sd := math.Sqrt2 * math.Sqrt(longRun/o.budget.Seconds())
+	z := distuv.UnitNormal.Quantile(1-0.05/2) + distuv.UnitNormal.Quantile(0.8) // the mean over the budget is about normal
+	return 100 * z * sd / stat.Mean(xs, nil)
 }
 
 // periodBound is what phase-matched pairs and the oracle detect with windows of one length, % of the
@@ -124,14 +147,10 @@ func bounds(o options, xs []float64, peaks []peak) {
 type periodBound struct {
 	matched, oracle           float64
 	matchedPairs, oraclePairs int
-	// sideBySide estimates two labs measured at once, each window a pair: their periodic parts in phase
-	// (cancelled, as the oracle's), each lab's drift its own (a pair's difference keeps both: twice the
-	// variance of one lab's window beside the periodic part).
-	sideBySide float64
 }
 
 func periodBounds(o options, xs []float64, period, w int) periodBound {
-	b := periodBound{matched: math.NaN(), oracle: math.NaN(), sideBySide: math.NaN()}
+	b := periodBound{matched: math.NaN(), oracle: math.NaN()}
 	k := len(xs) / period
 	if k < 3 {
 		return b
@@ -166,13 +185,9 @@ func periodBounds(o options, xs []float64, period, w int) periodBound {
 		d = append(d, ms[i+1]-ms[i])
 	}
 	b.oraclePairs = int(o.budget / (2 * time.Duration(w) * time.Second))
-	fit := math.Sqrt(float64(k) / float64(k-1))
 	if len(d) >= 3 {
-		b.oracle = 100 * stats.PairedMDE(b.oraclePairs, stat.StdDev(d, nil)*fit, 0.05, 0.8, 1) / mean
-	}
-	if len(ms) >= 3 {
-		pairs := int(o.budget / (time.Duration(w) * time.Second))
-		b.sideBySide = 100 * stats.PairedMDE(pairs, math.Sqrt2*stat.StdDev(ms, nil)*fit, 0.05, 0.8, 1) / mean
+		sd := stat.StdDev(d, nil) * math.Sqrt(float64(k)/float64(k-1))
+		b.oracle = 100 * stats.PairedMDE(b.oraclePairs, sd, 0.05, 0.8, 1) / mean
 	}
 	return b
 }
@@ -227,9 +242,17 @@ func readSeries(path string) ([]string, map[string][]float64, error) {
 		return nil, nil, fmt.Errorf("%s: no rows under its header", path)
 	}
 	names, per := rows[0], map[string][]float64{}
+	for j, name := range names {
+		if name == "" || slices.Contains(names[:j], name) {
+			return nil, nil, fmt.Errorf("%s: column %d of the header is empty or named twice (%q)", path, j+1, name)
+		}
+	}
 	for i, row := range rows[1:] {
 		for j, cell := range row {
 			v, err := strconv.ParseFloat(cell, 64)
+			if err == nil && (math.IsNaN(v) || math.IsInf(v, 0) || v < 0) {
+				err = fmt.Errorf("%q is not a CPU figure", cell)
+			}
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s: row %d, %s: %w", path, i+2, names[j], err)
 			}

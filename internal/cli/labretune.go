@@ -21,8 +21,9 @@ an earlier retune (the others stay), and only the components whose flags change 
 a node's component; --restart COMPONENT restarts one even when its flags do not change. Each flag is
 checked against the component's --help first.
 
-etcd keeps its data; the components restart in order, each once what it talks to is healthy (etcd, then
-the API server's /readyz, then the controller manager and the scheduler with their leases dropped, the
+etcd keeps its data; the components restart in order, each once what it talks to is healthy (etcd and
+the API server together, the API server retrying its storage, until /health and /readyz are ok; then the
+controller manager and the scheduler with their leases dropped, the
 kubelet until its node is Ready, kube-proxy), and after a restart of etcd or the API server every other
 component is checked alive and healthy. A kubelet restart keeps the pods running. kwok, and kube-proxy in
 a lab with extra nodes, cannot be restarted alone: lab down, then up with the flags. retune prints what it

@@ -281,7 +281,7 @@ const sharedSettle = 20 * time.Second
 // ready-seconds start (the lab's start, the restart of the varied components, or now on a shared lab). One lab serves the
 // whole experiment when the variants share it (Spec.SharedLab: started once and settled) or when every
 // component the variants vary in can be restarted alone (lab.Retune: every lab component but kwok, etcd
-// with its data kept; about 0.3-3 s against the 8-20 s of an up): then each trial, the first one
+// with its data kept; about 0.3-3.7 s against the 4-6 s of a one-node up): then each trial, the first one
 // too, restarts exactly those components with its variant's flags, so that every trial is as fresh as
 // every other and none pays for a whole restart. Otherwise every trial starts its own lab (a warm start
 // from the kept directory) and stops it at its end.

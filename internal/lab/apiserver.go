@@ -75,7 +75,9 @@ func (l *lab) startAPIServer(tunings []Tuning) error {
 		if err := os.WriteFile(l.p.join("audit", "policy.yaml"), []byte(auditPolicy), 0o600); err != nil {
 			return err
 		}
+		l.mu.Lock() // the runtimes' goroutine may be saving the state
 		l.st.Audit = l.p.join("audit", "audit.log")
+		l.mu.Unlock()
 	}
 	_, err := l.launch(component.APIServer, l.args(component.APIServer), tunings)
 	return err

@@ -69,27 +69,31 @@ func kubeProxyArgs(p paths, node string) []string {
 		"--profiling"}
 }
 
-// startNode starts the kubelet (in the lab's cgroup root) and kube-proxy. They may start while the
-// controllers do: the kubelet needs only the API server to register its node, and retries until it can.
-func (l *lab) startNode(tunings []Tuning) error {
+// startKubelet starts node 1's kubelet in the lab's cgroup root. It may start before the API server is
+// ready: it needs only the API server serving to register its node, and retries until it can.
+func (l *lab) startKubelet(tunings []Tuning) error {
 	cg, err := createCgroupRoot()
+	l.mu.Lock()
 	l.st.Cgroups = cg
+	l.mu.Unlock()
 	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(kubeletConfigFile(l.p), []byte(kubeletConfig(l.p)), 0o600); err != nil {
 		return err
 	}
-	if _, err := l.launch(component.Kubelet, l.args(component.Kubelet), tunings); err != nil {
-		return err
-	}
-	_, err = l.launch(component.KubeProxy, l.args(component.KubeProxy), tunings)
+	_, err = l.launch(component.Kubelet, l.args(component.Kubelet), tunings)
 	return err
 }
 
-// waitNode waits for the node to be Ready. kube-proxy is waited for after the probe pod (waitProxy): it
-// starts with the kubelet, before the node it serves is registered, and its retries make it answer its
-// health check about a second after the node is Ready, while the probe pod, which needs no Service, starts.
+// startProxy starts node 1's kube-proxy.
+func (l *lab) startProxy(tunings []Tuning) error {
+	_, err := l.launch(component.KubeProxy, l.args(component.KubeProxy), tunings)
+	return err
+}
+
+// waitNode waits for the node to be Ready. kube-proxy is waited for after the probe pod (waitProxy), which
+// needs no Service.
 func (l *lab) waitNode(ctx context.Context) error {
 	c, err := l.client()
 	if err != nil {
@@ -104,5 +108,7 @@ func (l *lab) waitNode(ctx context.Context) error {
 
 // waitProxy waits until kube-proxy is healthy.
 func (l *lab) waitProxy(ctx context.Context) error {
-	return l.waitFor(ctx, component.KubeProxy, 30*time.Second, l.healthy(component.KubeProxy))
+	err := l.waitFor(ctx, component.KubeProxy, 30*time.Second, l.healthy(component.KubeProxy))
+	l.step("kube-proxy healthy")
+	return err
 }

@@ -26,12 +26,12 @@ type RetuneReport struct {
 }
 
 // retunable are the components Retune restarts alone, in the registry's order, which is the order it
-// starts them in: etcd with the API server, each other one after what it talks to is healthy. etcd keeps its data directory, so the cluster's
-// objects survive its restart; the API server's clients (the controller manager, the scheduler, the
-// kubelet, kube-proxy, kwok) ride out its restart, or etcd's, by their own retries: the API server is
-// back within their lease's renew deadline (10 s), and Retune checks them all afterwards. A kubelet's
-// restart keeps its pods running: containerd holds them, and the new kubelet adopts them without
-// restarting a container.
+// starts them in: etcd with the API server, each other one after what it talks to is healthy. etcd keeps
+// its data directory, so the cluster's objects survive its restart; the API server's clients (the
+// controller manager, the scheduler, the kubelet, kube-proxy, kwok) ride out its restart, or etcd's, by
+// their own retries: the API server is back within their lease's renew deadline (10 s), and Retune checks
+// them all afterwards. A kubelet's restart keeps its pods running: containerd holds them, and the new
+// kubelet adopts them without restarting a container.
 //
 // kwok is not retunable: its fake nodes' leases and pods are driven by the running kwok alone, and its
 // restart has not been checked against them; an experiment that varies a kwok flag starts a lab per
@@ -93,12 +93,12 @@ func Retune(ctx context.Context, dir string, sets []Tuning, also []string) (*Ret
 		r.Steps = append(r.Steps, s)
 	}
 	// Stop them all first (every node's, for a node's component): a new controller manager must not meet
-	// the old one's lease, nor a new kubelet the old one's node status. The API server is the exception: it
-	// stops listening at once on SIGTERM, and its successor starts as soon as the port is free while it
-	// ends the requests it was serving (two API servers on one etcd are an HA control plane's normal state).
-	// etcd stops once the old API server has stopped listening: without its storage, the API server's own
-	// stop (it removes its address from the kubernetes Service's endpoints in etcd first) holds its port
-	// until its grace runs out.
+	// the old one's lease, nor a new kubelet the old one's node status. The API server is the exception: on
+	// SIGTERM it stops listening once its pre-shutdown hooks are done (tens of milliseconds while etcd
+	// serves), and its successor starts as soon as the port is free while it ends the requests it was
+	// serving (two API servers on one etcd are an HA control plane's normal state). etcd stops once the old
+	// API server has stopped listening: without its storage, the API server's own stop (it removes its
+	// address from the kubernetes Service's endpoints in etcd first) holds its port until its grace runs out.
 	var old, api, storage []Process
 	for _, p := range st.Processes {
 		switch {
@@ -138,7 +138,7 @@ func Retune(ctx context.Context, dir string, sets []Tuning, also []string) (*Ret
 }
 
 // retuneGrace is how long Retune lets a component stop on SIGTERM before SIGKILL. The API server stops
-// listening at once, then waits for its clients' open watches to end, up to its request timeout (60 s; at
+// listening once its pre-shutdown hooks are done (they write to etcd), then waits for its clients' open watches to end, up to its request timeout (60 s; at
 // down its clients are stopped first): meanwhile the controller manager and the scheduler cannot renew their
 // leases, and they exit when they have not for 10 s. It keeps nothing of its own (etcd holds the cluster,
 // its audit log is written as it goes), so it gets half a second, ample for the requests it was serving to

@@ -76,7 +76,8 @@ type lab struct {
 
 // Up starts a lab: PKI and kubeconfigs, etcd, kube-apiserver, controller-manager, scheduler and (as root)
 // containerd, kubelet and kube-proxy, plus kwok for fake nodes. It returns once /readyz is ok, every
-// node is Ready and a probe pod ran (with APIServerOnly, once /readyz is ok), with the time of each step.
+// node is Ready, a probe pod ran and kube-proxy is healthy (with APIServerOnly, once /readyz is ok), with
+// the time of each step.
 // On failure everything started is stopped, and the error names the component and ends with its last
 // log lines.
 func Up(ctx context.Context, opts UpOptions) (_ *State, err error) {
@@ -182,11 +183,12 @@ func (l *lab) run(ctx context.Context, tunings []Tuning) error {
 		go func() { cri <- l.runtimes(ctx) }()
 	}
 	// Each component starts as soon as what it needs answers, not once everything started before it is
-	// healthy: the API server with etcd (it waits for its storage itself); the node's kubelet and kube-proxy
-	// once the API server serves (its node authorizer's rules for nodes are built in, so the kubelet
-	// registers its node while the API server's post-start hooks still run, and its wait for its node
-	// informer, in steps of a second, is over before the first pod is bound); the controller manager and
-	// the scheduler once /readyz is ok.
+	// healthy: the API server with etcd (it waits for its storage itself); the kubelet once the API server
+	// serves (the node authorizer's rules for nodes are built in, so it registers its node while the API
+	// server's post-start hooks still run, and its wait for its node informer, in steps of a second, is
+	// over before the first pod is bound); the controller manager, the scheduler and kube-proxy once
+	// /readyz is ok (kube-proxy reads its node as system:kube-proxy, which only RBAC allows, and RBAC's
+	// roles are a post-start hook's: started earlier, it is refused and backs off for seconds).
 	if err := l.startEtcd(tunings); err != nil {
 		return err
 	}
@@ -199,14 +201,17 @@ func (l *lab) run(ctx context.Context, tunings []Tuning) error {
 	if l.opts.APIServerOnly {
 		return l.waitAPIServer(ctx)
 	}
-	if !l.opts.ControlPlaneOnly {
+	// A lab of one node starts its kubelet once the API server serves; with extra nodes, whose runtimes
+	// and images take longer, the controllers do not wait for those: the kubelet starts at /readyz.
+	kubeletEarly := !l.opts.ControlPlaneOnly && len(l.st.ExtraNodes) == 0
+	if kubeletEarly {
 		if err := l.waitFor(ctx, component.APIServer+" serving", 90*time.Second, l.serving()); err != nil {
 			return err
 		}
 		if err := waitCRI(); err != nil {
 			return err
 		}
-		if err := l.startNode(tunings); err != nil {
+		if err := l.startKubelet(tunings); err != nil {
 			return err
 		}
 	}
@@ -215,6 +220,19 @@ func (l *lab) run(ctx context.Context, tunings []Tuning) error {
 	}
 	if err := l.startControllers(ctx, tunings); err != nil {
 		return err
+	}
+	if !l.opts.ControlPlaneOnly {
+		if !kubeletEarly {
+			if err := waitCRI(); err != nil {
+				return err
+			}
+			if err := l.startKubelet(tunings); err != nil {
+				return err
+			}
+		}
+		if err := l.startProxy(tunings); err != nil {
+			return err
+		}
 	}
 	if err := l.waitControllers(ctx); err != nil {
 		return err

@@ -78,13 +78,15 @@ func TestLabDownAfterKill9(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if st, err := lab.LoadState(dir); err == nil {
-			if _, ok := st.Process("kubelet"); ok {
+			// kube-proxy starts last on node 1, with the controllers, after etcd, the API server,
+			// containerd and the kubelet: up is then past half-way, with every kind of process running.
+			if _, ok := st.Process("kube-proxy"); ok {
 				break
 			}
 		}
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
-			t.Fatal("up never started the kubelet")
+			t.Fatal("up never started kube-proxy")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -179,11 +179,7 @@ func periodBounds(o options, xs []float64, period, w int) periodBound {
 			residual[c*period+ph] = xs[c*period+ph] - m
 		}
 	}
-	ms := windowMeans(residual, w)
-	var d []float64
-	for i := 0; i+1 < len(ms); i += 2 {
-		d = append(d, ms[i+1]-ms[i])
-	}
+	d := pairDiffs(windowMeans(residual, w))
 	b.oraclePairs = int(o.budget / (2 * time.Duration(w) * time.Second))
 	if len(d) >= 3 {
 		sd := stat.StdDev(d, nil) * math.Sqrt(float64(k)/float64(k-1))
@@ -276,11 +272,7 @@ func spread(o options, xs []float64, w int) (windowSpread, bool) {
 	if len(ms) < 4 {
 		return windowSpread{}, false
 	}
-	var diffs []float64
-	for i := 0; i+1 < len(ms); i += 2 {
-		diffs = append(diffs, ms[i+1]-ms[i])
-	}
-	r := windowSpread{windows: len(ms), sd: stat.StdDev(ms, nil), sdd: stat.StdDev(diffs, nil)}
+	r := windowSpread{windows: len(ms), sd: stat.StdDev(ms, nil), sdd: stat.StdDev(pairDiffs(ms), nil)}
 	pair := 2 * (time.Duration(w)*time.Second + o.warmup + o.trialOverhead)
 	r.pairs = int(o.budget / pair)
 	r.mde = stats.PairedMDE(r.pairs, r.sdd, 0.05, 0.8, 1)
@@ -302,6 +294,16 @@ func writeSeries(path string, names []string, per map[string][]float64, n int) e
 		b.WriteByte('\n')
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// pairDiffs are the differences of back-to-back windows taken two by two (the second minus the first): the
+// pairs of a paired design on one lab.
+func pairDiffs(ms []float64) []float64 {
+	var d []float64
+	for i := 0; i+1 < len(ms); i += 2 {
+		d = append(d, ms[i+1]-ms[i])
+	}
+	return d
 }
 
 // windowMeans are the means of back-to-back windows of w points.

@@ -22,9 +22,9 @@ a node's component; --restart COMPONENT restarts one even when its flags do not 
 checked against the component's --help first.
 
 etcd keeps its data; the components restart in order, each once what it talks to is healthy (etcd and
-the API server together, the API server retrying its storage, until /health and /readyz are ok; then the
-controller manager and the scheduler with their leases dropped, the
-kubelet until its node is Ready, kube-proxy), and after a restart of etcd or the API server every other
+the API server together, the API server retrying its storage, until /health and /readyz are ok; then
+the controller manager and the scheduler with their leases dropped, the kubelet until its node is Ready,
+kube-proxy), and after a restart of etcd or the API server every other
 component is checked alive and healthy. A kubelet restart keeps the pods running. kwok, and kube-proxy in
 a lab with extra nodes, cannot be restarted alone: lab down, then up with the flags. retune prints what it
 restarted and when each stage ended.`,

@@ -30,7 +30,8 @@ func newLabUp(s streams, g *globalOptions, dir *string) *cobra.Command {
 		Short: "Start the lab and wait until the API is ready, the node is Ready and a probe pod runs",
 		Long: `Start a lab: PKI and kubeconfigs, etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
 containerd, kubelet and kube-proxy (and kwok with --kwok-nodes). up returns when /readyz is ok, every
-node is Ready, a probe pod has run and kube-proxy is healthy, and prints the time each step took and the KUBECONFIG to use.
+node is Ready, a probe pod has run and kube-proxy is healthy, and prints the time each step took and the
+KUBECONFIG to use.
 pprof is on for every component (etcd --enable-pprof; /debug/pprof on the others).
 
 Profiles: upstream keeps every upstream default; tuned applies single-node reductions, each printed with

@@ -138,8 +138,8 @@ func Retune(ctx context.Context, dir string, sets []Tuning, also []string) (*Ret
 }
 
 // retuneGrace is how long Retune lets a component stop on SIGTERM before SIGKILL. The API server stops
-// listening once its pre-shutdown hooks are done (they write to etcd), then waits for its clients' open watches to end, up to its request timeout (60 s; at
-// down its clients are stopped first): meanwhile the controller manager and the scheduler cannot renew their
+// listening once its pre-shutdown hooks are done (they write to etcd), then waits for its clients' open
+// watches to end, up to its request timeout (60 s; at down its clients are stopped first): meanwhile the controller manager and the scheduler cannot renew their
 // leases, and they exit when they have not for 10 s. It keeps nothing of its own (etcd holds the cluster,
 // its audit log is written as it goes), so it gets half a second, ample for the requests it was serving to
 // end. The others exit within a second of SIGTERM.
@@ -169,8 +169,8 @@ func (s *State) canRetune(names []string) error {
 }
 
 // relaunch starts the stopped components names again, in the registry's order: etcd and the API server
-// together, each waited for; then the API server's clients, their leases dropped first, each waited for (a kubelet
-// until its node is Ready with a heartbeat at or after since). After a restart of etcd or the API server
+// together, each waited for; then the API server's clients, their leases dropped first, each waited for
+// (a kubelet until its node is Ready with a heartbeat at or after since). After a restart of etcd or the API server
 // it waits for the API server and the components it did not restart: every one alive and healthy.
 func (l *lab) relaunch(ctx context.Context, names []string, tunings []Tuning, since time.Time, mark func(string)) error {
 	core := slices.ContainsFunc(names, func(n string) bool { return n == component.Etcd || n == component.APIServer })

@@ -56,11 +56,7 @@ func (l *lab) healthy(name string) func(context.Context) error {
 	case component.Etcd:
 		return httpOK(http.DefaultClient, etcdURL()+"/health")
 	case component.APIServer:
-		client, err := l.pki.HTTPClient("admin")
-		if err != nil {
-			return func(context.Context) error { return err }
-		}
-		return httpOK(client, l.st.Server+"/readyz")
+		return l.apiOK("/readyz")
 	case component.ControllerManager:
 		return httpOK(insecure, "https://127.0.0.1:"+strconv.Itoa(kcmPort)+"/healthz")
 	case component.Scheduler:
@@ -74,10 +70,13 @@ func (l *lab) healthy(name string) func(context.Context) error {
 
 // serving says whether the API server answers requests at all (/version, which no health check gates),
 // before its post-start hooks are done and /readyz is ok.
-func (l *lab) serving() func(context.Context) error {
+func (l *lab) serving() func(context.Context) error { return l.apiOK("/version") }
+
+// apiOK checks that a GET of path on the API server, as the lab's admin, is ok.
+func (l *lab) apiOK(path string) func(context.Context) error {
 	client, err := l.pki.HTTPClient("admin")
 	if err != nil {
 		return func(context.Context) error { return err }
 	}
-	return httpOK(client, l.st.Server+"/version")
+	return httpOK(client, l.st.Server+path)
 }

@@ -203,15 +203,18 @@ func (l *lab) run(ctx context.Context, tunings []Tuning) error {
 	}
 	// A lab of one node starts its kubelet once the API server serves; with extra nodes, whose runtimes
 	// and images take longer, the controllers do not wait for those: the kubelet starts at /readyz.
+	kubelet := func() error {
+		if err := waitCRI(); err != nil {
+			return err
+		}
+		return l.startKubelet(tunings)
+	}
 	kubeletEarly := !l.opts.ControlPlaneOnly && len(l.st.ExtraNodes) == 0
 	if kubeletEarly {
 		if err := l.waitFor(ctx, component.APIServer+" serving", 90*time.Second, l.serving()); err != nil {
 			return err
 		}
-		if err := waitCRI(); err != nil {
-			return err
-		}
-		if err := l.startKubelet(tunings); err != nil {
+		if err := kubelet(); err != nil {
 			return err
 		}
 	}
@@ -223,10 +226,7 @@ func (l *lab) run(ctx context.Context, tunings []Tuning) error {
 	}
 	if !l.opts.ControlPlaneOnly {
 		if !kubeletEarly {
-			if err := waitCRI(); err != nil {
-				return err
-			}
-			if err := l.startKubelet(tunings); err != nil {
+			if err := kubelet(); err != nil {
 				return err
 			}
 		}

@@ -21,6 +21,7 @@ type labUpOptions struct {
 	nodes       int
 	controlOnly bool
 	binDir      string
+	portOffset  int
 }
 
 func newLabUp(s streams, g *globalOptions, dir *string) *cobra.Command {
@@ -45,12 +46,17 @@ A directory kept by "down --keep" starts warm (same data and certificates). With
 --nodes N (root) runs N real nodes: node 1 is the machine itself; nodes 2..N (tare-node-2, ...) are each
 a network namespace with its own containerd, kubelet and kube-proxy, on a host bridge tare-nodes
 (10.250.0.0/24), with pod range 10.244.(N-1).0/24 routed through the machine, so pods on different nodes
-reach each other and a Service spans nodes. down removes the namespaces, links and routes.`,
+reach each other and a Service spans nodes. down removes the namespaces, links and routes.
+
+--port-offset N moves every port a control-plane-only lab listens on (etcd 12379 and 12380, the API
+server 6443, the controller manager 10257, the scheduler 10259) by N, so that it runs beside another lab
+(give each its own --dir, and offsets a multiple of 100 apart).`,
 		Example: `  sudo tare lab up
   sudo tare lab up --profile tuned --audit
   sudo tare lab up --set kube-apiserver.max-requests-inflight=100 --set kubelet.v=2
   sudo tare lab up --nodes 3             # three real nodes on this machine
-  tare lab up --kwok-nodes 50            # without root: control plane and 50 fake nodes`,
+  tare lab up --kwok-nodes 50            # without root: control plane and 50 fake nodes
+  tare lab up --control-plane-only --dir /tmp/lab2 --port-offset 100   # a second lab beside the first`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runLabUp(cmd.Context(), s, g, *dir, o)
@@ -64,12 +70,13 @@ reach each other and a Service spans nodes. down removes the namespaces, links a
 	f.IntVar(&o.nodes, "nodes", 1, "real nodes (root): the machine, then one network namespace per further node")
 	f.BoolVar(&o.controlOnly, "control-plane-only", false, "no containerd, kubelet or kube-proxy (the default without root)")
 	f.StringVar(&o.binDir, "bin-dir", "", "use the Kubernetes binaries in this directory")
+	f.IntVar(&o.portOffset, "port-offset", 0, "move every port the lab listens on by N, to run it beside another lab (control-plane-only labs)")
 	return cmd
 }
 
 func runLabUp(ctx context.Context, s streams, g *globalOptions, dir string, o labUpOptions) error {
 	opts := lab.UpOptions{Dir: dir, Profile: o.profile, Audit: o.audit, KwokNodes: o.kwokNodes,
-		ControlPlaneOnly: o.controlOnly, BinDir: o.binDir, Nodes: o.nodes}
+		ControlPlaneOnly: o.controlOnly || os.Geteuid() != 0, BinDir: o.binDir, Nodes: o.nodes, PortOffset: o.portOffset}
 	if _, err := lab.ProfileTunings(o.profile); err != nil {
 		return usageError("%w", err)
 	}
@@ -81,6 +88,9 @@ func runLabUp(ctx context.Context, s streams, g *globalOptions, dir string, o la
 	}
 	if o.nodes > 1 && (o.controlOnly || os.Geteuid() != 0) {
 		return usageError("--nodes %d needs root and a lab with nodes (not --control-plane-only)", o.nodes)
+	}
+	if err := opts.CheckPortOffset(); err != nil {
+		return usageError("%w", err)
 	}
 	sets, err := parseSets(o.sets)
 	if err != nil {

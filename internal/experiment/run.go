@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -41,6 +42,26 @@ var ErrStart = errors.New("a variant did not start")
 
 // LabDir is where the experiment's own lab lives (kept between trials for warm starts).
 func (r *Runner) LabDir() string { return filepath.Join(r.Store.Dir, "lab") }
+
+// labDirs are the experiment's labs: LabDir, then DIR/lab-2, DIR/lab-3, ... for replicas.
+func (r *Runner) labDirs() []string {
+	dirs := []string{r.LabDir()}
+	if lt := r.Store.Spec.Target.Lab; lt != nil {
+		for k := 2; k <= lt.replicas(); k++ {
+			dirs = append(dirs, filepath.Join(r.Store.Dir, fmt.Sprintf("lab-%d", k)))
+		}
+	}
+	return dirs
+}
+
+// replicaPortStep is how far each replica's ports are from the previous one's (lab.UpOptions.PortOffset).
+const replicaPortStep = 100
+
+// replicaStagger is the span the replicas' starts are spread over: the idle control plane's strongest
+// period (bench/experiment -noise: a burst every 120 s, the API server and the controller manager at
+// once). Started that far apart, the replicas' bursts fall evenly over the period, so that in the sum of
+// their CPU the periodic part mostly cancels and what is left, each lab's own noise, is independent.
+const replicaStagger = 2 * time.Minute
 
 func (r *Runner) say(format string, a ...any) {
 	if r.Live != nil {
@@ -131,12 +152,14 @@ func (r *Runner) Run(ctx context.Context, trials []Trial) ([]Trial, error) {
 	if lt := spec.Target.Lab; lt != nil {
 		// Each trial stops its lab keeping the directory (a warm start for the next trial, or on --resume).
 		// A finished experiment removes it, once nothing of the lab is left on the machine.
-		if _, err := lab.Down(context.WithoutCancel(ctx), r.LabDir(), true); err != nil && !errors.Is(err, lab.ErrNotRunning) && runErr == nil {
-			runErr = fmt.Errorf("stopping the experiment's lab: %w", err)
-		}
-		if runErr == nil {
-			if left := lab.Leftovers(r.LabDir(), !lt.ControlPlaneOnly); len(left) == 0 {
-				_ = os.RemoveAll(r.LabDir())
+		for _, dir := range r.labDirs() {
+			if _, err := lab.Down(context.WithoutCancel(ctx), dir, true); err != nil && !errors.Is(err, lab.ErrNotRunning) && runErr == nil {
+				runErr = fmt.Errorf("stopping the experiment's lab %s: %w", dir, err)
+			}
+			if runErr == nil {
+				if left := lab.Leftovers(dir, !lt.ControlPlaneOnly); len(left) == 0 {
+					_ = os.RemoveAll(dir)
+				}
 			}
 		}
 	}
@@ -198,12 +221,13 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 	spec := r.Store.Spec
 	start := time.Now()
 	var kubeconfig string
+	var replicas []string // every lab's kubeconfig (the lab target)
 	if lt := spec.Target.Lab; lt != nil {
 		sets, err := labSets(lt, v)
 		if err != nil {
 			return err
 		}
-		st, stop, since, err := r.labFor(ctx, lt, sets)
+		sts, stop, since, err := r.labFor(ctx, lt, sets)
 		if err != nil {
 			return err
 		}
@@ -211,7 +235,10 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 		if stop {
 			defer func() { _, _ = lab.Down(context.WithoutCancel(ctx), r.LabDir(), true) }()
 		}
-		kubeconfig = st.Kubeconfig
+		for _, st := range sts {
+			replicas = append(replicas, st.Kubeconfig)
+		}
+		kubeconfig = replicas[0] // the guard's and the request rate's
 	} else {
 		c := spec.Target.Commands
 		if err := shell(ctx, c.Apply, v, spec); err != nil {
@@ -241,6 +268,11 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 	if err := scale(ctx, cs, v.Scale); err != nil {
 		return err
 	}
+	for _, kc := range replicas[min(1, len(replicas)):] { // every other replica too
+		if err := scaleAt(ctx, kc, v.Scale); err != nil {
+			return err
+		}
+	}
 	t.Guard = map[string]float64{}
 	if spec.guardDeployment() {
 		defer func() { _ = removeGuard(context.WithoutCancel(ctx), cs) }()
@@ -257,11 +289,22 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 		t.Guard[GuardLatency] = ms
 	}
 	if v.Run != "" {
-		stop, err := startRun(ctx, v, filepath.Join(r.Store.Dir, fmt.Sprintf("trial-%03d-run.log", t.Seq)))
-		if err != nil {
-			return err
+		// One run command a lab, with that lab's kubeconfig (the commands target: one, in tare's environment).
+		kcs := replicas
+		if len(kcs) == 0 {
+			kcs = []string{""}
 		}
-		defer stop()
+		for k, kc := range kcs {
+			log := fmt.Sprintf("trial-%03d-run.log", t.Seq)
+			if len(kcs) > 1 {
+				log = fmt.Sprintf("trial-%03d-run-%d.log", t.Seq, k+1)
+			}
+			stop, err := startRun(ctx, v, filepath.Join(r.Store.Dir, log), kc, k+1)
+			if err != nil {
+				return err
+			}
+			defer stop()
+		}
 	}
 	select {
 	case <-ctx.Done():
@@ -277,15 +320,17 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 // spread from the first step on, so a short settle covers the probe's clean-up.
 const sharedSettle = 20 * time.Second
 
-// labFor brings up the lab a trial runs on, says whether the trial's end stops it and when the guard's
-// ready-seconds start (the lab's start, the restart of the varied components, or now on a shared lab). One lab serves the
-// whole experiment when the variants share it (Spec.SharedLab: started once and settled) or when every
-// component the variants vary in can be restarted alone (lab.Retune: every lab component but kwok, etcd
-// with its data kept; about 0.3-3.7 s against the 4-6 s of a one-node up): then each trial, the first one
-// too, restarts exactly those components with its variant's flags, so that every trial is as fresh as
-// every other and none pays for a whole restart. Otherwise every trial starts its own lab (a warm start
-// from the kept directory) and stops it at its end.
-func (r *Runner) labFor(ctx context.Context, lt *LabTarget, sets []lab.Tuning) (_ *lab.State, stop bool, since time.Time, _ error) {
+// labFor brings up the labs a trial runs on (one, or the target's replicas), says whether the trial's end
+// stops it and when the guard's ready-seconds start (the lab's start, the restart of the varied
+// components, or now on a shared lab). One lab serves the whole experiment when the variants share it
+// (Spec.SharedLab: started once and settled) or when every component the variants vary in can be
+// restarted alone (lab.Retune: every lab component but kwok, etcd with its data kept; about 0.3-3.7 s
+// against the 4-6 s of a one-node up): then each trial, the first one too, restarts exactly those
+// components with its variant's flags, so that every trial is as fresh as every other and none pays for a
+// whole restart. Otherwise every trial starts its own lab (a warm start from the kept directory) and
+// stops it at its end (one lab only: Spec.checkReplicas). Replicas are all switched to the variant
+// together, their retunes in parallel.
+func (r *Runner) labFor(ctx context.Context, lt *LabTarget, sets []lab.Tuning) (_ []*lab.State, stop bool, since time.Time, _ error) {
 	spec := r.Store.Spec
 	varied := spec.variedComponents()
 	shared, retune := spec.SharedLab(), lab.CanRetune(varied)
@@ -297,21 +342,25 @@ func (r *Runner) labFor(ctx context.Context, lt *LabTarget, sets []lab.Tuning) (
 			return nil, false, time.Time{}, fmt.Errorf("%w: %w", ErrStart, err)
 		}
 		r.say("  lab up in %.1f s", time.Since(start).Seconds())
-		return st, true, start, nil
+		return []*lab.State{st}, true, start, nil
 	}
-	st, err := lab.LoadState(r.LabDir())
-	if err != nil || st.Whole(r.LabDir()) != nil {
-		// Not running (the first trial, a resume) or not whole: start it afresh.
-		_, _ = lab.Down(context.WithoutCancel(ctx), r.LabDir(), true)
+	dirs := r.labDirs()
+	sts, err := r.running(dirs)
+	if err != nil {
+		// Not running (the first trial, a resume) or not whole: start them afresh.
 		start := time.Now()
-		if st, err = lab.Up(ctx, up); err != nil {
-			return nil, false, time.Time{}, fmt.Errorf("%w: %w", ErrStart, err)
+		if sts, err = r.upReplicas(ctx, up, dirs); err != nil {
+			return nil, false, time.Time{}, err
 		}
 		how := "every variant (they differ in nothing the lab runs)"
 		if !shared {
 			how = "every trial; each restarts only " + strings.Join(varied, ", ")
 		}
-		r.say("  lab up in %.1f s; it serves %s; settling it for %s", time.Since(start).Seconds(), how, sharedSettle)
+		if len(dirs) == 1 {
+			r.say("  lab up in %.1f s; it serves %s; settling it for %s", time.Since(start).Seconds(), how, sharedSettle)
+		} else {
+			r.say("  %d labs up in %.0f s; they serve %s; settling them for %s", len(dirs), time.Since(start).Seconds(), how, sharedSettle)
+		}
 		select {
 		case <-ctx.Done():
 			return nil, false, time.Time{}, ctx.Err()
@@ -319,16 +368,75 @@ func (r *Runner) labFor(ctx context.Context, lt *LabTarget, sets []lab.Tuning) (
 		}
 	}
 	if shared {
-		return st, false, time.Now(), nil
+		return sts, false, time.Now(), nil
 	}
 	since = time.Now()
-	rep, err := lab.Retune(ctx, r.LabDir(), sets, varied)
-	if err != nil {
+	reps := make([]*lab.RetuneReport, len(dirs))
+	errs := make([]error, len(dirs))
+	var wg sync.WaitGroup
+	for k, dir := range dirs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reps[k], errs[k] = lab.Retune(ctx, dir, sets, varied)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return nil, false, time.Time{}, fmt.Errorf("%w: %w", ErrStart, err)
 	}
-	r.say("  %s restarted in %.1f s", strings.Join(rep.Restarted, " and "), rep.Took.Seconds())
-	st, err = lab.LoadState(r.LabDir())
-	return st, false, since, err
+	on := ""
+	if len(dirs) > 1 {
+		on = fmt.Sprintf(" on %d labs", len(dirs))
+	}
+	r.say("  %s restarted%s in %.1f s", strings.Join(reps[0].Restarted, " and "), on, time.Since(since).Seconds())
+	sts, err = r.running(dirs)
+	return sts, false, since, err
+}
+
+// running loads the state of every lab in dirs, and fails unless each one runs whole.
+func (r *Runner) running(dirs []string) ([]*lab.State, error) {
+	var sts []*lab.State
+	for _, dir := range dirs {
+		st, err := lab.LoadState(dir)
+		if err != nil {
+			return nil, err
+		}
+		if err := st.Whole(dir); err != nil {
+			return nil, err
+		}
+		sts = append(sts, st)
+	}
+	return sts, nil
+}
+
+// upReplicas stops whatever is left of the labs in dirs and starts them afresh: one lab at once; replicas
+// with their ports replicaPortStep apart, their starts spread evenly over replicaStagger.
+func (r *Runner) upReplicas(ctx context.Context, up lab.UpOptions, dirs []string) ([]*lab.State, error) {
+	for _, dir := range dirs {
+		_, _ = lab.Down(context.WithoutCancel(ctx), dir, true)
+	}
+	begin := time.Now()
+	var sts []*lab.State
+	for k, dir := range dirs {
+		at := begin.Add(time.Duration(k) * replicaStagger / time.Duration(len(dirs)))
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Until(at)):
+		}
+		up.Dir, up.PortOffset = dir, k*replicaPortStep
+		start := time.Now()
+		st, err := lab.Up(ctx, up)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrStart, err)
+		}
+		if len(dirs) > 1 {
+			r.say("  lab %d/%d up in %.1f s (its ports +%d)", k+1, len(dirs), time.Since(start).Seconds(), up.PortOffset)
+		}
+		sts = append(sts, st)
+	}
+	return sts, nil
 }
 
 // window measures the node for the spec's window, recording it, and reads the API server's request rate
@@ -381,6 +489,22 @@ func (r *Runner) window(ctx context.Context, t *Trial, _ kubernetes.Interface, c
 	}
 	t.Metrics = compare.Measure(sum, perMin, spec.Metrics)
 	return nil
+}
+
+// scaleAt scales Deployments on the cluster of a kubeconfig (another replica's lab).
+func scaleAt(ctx context.Context, kubeconfig string, specs []string) error {
+	if len(specs) == 0 {
+		return nil
+	}
+	kc, err := kube.NewClient(kubeconfig, kube.Options{UserAgent: "tare-experiment", Timeout: 30 * time.Second})
+	if err != nil {
+		return err
+	}
+	cs, err := kc.Clientset()
+	if err != nil {
+		return err
+	}
+	return scale(ctx, cs, specs)
 }
 
 func scrape(ctx context.Context, cl *kube.Cluster) (audit.RequestTotals, error) {

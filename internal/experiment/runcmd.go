@@ -6,20 +6,26 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 	"time"
 )
 
 // startRun starts a variant's run command in a process group of its own, its output in logPath, and
 // returns what stops it: SIGTERM to the group, SIGKILL 2 s later if anything is left. The shell also dies
-// with tare (Pdeathsig) should tare be killed before it can stop the group.
-func startRun(ctx context.Context, v Variant, logPath string) (stop func(), err error) {
+// with tare (Pdeathsig) should tare be killed before it can stop the group. The command has
+// TARE_VARIANT, TARE_REPLICA (which of the labs it runs beside, from 1) and, when kubeconfig is not empty
+// (a lab target), KUBECONFIG in its environment.
+func startRun(ctx context.Context, v Variant, logPath, kubeconfig string, replica int) (stop func(), err error) {
 	log, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("variant %s: run: %w", v.Name, err)
 	}
 	cmd := exec.Command("sh", "-c", v.Run)
-	cmd.Env = append(os.Environ(), "TARE_VARIANT="+v.Name)
+	cmd.Env = append(os.Environ(), "TARE_VARIANT="+v.Name, "TARE_REPLICA="+strconv.Itoa(replica))
+	if kubeconfig != "" {
+		cmd.Env = append(cmd.Env, "KUBECONFIG="+kubeconfig)
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

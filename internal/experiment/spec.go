@@ -53,7 +53,18 @@ type LabTarget struct {
 	Set              []string `json:"set,omitempty"`
 	ControlPlaneOnly bool     `json:"control_plane_only,omitempty"`
 	BinDir           string   `json:"bin_dir,omitempty"`
+	// Replicas runs this many control-plane-only labs side by side (their ports moved by 100 each, their
+	// starts spread over the control plane's strongest period), every one switched to the trial's
+	// variant at once, so that a window measures all of them: the labs' own noise is independent and
+	// adds up by its square root while a variant's change adds up whole. 0 or 1: one lab.
+	Replicas int `json:"replicas,omitempty"`
 }
+
+// maxReplicas bounds replicas: each is a control plane of about 500 MB and 25-35m idle.
+const maxReplicas = 40
+
+// replicas is the number of labs the target runs (1 for one lab).
+func (t *LabTarget) replicas() int { return max(1, t.Replicas) }
 
 // CommandsTarget applies a variant to any cluster: Apply runs with TARE_VARIANT, TARE_VALUE and TARE_SET
 // (the variant's COMPONENT.FLAG=VALUE list, space separated) in the environment, then Wait until the
@@ -266,6 +277,9 @@ func (s *Spec) check() error {
 				return fmt.Errorf("target.lab.set: %w", err)
 			}
 		}
+		if err := s.checkReplicas(); err != nil {
+			return err
+		}
 	}
 	for _, m := range s.Metrics {
 		if !compare.KnownFamily(m) {
@@ -274,6 +288,25 @@ func (s *Spec) check() error {
 	}
 	if s.Primary != "" && !compare.KnownPrimary(s.Primary) {
 		return fmt.Errorf("unknown primary metric %q (known: %s)", s.Primary, strings.Join(compare.Families(), ", "))
+	}
+	return nil
+}
+
+// checkReplicas refuses replicas that cannot run side by side: out of range, labs with nodes, or variants
+// that need a lab of their own for every trial.
+func (s *Spec) checkReplicas() error {
+	lt := s.Target.Lab
+	switch {
+	case lt.Replicas < 0 || lt.Replicas > maxReplicas:
+		return fmt.Errorf("target.lab.replicas %d: want 1 to %d", lt.Replicas, maxReplicas)
+	case lt.Replicas <= 1:
+		return nil
+	case !lt.ControlPlaneOnly:
+		return fmt.Errorf("target.lab.replicas %d: replicas run side by side only without nodes; add control_plane_only: true", lt.Replicas)
+	case slices.ContainsFunc(s.Variants, func(v Variant) bool { return v.Pause }):
+		return fmt.Errorf("target.lab.replicas %d: pause freezes one lab (its cgroup is the machine's); drop replicas", lt.Replicas)
+	case !s.SharedLab() && !lab.CanRetune(s.variedComponents()):
+		return fmt.Errorf("target.lab.replicas %d: replicas need variants that share the labs (the same flags and scale) or differ only in flags of components that restart alone (any but kwok)", lt.Replicas)
 	}
 	return nil
 }

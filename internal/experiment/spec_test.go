@@ -34,6 +34,11 @@ func TestParseErrors(t *testing.T) {
 		{"negative tolerance", base + "variants: [{name: a}, {name: b}]\nguard: {tolerance: -5%}\n", "want a positive percentage"},
 		{"NaN tolerance", base + "variants: [{name: a}, {name: b}]\nguard: {tolerance: NaN%}\n", "finite percentage"},
 		{"both targets", base + "target: {lab: {}, commands: {apply: 'true'}}\nvariants: [{name: a}, {name: b}]\n", "not both"},
+		{"replicas with nodes", base + "target: {lab: {replicas: 3}}\nvariants: [{name: a}, {name: b}]\n", "control_plane_only: true"},
+		{"negative replicas", base + "target: {lab: {replicas: -1, control_plane_only: true}}\nvariants: [{name: a}, {name: b}]\n", "want 1 to"},
+		{"too many replicas", base + "target: {lab: {replicas: 41, control_plane_only: true}}\nvariants: [{name: a}, {name: b}]\n", "want 1 to"},
+		{"replicas and pause", base + "target: {lab: {replicas: 2, control_plane_only: true}}\nvariants: [{name: a}, {name: b, pause: true}]\n", "pause freezes one lab"},
+		{"replicas and kwok", base + "target: {lab: {replicas: 2, control_plane_only: true}}\nvariants: [{name: a}, {name: b, set: [kwok.v=2]}]\n", "restart alone"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.yaml))

@@ -33,9 +33,9 @@ func InstallAPIServer(ctx context.Context) error {
 // apiserverArgs are kube-apiserver's flags: etcd over loopback, serving on host (the machine's own
 // address: the API server refuses to advertise a loopback one) with the lab CA's certificates, Node and
 // RBAC authorization, and profiling.
-func apiserverArgs(pki *PKI, host string) []string {
-	return []string{"--etcd-servers", etcdURL(),
-		"--bind-address", host, "--secure-port", strconv.Itoa(apiserverPort), "--advertise-address", host,
+func apiserverArgs(pki *PKI, host string, ports portSet) []string {
+	return []string{"--etcd-servers", ports.etcdURL(),
+		"--bind-address", host, "--secure-port", strconv.Itoa(ports.apiserver()), "--advertise-address", host,
 		"--client-ca-file", pki.Path("ca.crt"), "--tls-cert-file", pki.Path("apiserver.crt"), "--tls-private-key-file", pki.Path("apiserver.key"),
 		"--kubelet-client-certificate", pki.Path("apiserver-kubelet-client.crt"), "--kubelet-client-key", pki.Path("apiserver-kubelet-client.key"),
 		"--kubelet-certificate-authority", pki.Path("ca.crt"),

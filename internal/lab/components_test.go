@@ -146,7 +146,7 @@ func TestFromRegistry(t *testing.T) {
 		t.Errorf("the node's programs (-want +got):\n%s", diff)
 	}
 	ports := map[int]string{}
-	for _, p := range labPorts(component.Names(component.Entry.InLab)) {
+	for _, p := range (portSet{}).of(component.Names(component.Entry.InLab)) {
 		if p.Port <= 0 || ports[p.Port] != "" {
 			t.Errorf("port %d of %s: not set, or also %s's", p.Port, p, ports[p.Port])
 		}
@@ -192,7 +192,7 @@ func TestUpComponents(t *testing.T) {
 			continue
 		}
 		var ports []string
-		for _, p := range labPorts(got) {
+		for _, p := range (portSet{}).of(got) {
 			ports = append(ports, p.String())
 		}
 		if diff := cmp.Diff(tc.ports, ports); diff != "" {

@@ -20,11 +20,11 @@ import (
 // controllerManagerArgs are kube-controller-manager's flags: its own kubeconfig for the API and for
 // delegated authentication and authorization, HTTPS on loopback, the lab CA to sign with and the
 // service-account key, one service account per controller, and profiling.
-func controllerManagerArgs(p paths, pki *PKI) []string {
+func controllerManagerArgs(p paths, pki *PKI, ports portSet) []string {
 	kc := p.kubeconfig("controller-manager")
 	return []string{"--kubeconfig", kc,
 		"--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
-		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(kcmPort),
+		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports.kcm()),
 		"--service-account-private-key-file", pki.Path("sa.key"), "--root-ca-file", pki.Path("ca.crt"),
 		"--cluster-signing-cert-file", pki.Path("ca.crt"), "--cluster-signing-key-file", pki.Path("ca.key"),
 		"--use-service-account-credentials=true", "--service-cluster-ip-range", serviceCIDR, "--profiling"}
@@ -32,11 +32,11 @@ func controllerManagerArgs(p paths, pki *PKI) []string {
 
 // schedulerArgs are kube-scheduler's flags: its own kubeconfig for the API and for delegated
 // authentication and authorization, HTTPS on loopback, and profiling.
-func schedulerArgs(p paths) []string {
+func schedulerArgs(p paths, ports portSet) []string {
 	ks := p.kubeconfig("scheduler")
 	return []string{"--kubeconfig", ks,
 		"--authentication-kubeconfig", ks, "--authorization-kubeconfig", ks,
-		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(schedulerPort), "--profiling"}
+		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports.scheduler()), "--profiling"}
 }
 
 // startControllers starts kube-controller-manager and kube-scheduler together, and creates the controller

@@ -72,11 +72,36 @@ var allPorts = []labPort{
 	{proxyMetrics, component.KubeProxy, "metrics"}, {proxyHealthz, component.KubeProxy, "healthz"},
 }
 
-// labPorts are the ports the lab components named (UpOptions.components) listen on.
-func labPorts(components []string) []labPort {
+// portSet is where one lab listens: every port above moved by the lab's port offset (UpOptions.PortOffset,
+// kept in State.PortOffset), so that control-plane-only labs with different offsets run side by side.
+type portSet struct{ offset int }
+
+func (s portSet) etcdClient() int { return etcdClientPort + s.offset }
+func (s portSet) etcdPeer() int   { return etcdPeerPort + s.offset }
+func (s portSet) apiserver() int  { return apiserverPort + s.offset }
+func (s portSet) kcm() int        { return kcmPort + s.offset }
+func (s portSet) scheduler() int  { return schedulerPort + s.offset }
+
+// maxPortOffset keeps the highest moved port (etcd's peer port) a valid port.
+const maxPortOffset = 65535 - etcdPeerPort
+
+// CheckPortOffset refuses an offset that moves a port out of range, or one on a lab with nodes.
+func (o UpOptions) CheckPortOffset() error {
+	switch {
+	case o.PortOffset < 0 || o.PortOffset > maxPortOffset:
+		return fmt.Errorf("port offset %d: want 0 to %d (every port the lab listens on moves by it)", o.PortOffset, maxPortOffset)
+	case o.PortOffset != 0 && !o.ControlPlaneOnly:
+		return fmt.Errorf("port offset %d: only a control-plane-only lab (--control-plane-only) can run beside another; a lab with nodes uses the machine's bridge, cgroups, iptables and containerd", o.PortOffset)
+	}
+	return nil
+}
+
+// of lists the ports the lab components named (UpOptions.components) listen on.
+func (s portSet) of(components []string) []labPort {
 	var out []labPort
 	for _, p := range allPorts {
 		if slices.Contains(components, p.Component) {
+			p.Port += s.offset
 			out = append(out, p)
 		}
 	}
@@ -105,7 +130,7 @@ func portsFree(ports []labPort) error {
 // at once); tests wait, since another test, or another package's tests, may run a lab meanwhile.
 func WaitPortsFree(ctx context.Context, opts UpOptions) error {
 	for {
-		err := portsFree(labPorts(opts.components()))
+		err := portsFree(portSet{opts.PortOffset}.of(opts.components()))
 		if err == nil {
 			return nil
 		}

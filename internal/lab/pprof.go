@@ -43,10 +43,10 @@ func PprofTargets(dir string) ([]pprof.Target, error) {
 	local := func(port int) string { return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 	secure := func(port int) string { return "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 	all := map[string]pprof.Target{
-		component.Etcd:              {Base: local(etcdClientPort), Client: &http.Client{}},
+		component.Etcd:              {Base: local(st.ports().etcdClient()), Client: &http.Client{}},
 		component.APIServer:         {Base: st.Server, Client: admin},
-		component.ControllerManager: {Base: secure(kcmPort), Client: selfSigned},
-		component.Scheduler:         {Base: secure(schedulerPort), Client: selfSigned},
+		component.ControllerManager: {Base: secure(st.ports().kcm()), Client: selfSigned},
+		component.Scheduler:         {Base: secure(st.ports().scheduler()), Client: selfSigned},
 		component.Kubelet:           {Base: secure(kubeletPort), Client: admin},
 		component.KubeProxy:         {Base: local(proxyMetrics), Client: &http.Client{}},
 		component.Containerd:        {Base: "http://containerd", Client: overSocket},

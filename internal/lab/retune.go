@@ -116,7 +116,7 @@ func Retune(ctx context.Context, dir string, sets []Tuning, also []string) (*Ret
 	defer func() { <-draining }()
 	stopEach(old, retuneGrace)
 	if len(api) > 0 {
-		ports := labPorts([]string{component.APIServer})
+		ports := st.ports().of([]string{component.APIServer})
 		free := func(context.Context) error { return portsFree(ports) }
 		if err := l.waitFor(ctx, "the stopped kube-apiserver's port", retuneGrace(api[0])+5*time.Second, free); err != nil {
 			return nil, err

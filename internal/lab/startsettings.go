@@ -17,9 +17,9 @@ import (
 func (l *lab) args(name string) []string {
 	switch name {
 	case component.Etcd:
-		return etcdArgs(l.p)
+		return etcdArgs(l.p, l.st.ports())
 	case component.APIServer:
-		args := apiserverArgs(l.pki, l.advertised())
+		args := apiserverArgs(l.pki, l.advertised(), l.st.ports())
 		if len(l.st.ExtraNodes) > 0 {
 			args = append(args, extraNodesAPIServerArgs...)
 		}
@@ -28,9 +28,9 @@ func (l *lab) args(name string) []string {
 		}
 		return args
 	case component.ControllerManager:
-		return controllerManagerArgs(l.p, l.pki)
+		return controllerManagerArgs(l.p, l.pki, l.st.ports())
 	case component.Scheduler:
-		return schedulerArgs(l.p)
+		return schedulerArgs(l.p, l.st.ports())
 	case component.Kubelet:
 		return kubeletArgs(l.p, l.st.Node, l.advertised())
 	default: // kube-proxy
@@ -54,13 +54,13 @@ func (l *lab) healthy(name string) func(context.Context) error {
 	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // #nosec G402 -- self-signed healthz
 	switch name {
 	case component.Etcd:
-		return httpOK(http.DefaultClient, etcdURL()+"/health")
+		return httpOK(http.DefaultClient, l.st.ports().etcdURL()+"/health")
 	case component.APIServer:
 		return l.apiOK("/readyz")
 	case component.ControllerManager:
-		return httpOK(insecure, "https://127.0.0.1:"+strconv.Itoa(kcmPort)+"/healthz")
+		return httpOK(insecure, "https://127.0.0.1:"+strconv.Itoa(l.st.ports().kcm())+"/healthz")
 	case component.Scheduler:
-		return httpOK(insecure, "https://127.0.0.1:"+strconv.Itoa(schedulerPort)+"/healthz")
+		return httpOK(insecure, "https://127.0.0.1:"+strconv.Itoa(l.st.ports().scheduler())+"/healthz")
 	case component.Kubelet:
 		return httpOK(http.DefaultClient, "http://127.0.0.1:"+strconv.Itoa(kubeletHealthz)+"/healthz")
 	default:

@@ -25,6 +25,7 @@ type State struct {
 	ControlOnly   bool              `json:"control_plane_only"`
 	APIServerOnly bool              `json:"api_server_only,omitempty"` // etcd and kube-apiserver only
 	KwokNodes     int               `json:"kwok_nodes"`
+	PortOffset    int               `json:"port_offset,omitempty"` // UpOptions.PortOffset
 	Audit         string            `json:"audit_log,omitempty"`
 	Started       time.Time         `json:"started"`
 	Ready         bool              `json:"ready"`
@@ -44,6 +45,9 @@ type State struct {
 func (s *State) components() []string {
 	return UpOptions{ControlPlaneOnly: s.ControlOnly, APIServerOnly: s.APIServerOnly, KwokNodes: s.KwokNodes}.components()
 }
+
+// ports is where the lab listens.
+func (s *State) ports() portSet { return portSet{s.PortOffset} }
 
 // Process is one daemon the lab started. StartTicks (field 22 of /proc/PID/stat) guards against PID reuse.
 type Process struct {

@@ -35,8 +35,14 @@ type UpOptions struct {
 	// so that a test that panics or times out before its Down leaves no daemons behind. A lab for users
 	// outlives tare and leaves it unset.
 	StopWithCaller bool
-	BinDir         string // Kubernetes binaries to use instead of tare's cache
-	Progress       func(Step)
+	// PortOffset moves every port the lab listens on (etcd's, the API server's, the controller manager's
+	// and the scheduler's) by this much, so that it runs beside another lab whose offset differs by a
+	// multiple of 100 (then no two moved ports meet; Up refuses a port in use in any case). Only a
+	// control-plane-only lab: a lab with nodes has the machine's bridge, cgroups, iptables and containerd,
+	// which a second one would share.
+	PortOffset int
+	BinDir     string // Kubernetes binaries to use instead of tare's cache
+	Progress   func(Step)
 }
 
 // components lists, in the registry's order, the lab components an up with these options runs: etcd and
@@ -95,6 +101,9 @@ func Up(ctx context.Context, opts UpOptions) (_ *State, err error) {
 	case opts.ControlPlaneOnly && opts.KwokNodes == 0:
 		opts.KwokNodes = 1 // something for the scheduler to place the probe pod on
 	}
+	if err := opts.CheckPortOffset(); err != nil {
+		return nil, err
+	}
 	tunings, err := ProfileTunings(opts.Profile)
 	if err != nil {
 		return nil, err
@@ -113,7 +122,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *State, err error) {
 				ErrAlreadyRunning, dir, old.Started.Format(time.RFC3339), len(running), old.Kubeconfig, paused)
 		}
 	}
-	if err := portsFree(labPorts(opts.components())); err != nil {
+	if err := portsFree(portSet{opts.PortOffset}.of(opts.components())); err != nil {
 		return nil, err
 	}
 	bin, err := findBinaries(opts.BinDir, opts.components())
@@ -126,7 +135,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *State, err error) {
 	l := &lab{opts: opts, p: paths{dir}, bin: bin, start: time.Now()}
 	l.last = l.start
 	l.st = &State{Version: stateVersion, Dir: dir, Profile: opts.Profile, ControlOnly: opts.ControlPlaneOnly,
-		APIServerOnly: opts.APIServerOnly, KwokNodes: opts.KwokNodes, Started: l.start, Tunings: tunings,
+		APIServerOnly: opts.APIServerOnly, KwokNodes: opts.KwokNodes, PortOffset: opts.PortOffset, Started: l.start, Tunings: tunings,
 		NetnsBefore: netnsNames()}
 	if !opts.ControlPlaneOnly {
 		l.st.Sysctls = readSysctls()
@@ -399,7 +408,7 @@ func (l *lab) certificates() error {
 		return err
 	}
 	l.st.Node = node
-	l.st.Server = "https://" + net.JoinHostPort(adv, strconv.Itoa(apiserverPort))
+	l.st.Server = "https://" + net.JoinHostPort(adv, strconv.Itoa(l.st.ports().apiserver()))
 	l.st.Kubeconfig = l.p.kubeconfig("admin")
 	if p, err := LoadPKI(dir); err == nil {
 		if _, err := os.Stat(l.p.kubeconfig("kube-proxy")); err == nil {

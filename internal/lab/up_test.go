@@ -81,10 +81,10 @@ func TestComponentArgsExist(t *testing.T) {
 		name string
 		args []string
 	}{
-		{component.Etcd, etcdArgs(p)},
-		{component.APIServer, slices.Concat(apiserverArgs(pki, "192.0.2.10"), auditArgs("/lab/audit/policy.yaml", "/lab/audit/audit.log"), extraNodesAPIServerArgs)},
-		{component.ControllerManager, controllerManagerArgs(p, pki)},
-		{component.Scheduler, schedulerArgs(p)},
+		{component.Etcd, etcdArgs(p, portSet{})},
+		{component.APIServer, slices.Concat(apiserverArgs(pki, "192.0.2.10", portSet{}), auditArgs("/lab/audit/policy.yaml", "/lab/audit/audit.log"), extraNodesAPIServerArgs)},
+		{component.ControllerManager, controllerManagerArgs(p, pki, portSet{})},
+		{component.Scheduler, schedulerArgs(p, portSet{})},
 		{component.Containerd, containerdArgs(p)},
 		{component.Kubelet, kubeletArgs(p, "node", "192.0.2.10")},
 		{component.KubeProxy, kubeProxyArgs(p, "node")},

@@ -42,6 +42,7 @@ type options struct {
 	noiseFrom      string
 	trialOverhead  time.Duration
 	base           float64
+	replicas       int
 }
 
 func main() {
@@ -56,6 +57,7 @@ func main() {
 	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "warm-up per trial (one lab serves every trial: nothing restarts)")
 	flag.IntVar(&o.pilotRounds, "pilot-rounds", 5, "pilot rounds")
 	flag.StringVar(&o.profile, "profile", "upstream", "lab profile")
+	flag.IntVar(&o.replicas, "replicas", 1, "labs side by side in each experiment (target.lab.replicas; above 1: control-plane-only labs, the planted burner beside the first)")
 	flag.DurationVar(&o.noise, "noise", 16*time.Minute, "first, measure the idle lab this long and say where the primary metric's variance comes from (0: skip)")
 	flag.StringVar(&o.noiseCSV, "noise-csv", "", "with -noise, also write the control plane's per-second series (one column a component) to this CSV file")
 	flag.StringVar(&o.noiseFrom, "noise-from", "", "analyse this CSV (from -noise-csv) instead of measuring a lab (-noise is then not used)")
@@ -111,18 +113,24 @@ func run(o options) error {
 		}
 		second := "{name: a-again}"
 		if kind == "planted" {
-			second = fmt.Sprintf(`{name: planted, run: "bash -c 'sleep 100000 | %s=burn exec -a kube-scheduler %s %.3f'"}`, testload.EnvMode, self, plantedMC)
+			// One burner, beside the first lab (a run command runs beside each replica; the others sleep).
+			second = fmt.Sprintf(`{name: planted, run: "bash -c 'if [ $TARE_REPLICA = 1 ]; then sleep 100000 | %s=burn exec -a kube-scheduler %s %.3f; else exec sleep 100000; fi'"}`,
+				testload.EnvMode, self, plantedMC)
+		}
+		target := fmt.Sprintf("{lab: {profile: %s}}", o.profile)
+		if o.replicas > 1 {
+			target = fmt.Sprintf("{lab: {profile: %s, control_plane_only: true, replicas: %d}}", o.profile, o.replicas)
 		}
 		spec := filepath.Join(dir, fmt.Sprintf("run-%02d.yaml", i))
 		if err := os.WriteFile(spec, []byte(fmt.Sprintf(`name: bench-%s
-target: {lab: {profile: %s}}
+target: %s
 warmup: %s
 window: %s
 primary: control-plane-cpu
 pilot_rounds: %d
 guard: {deployment: false, api_latency: false}
 variants: [{name: a, baseline: true}, %s]
-`, kind, o.profile, o.warmup, o.window, o.pilotRounds, second)), 0o644); err != nil {
+`, kind, target, o.warmup, o.window, o.pilotRounds, second)), 0o644); err != nil {
 			return err
 		}
 		oc, err := experiment(o, spec, filepath.Join(dir, fmt.Sprintf("out-%02d", i)), kind)

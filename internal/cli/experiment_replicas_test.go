@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tare-dev/tare/internal/lab"
 )
@@ -57,6 +58,13 @@ variants:
 		}
 	}
 	r := decodeResults(t, stdout)
+	// The labs' start (over a minute: the second starts 60 s after the first) is no trial's: the first
+	// trial starts with its restart, as every other one does.
+	for i := 1; i < len(r.Trials); i++ {
+		if gap := r.Trials[i].Started.Sub(r.Trials[i-1].Started); gap > 30*time.Second {
+			t.Errorf("trial %d starts %s after trial %d: the labs' start counted in a trial?", r.Trials[i].Seq, gap, r.Trials[i-1].Seq)
+		}
+	}
 	maxRSS := 0.0 // MiB, of one API server
 	for k := 1; k <= 2; k++ {
 		b, err := os.ReadFile(filepath.Join(notes, fmt.Sprintf("replica-%d", k)))

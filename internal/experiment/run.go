@@ -231,7 +231,9 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 		if err != nil {
 			return err
 		}
-		start = since
+		// The trial starts with its lab (its up, or its components' restart): the one start of labs that
+		// serve every trial is not any trial's, nor counted in a sequential experiment's rounds and budget.
+		start, t.Started = since, since
 		if stop {
 			defer func() { _, _ = lab.Down(context.WithoutCancel(ctx), r.LabDir(), true) }()
 		}

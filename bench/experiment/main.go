@@ -54,7 +54,7 @@ func main() {
 	flag.Float64Var(&o.mde, "mde", 2, "the planted change and the experiments' --mde, % of control-plane CPU")
 	flag.DurationVar(&o.budget, "budget", 10*time.Minute, "each experiment's --budget")
 	flag.DurationVar(&o.window, "window", 20*time.Second, "measured window per trial")
-	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "warm-up per trial (one lab serves every trial: nothing restarts)")
+	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "warm-up per trial (the labs serve every trial: nothing restarts)")
 	flag.IntVar(&o.pilotRounds, "pilot-rounds", 5, "pilot rounds")
 	flag.StringVar(&o.profile, "profile", "upstream", "lab profile")
 	flag.IntVar(&o.replicas, "replicas", 1, "labs side by side in each experiment (target.lab.replicas; above 1: control-plane-only labs, the planted burner beside the first)")

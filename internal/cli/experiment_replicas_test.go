@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,7 +29,7 @@ target: {lab: {control_plane_only: true, replicas: 2}}
 trials: 2
 warmup: 1s
 window: 4s
-metrics: [control-plane-cpu, component-memory]
+metrics: [control-plane-cpu, component-memory, api-requests]
 guard: {api_latency: false}
 variants:
   - {name: base}
@@ -51,6 +52,14 @@ variants:
 	assertNoLab(t, out)
 	if _, err := lab.LoadState(filepath.Join(out, "lab-2")); err == nil {
 		t.Errorf("the second lab still runs")
+	}
+	if left := lab.Leftovers(filepath.Join(out, "lab-2"), false); len(left) > 0 {
+		t.Errorf("the second lab left %v", left)
+	}
+	if l, err := net.Listen("tcp", ":6543"); err != nil {
+		t.Errorf("the second lab's API server port 6543 is still taken: %v", err)
+	} else {
+		l.Close()
 	}
 	for _, want := range []string{"lab 1/2 up in", "lab 2/2 up in", "(its ports +100)", "2 labs up in", "kube-scheduler restarted on 2 labs"} {
 		if !strings.Contains(stderr, want) {
@@ -89,6 +98,9 @@ variants:
 		if tr.Status != "ok" {
 			t.Errorf("trial %d (%s): %s %s", tr.Seq, tr.Variant, tr.Status, tr.Error)
 			continue
+		}
+		if rate := tr.Metrics["api-requests"]; !(rate > 0) {
+			t.Errorf("trial %d: no API request rate (%v)", tr.Seq, rate)
 		}
 		if mem := tr.Metrics["kube-apiserver-memory"]; !(mem > 1.3*maxRSS) {
 			t.Errorf("trial %d: the API servers' memory %.0f MiB, not more than one API server's %.0f MiB: one lab measured?", tr.Seq, mem, maxRSS)

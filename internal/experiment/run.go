@@ -40,7 +40,8 @@ type Runner struct {
 // ErrStart says a variant's cluster did not start; the experiment stops there.
 var ErrStart = errors.New("a variant did not start")
 
-// LabDir is where the experiment's own lab lives (kept between trials for warm starts).
+// LabDir is where the experiment's own lab lives (kept between trials for warm starts); replicas beside
+// it are in labDirs.
 func (r *Runner) LabDir() string { return filepath.Join(r.Store.Dir, "lab") }
 
 // labDirs are the experiment's labs: LabDir, then DIR/lab-2, DIR/lab-3, ... for replicas.
@@ -60,7 +61,9 @@ const replicaPortStep = 100
 // replicaStagger is the span the replicas' starts are spread over: the idle control plane's strongest
 // period (bench/experiment -noise: a burst every 120 s, the API server and the controller manager at
 // once). Started that far apart, the replicas' bursts fall evenly over the period, so that in the sum of
-// their CPU the periodic part mostly cancels and what is left, each lab's own noise, is independent.
+// their CPU the periodic part mostly cancels and what is left, each lab's own noise, is independent. A
+// retune restarts the varied components of every lab at once, in step again; their own 120 s bursts then
+// come after a trial's window (20-30 s), and the components left running keep their spread.
 const replicaStagger = 2 * time.Minute
 
 func (r *Runner) say(format string, a ...any) {
@@ -100,7 +103,7 @@ func (r *Runner) Check(ctx context.Context, userLab string) error {
 
 // Run runs every trial not yet done, in plan order, saving each as it finishes. It stops at the first
 // variant that does not start (ErrStart, with the component's log tail) or when ctx is cancelled; the
-// trials finished so far stay in the store. The lab is stopped in every case.
+// trials finished so far stay in the store. The labs are stopped in every case.
 func (r *Runner) Run(ctx context.Context, trials []Trial) ([]Trial, error) {
 	spec := r.Store.Spec
 	var runErr error
@@ -263,16 +266,21 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 	if err != nil {
 		return err
 	}
-	cl, err := kube.Connect(kubeconfig)
-	if err != nil {
-		return err
+	// The API request rate is every lab's (one cluster: the kubeconfig's).
+	var cls []*kube.Cluster
+	for _, kc := range append([]string{kubeconfig}, replicas[min(1, len(replicas)):]...) {
+		cl, err := kube.Connect(kc)
+		if err != nil {
+			return err
+		}
+		cls = append(cls, cl)
 	}
 	if err := scale(ctx, cs, v.Scale); err != nil {
 		return err
 	}
-	for _, kc := range replicas[min(1, len(replicas)):] { // every other replica too
+	for k, kc := range replicas[min(1, len(replicas)):] { // every other replica too
 		if err := scaleAt(ctx, kc, v.Scale); err != nil {
-			return err
+			return fmt.Errorf("lab %d of %d: %w", k+2, len(replicas), err)
 		}
 	}
 	t.Guard = map[string]float64{}
@@ -313,7 +321,7 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 		return ctx.Err()
 	case <-time.After(spec.Warmup.Duration):
 	}
-	return r.window(ctx, t, cs, cl)
+	return r.window(ctx, t, cs, cls)
 }
 
 // sharedSettle is how long a lab runs after its start before the first trial's guard, when it serves more
@@ -380,7 +388,9 @@ func (r *Runner) labFor(ctx context.Context, lt *LabTarget, sets []lab.Tuning) (
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			reps[k], errs[k] = lab.Retune(ctx, dir, sets, varied)
+			if reps[k], errs[k] = lab.Retune(ctx, dir, sets, varied); errs[k] != nil && len(dirs) > 1 {
+				errs[k] = fmt.Errorf("lab %s: %w", dir, errs[k])
+			}
 		}()
 	}
 	wg.Wait()
@@ -392,8 +402,10 @@ func (r *Runner) labFor(ctx context.Context, lt *LabTarget, sets []lab.Tuning) (
 		on = fmt.Sprintf(" on %d labs", len(dirs))
 	}
 	r.say("  %s restarted%s in %.1f s", strings.Join(reps[0].Restarted, " and "), on, time.Since(since).Seconds())
-	sts, err = r.running(dirs)
-	return sts, false, since, err
+	if sts, err = r.running(dirs); err != nil {
+		return nil, false, time.Time{}, fmt.Errorf("%w: %w", ErrStart, err)
+	}
+	return sts, false, since, nil
 }
 
 // running loads the state of every lab in dirs, and fails unless each one runs whole.
@@ -443,9 +455,9 @@ func (r *Runner) upReplicas(ctx context.Context, up lab.UpOptions, dirs []string
 
 // window measures the node for the spec's window, recording it, and reads the API server's request rate
 // over the same span. The trial keeps the window's warnings, which are also printed as they arise.
-func (r *Runner) window(ctx context.Context, t *Trial, _ kubernetes.Interface, cl *kube.Cluster) error {
+func (r *Runner) window(ctx context.Context, t *Trial, _ kubernetes.Interface, cls []*kube.Cluster) error {
 	spec := r.Store.Spec
-	before, berr := scrape(ctx, cl)
+	before, berr := scrapeAll(ctx, cls)
 	if spec.variant(t.Variant).Pause {
 		if _, err := lab.Pause(ctx, r.LabDir(), lab.PauseOptions{}); err != nil {
 			return err
@@ -472,7 +484,7 @@ func (r *Runner) window(ctx context.Context, t *Trial, _ kubernetes.Interface, c
 	if err != nil {
 		return err
 	}
-	after, aerr := scrape(context.WithoutCancel(ctx), cl)
+	after, aerr := scrapeAll(context.WithoutCancel(ctx), cls)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -486,8 +498,10 @@ func (r *Runner) window(ctx context.Context, t *Trial, _ kubernetes.Interface, c
 	sum := summary.Build(res.Meta, samples, summary.Options{})
 	perMin := -1.0
 	if berr == nil && aerr == nil {
-		d := audit.Delta(before, after, samples[len(samples)-1].Time.Sub(samples[0].Time).Minutes())
-		perMin = d.PerMinute
+		perMin = 0
+		for k := range cls {
+			perMin += audit.Delta(before[k], after[k], samples[len(samples)-1].Time.Sub(samples[0].Time).Minutes()).PerMinute
+		}
 	}
 	t.Metrics = compare.Measure(sum, perMin, spec.Metrics)
 	return nil
@@ -507,6 +521,19 @@ func scaleAt(ctx context.Context, kubeconfig string, specs []string) error {
 		return err
 	}
 	return scale(ctx, cs, specs)
+}
+
+// scrapeAll reads the API request totals of every cluster, in order.
+func scrapeAll(ctx context.Context, cls []*kube.Cluster) ([]audit.RequestTotals, error) {
+	var out []audit.RequestTotals
+	for _, cl := range cls {
+		t, err := scrape(ctx, cl)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 func scrape(ctx context.Context, cl *kube.Cluster) (audit.RequestTotals, error) {

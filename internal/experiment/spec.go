@@ -298,7 +298,7 @@ func (s *Spec) checkReplicas() error {
 	lt := s.Target.Lab
 	switch {
 	case lt.Replicas < 0 || lt.Replicas > maxReplicas:
-		return fmt.Errorf("target.lab.replicas %d: want 1 to %d", lt.Replicas, maxReplicas)
+		return fmt.Errorf("target.lab.replicas %d: want 1 to %d (0 is one lab)", lt.Replicas, maxReplicas)
 	case lt.Replicas <= 1:
 		return nil
 	case !lt.ControlPlaneOnly:

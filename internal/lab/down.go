@@ -82,7 +82,10 @@ func Down(ctx context.Context, dir string, keep bool) (*DownReport, error) {
 	}
 	if os.Geteuid() == 0 {
 		r.Cgroups = len(st.Cgroups)
-		errs = append(errs, restoreMachine(dir, st, nodeLab)...)
+		// A control-plane-only lab made nothing machine-wide (bridge, overlay, pod namespaces); another
+		// lab beside it (lab up --port-offset) may have: only a lab with a node, or one whose kind is
+		// unknown, removes those.
+		errs = append(errs, restoreMachine(dir, st, nodeLab, nodeLab || !loaded)...)
 	}
 	r.Leftover = Leftovers(dir, nodeLab)
 	if len(r.Leftover) > 0 {
@@ -141,10 +144,12 @@ func stopLab(dir string, st *State) (stopped, strays []Process) {
 // (cgroups.go), the extra nodes' namespaces, links and routes (nodenet.go), the machine's VTEP of the
 // overlay (vtep.go), the pod bridge (residue.go), the KUBE-/CNI- iptables chains when the lab ran a node
 // (iptables.go), the components' residue outside the lab directory (residue.go) and sysctls (sysctl.go).
-func restoreMachine(dir string, st *State, nodeLab bool) []error {
+// Without machine (a control-plane-only lab) it leaves what is the machine's, not the lab directory's:
+// pod network namespaces, the VTEP and the bridge.
+func restoreMachine(dir string, st *State, nodeLab, machine bool) []error {
 	p := paths{dir}
 	var errs []error
-	if err := unmountLab(dir, st.NetnsBefore); err != nil {
+	if err := unmountLab(dir, st.NetnsBefore, machine); err != nil {
 		errs = append(errs, err)
 	}
 	if err := removeCgroups(st.Cgroups); err != nil {
@@ -153,11 +158,13 @@ func restoreMachine(dir string, st *State, nodeLab bool) []error {
 	if err := removeNodeNetworks(st.ExtraNodes); err != nil {
 		errs = append(errs, err)
 	}
-	if err := removeOverlay(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := removeBridge(); err != nil {
-		errs = append(errs, err)
+	if machine {
+		if err := removeOverlay(); err != nil {
+			errs = append(errs, err)
+		}
+		if err := removeBridge(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if nodeLab {
 		if err := removeRules(); err != nil {
@@ -199,9 +206,10 @@ func stopEach(ps []Process, grace func(Process) time.Duration) []Process {
 	return out
 }
 
-// Leftovers lists what of a lab is still on the machine: processes naming its directory, mounts under
-// it, its pod network namespaces, bridge, cgroups, the extra nodes' namespaces, links and routes, the
-// overlay's VTEP, and (for a lab with a node) KUBE-/CNI- iptables chains.
+// Leftovers lists what of a lab is still on the machine: processes naming its directory and mounts under
+// it, and for a lab with a node (node) the machine-wide things such a lab makes: its bridge, cgroups, the
+// extra nodes' namespaces, links and routes, the overlay's VTEP, and KUBE-/CNI- iptables chains. A
+// control-plane-only lab makes none of those, and another lab beside it may hold them.
 func Leftovers(dir string, node bool) []string {
 	var out []string
 	for _, p := range strayProcesses(dir) {
@@ -213,6 +221,9 @@ func Leftovers(dir string, node bool) []string {
 				out = append(out, "mount "+m.MountPoint)
 			}
 		}
+	}
+	if !node {
+		return out
 	}
 	if _, err := os.Stat("/sys/class/net/" + bridgeName); err == nil {
 		out = append(out, "bridge "+bridgeName)
@@ -226,10 +237,8 @@ func Leftovers(dir string, node bool) []string {
 	}
 	out = append(out, nodeNetworkLeftovers()...)
 	out = append(out, overlayLeftovers()...)
-	if node {
-		for _, c := range labChains() {
-			out = append(out, "iptables chain "+c)
-		}
+	for _, c := range labChains() {
+		out = append(out, "iptables chain "+c)
 	}
 	return out
 }

@@ -58,8 +58,9 @@ func labMounts(mountPoints []string, dir string, netnsBefore []string) []string 
 	return out
 }
 
-// unmountLab detaches every mount the lab made and removes the pod netns files.
-func unmountLab(dir string, netnsBefore []string) error {
+// unmountLab detaches every mount the lab made and, with pods (a lab with a node, or one of unknown kind),
+// removes the pod netns files.
+func unmountLab(dir string, netnsBefore []string, pods bool) error {
 	mounts, err := procfs.GetMounts()
 	if err != nil {
 		return fmt.Errorf("reading mounts: %w", err)
@@ -69,12 +70,15 @@ func unmountLab(dir string, netnsBefore []string) error {
 		points = append(points, m.MountPoint)
 	}
 	var errs []error
+	if !pods {
+		netnsBefore = netnsNames() // every namespace is another lab's: keep them all
+	}
 	for _, m := range labMounts(points, dir, netnsBefore) {
 		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
 			errs = append(errs, fmt.Errorf("unmounting %s: %w", m, err))
 		}
 	}
-	for _, n := range newNetns(netnsBefore) {
+	for _, n := range newNetns(netnsBefore) { // none without pods
 		if err := os.Remove(filepath.Join("/run/netns", n)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}

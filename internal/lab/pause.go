@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -128,6 +129,11 @@ func Pause(ctx context.Context, dir string, opts PauseOptions) (*PauseReport, er
 	h, err := pickFreezer(mounts, opts.Freezer)
 	if err != nil {
 		return nil, fmt.Errorf("pausing the lab: %w", err)
+	}
+	// The paused cgroup is the machine's, not the lab's: with this lab's own pause undone above, one
+	// that is still there holds another lab (one beside it, lab up --port-offset).
+	if g := filepath.Join(h.Freezer, cgroupRootName, pausedGroup); holdsTasks(g) {
+		return nil, fmt.Errorf("another lab is paused (its processes are frozen in %s): unpause it first (tare lab unpause --dir DIR)", g)
 	}
 	start := time.Now()
 	st.Paused = &PauseState{Since: start, Hierarchies: h}
@@ -378,4 +384,19 @@ func thawLeftovers() {
 			}
 		}
 	}
+}
+
+// holdsTasks says whether a cgroup or one below it has a process in it.
+func holdsTasks(cgroup string) bool {
+	busy := false
+	_ = filepath.WalkDir(cgroup, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			if b, err := os.ReadFile(filepath.Join(path, "cgroup.procs")); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+				busy = true
+				return filepath.SkipAll
+			}
+		}
+		return nil
+	})
+	return busy
 }

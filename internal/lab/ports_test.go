@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,12 +51,15 @@ func TestPortOffsets(t *testing.T) {
 	}
 }
 
-// TestLabsSideBySide runs a second control-plane-only lab, its ports moved by 100, beside a first one:
-// each has its own etcd and API server (a ConfigMap made in one is not in the other), the second's
-// components listen where its state says, a retune of the second restarts only its own scheduler, and its
-// down leaves the first running.
+// TestLabsSideBySide runs a second control-plane-only lab, its ports moved by 100, beside a first one (a
+// lab with a node as root): each has its own etcd and API server (a ConfigMap made in one is not in the
+// other), the second's components listen where its state says, a retune of the second restarts only its
+// own scheduler, one paused lab keeps the other from pausing (the paused cgroup is the machine's), and the
+// second's down leaves the first whole, with its bridge. Started again warm with another offset, the
+// second serves on the new port with its kubeconfig rewritten and its etcd data kept.
 func TestLabsSideBySide(t *testing.T) {
-	ctx, first := upLab(t, UpOptions{ControlPlaneOnly: true}, 5*time.Minute)
+	node := os.Geteuid() == 0
+	ctx, first := upLab(t, UpOptions{ControlPlaneOnly: !node}, 5*time.Minute)
 	opts := UpOptions{ControlPlaneOnly: true, PortOffset: 100, StopWithCaller: true}
 	if err := WaitPortsFree(ctx, opts); err != nil {
 		t.Fatal(err)
@@ -111,7 +115,23 @@ func TestLabsSideBySide(t *testing.T) {
 	if err != nil || !slices.Equal(r.Restarted, []string{component.Scheduler}) {
 		t.Fatalf("retune of the second lab's scheduler: %+v, %v", r, err)
 	}
-	if _, err := Down(context.WithoutCancel(ctx), second.Dir, false); err != nil {
+	if node {
+		if _, err := Pause(ctx, second.Dir, PauseOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Pause(ctx, first.Dir, PauseOptions{}); err == nil || !strings.Contains(err.Error(), "another lab is paused") {
+			t.Errorf("pausing the first lab while the second is paused: %v, want a refusal", err)
+			_, _ = Unpause(context.WithoutCancel(ctx), first.Dir)
+		}
+		if _, err := Unpause(ctx, second.Dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cm2 := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "second-only"}}
+	if _, err := c2.CoreV1().ConfigMaps(metav1.NamespaceDefault).Create(ctx, cm2, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Down(context.WithoutCancel(ctx), second.Dir, true); err != nil {
 		t.Fatal(err)
 	}
 	if !maps(firstPIDs, labPIDs(t, first.Dir)) {
@@ -122,5 +142,30 @@ func TestLabsSideBySide(t *testing.T) {
 	}
 	if body, err := c1.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil || string(body) != "ok" {
 		t.Errorf("the first lab's /readyz = %q, %v", body, err)
+	}
+	if _, err := os.Stat("/sys/class/net/" + bridgeName); node && err != nil {
+		t.Errorf("the first lab's bridge is gone after the second's down: %v", err)
+	}
+
+	opts.PortOffset = 200
+	again, err := Up(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, err := url.Parse(again.Server); err != nil || u.Port() != strconv.Itoa(apiserverPort+200) {
+		t.Errorf("warm with offset 200 the second lab serves at %s", again.Server)
+	}
+	c3, err := Client(again.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c3.CoreV1().ConfigMaps(metav1.NamespaceDefault).Get(ctx, cm2.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the second lab's ConfigMap after its warm start on other ports: %v", err)
+	}
+	if _, err := Down(context.WithoutCancel(ctx), again.Dir, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Whole(first.Dir); err != nil {
+		t.Errorf("the first lab after the second's second down: %v", err)
 	}
 }

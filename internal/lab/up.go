@@ -413,7 +413,7 @@ func (l *lab) certificates() error {
 	if p, err := LoadPKI(dir); err == nil {
 		if _, err := os.Stat(l.p.kubeconfig("kube-proxy")); err == nil {
 			l.pki = p
-			return nil
+			return l.kubeconfigs()
 		}
 	}
 	p, err := controlPlanePKI(dir, net.ParseIP(adv))
@@ -436,9 +436,15 @@ func (l *lab) certificates() error {
 	if err := p.Serving("kubelet", []string{node, "localhost"}, hostIPs); err != nil {
 		return err
 	}
+	return l.kubeconfigs()
+}
+
+// kubeconfigs writes every component's kubeconfig for the lab's API server, on a warm start too (the
+// server's address or port may have changed since).
+func (l *lab) kubeconfigs() error {
 	for who, cert := range map[string]string{"admin": "admin", "controller-manager": "controller-manager",
 		"scheduler": "scheduler", "kube-proxy": "kube-proxy", "kubelet": "kubelet-client"} {
-		if err := p.Kubeconfig(l.p.kubeconfig(who), cert, l.st.Server); err != nil {
+		if err := l.pki.Kubeconfig(l.p.kubeconfig(who), cert, l.st.Server); err != nil {
 			return err
 		}
 	}

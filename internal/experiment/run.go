@@ -266,9 +266,13 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 	if err != nil {
 		return err
 	}
-	// The API request rate is every lab's (one cluster: the kubeconfig's).
+	// Every lab's cluster (the commands target: the kubeconfig's), for its scale and its API request rate.
+	kcs := replicas
+	if len(kcs) == 0 {
+		kcs = []string{kubeconfig}
+	}
 	var cls []*kube.Cluster
-	for _, kc := range append([]string{kubeconfig}, replicas[min(1, len(replicas)):]...) {
+	for _, kc := range kcs {
 		cl, err := kube.Connect(kc)
 		if err != nil {
 			return err
@@ -278,9 +282,9 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 	if err := scale(ctx, cs, v.Scale); err != nil {
 		return err
 	}
-	for k, kc := range replicas[min(1, len(replicas)):] { // every other replica too
-		if err := scaleAt(ctx, kc, v.Scale); err != nil {
-			return fmt.Errorf("lab %d of %d: %w", k+2, len(replicas), err)
+	for k, cl := range cls[1:] { // every other replica too
+		if err := scale(ctx, cl.Clientset(), v.Scale); err != nil {
+			return fmt.Errorf("lab %d of %d: %w", k+2, len(cls), err)
 		}
 	}
 	t.Guard = map[string]float64{}
@@ -505,22 +509,6 @@ func (r *Runner) window(ctx context.Context, t *Trial, _ kubernetes.Interface, c
 	}
 	t.Metrics = compare.Measure(sum, perMin, spec.Metrics)
 	return nil
-}
-
-// scaleAt scales Deployments on the cluster of a kubeconfig (another replica's lab).
-func scaleAt(ctx context.Context, kubeconfig string, specs []string) error {
-	if len(specs) == 0 {
-		return nil
-	}
-	kc, err := kube.NewClient(kubeconfig, kube.Options{UserAgent: "tare-experiment", Timeout: 30 * time.Second})
-	if err != nil {
-		return err
-	}
-	cs, err := kc.Clientset()
-	if err != nil {
-		return err
-	}
-	return scale(ctx, cs, specs)
 }
 
 // scrapeAll reads the API request totals of every cluster, in order.

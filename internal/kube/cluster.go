@@ -46,6 +46,9 @@ func Connect(path string) (*Cluster, error) {
 	return &Cluster{Source: c.Source, Host: strings.TrimSuffix(c.Config.Host, "/"), HTTP: hc, cs: cs}, nil
 }
 
+// Clientset is the cluster's client (its API calls time out after 10 s).
+func (c *Cluster) Clientset() kubernetes.Interface { return c.cs }
+
 // PprofTargets reach kube-apiserver directly and the kubelet of node through the API server's node proxy.
 func (c *Cluster) PprofTargets(node string) []pprof.Target {
 	ts := []pprof.Target{{Component: component.APIServer, Base: c.Host, Client: c.HTTP}}

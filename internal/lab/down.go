@@ -149,7 +149,11 @@ func stopLab(dir string, st *State) (stopped, strays []Process) {
 func restoreMachine(dir string, st *State, nodeLab, machine bool) []error {
 	p := paths{dir}
 	var errs []error
-	if err := unmountLab(dir, st.NetnsBefore, machine); err != nil {
+	before := st.NetnsBefore
+	if !machine {
+		before = netnsNames() // every pod namespace there is another lab's
+	}
+	if err := unmountLab(dir, before); err != nil {
 		errs = append(errs, err)
 	}
 	if err := removeCgroups(st.Cgroups); err != nil {

@@ -58,9 +58,8 @@ func labMounts(mountPoints []string, dir string, netnsBefore []string) []string 
 	return out
 }
 
-// unmountLab detaches every mount the lab made and, with pods (a lab with a node, or one of unknown kind),
-// removes the pod netns files.
-func unmountLab(dir string, netnsBefore []string, pods bool) error {
+// unmountLab detaches every mount the lab made and removes the pod netns files.
+func unmountLab(dir string, netnsBefore []string) error {
 	mounts, err := procfs.GetMounts()
 	if err != nil {
 		return fmt.Errorf("reading mounts: %w", err)
@@ -70,15 +69,12 @@ func unmountLab(dir string, netnsBefore []string, pods bool) error {
 		points = append(points, m.MountPoint)
 	}
 	var errs []error
-	if !pods {
-		netnsBefore = netnsNames() // every namespace is another lab's: keep them all
-	}
 	for _, m := range labMounts(points, dir, netnsBefore) {
 		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
 			errs = append(errs, fmt.Errorf("unmounting %s: %w", m, err))
 		}
 	}
-	for _, n := range newNetns(netnsBefore) { // none without pods
+	for _, n := range newNetns(netnsBefore) {
 		if err := os.Remove(filepath.Join("/run/netns", n)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}

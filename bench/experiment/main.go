@@ -43,6 +43,7 @@ type options struct {
 	trialOverhead  time.Duration
 	base           float64
 	replicas       int
+	concurrent     bool
 }
 
 func main() {
@@ -58,6 +59,7 @@ func main() {
 	flag.IntVar(&o.pilotRounds, "pilot-rounds", 5, "pilot rounds")
 	flag.StringVar(&o.profile, "profile", "upstream", "lab profile")
 	flag.IntVar(&o.replicas, "replicas", 1, "labs side by side in each experiment (target.lab.replicas; above 1: control-plane-only labs, the planted burner beside the first)")
+	flag.BoolVar(&o.concurrent, "concurrent", false, "with -replicas K (even, from 4): the variants at once, each on K/2 of the labs (target.lab.concurrent), the planted burner beside each lab of its share")
 	flag.DurationVar(&o.noise, "noise", 16*time.Minute, "first, measure the idle lab this long and say where the primary metric's variance comes from (0: skip)")
 	flag.StringVar(&o.noiseCSV, "noise-csv", "", "with -noise, also write the control plane's per-second series (one column a component) to this CSV file")
 	flag.StringVar(&o.noiseFrom, "noise-from", "", "analyse this CSV (from -noise-csv) instead of measuring a lab (-noise is then not used)")
@@ -72,6 +74,10 @@ func main() {
 	}
 	if o.planted+o.aa == 0 {
 		return
+	}
+	if o.concurrent && (o.replicas < 4 || o.replicas%2 != 0) {
+		fmt.Fprintln(os.Stderr, "bench: -concurrent needs -replicas K, even and at least 4 (each variant on K/2 labs)")
+		os.Exit(2)
 	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -112,14 +118,19 @@ func run(o options) error {
 			kind = "planted"
 		}
 		second := "{name: a-again}"
-		if kind == "planted" {
+		switch {
+		case kind == "planted" && o.concurrent:
+			// The baseline is a share's K/2 labs: a burner beside each of the planted share's labs.
+			second = fmt.Sprintf(`{name: planted, run: "bash -c 'sleep 100000 | %s=burn exec -a kube-scheduler %s %.4f'"}`,
+				testload.EnvMode, self, plantedMC/float64(o.replicas/2))
+		case kind == "planted":
 			// One burner, beside the first lab (a run command runs beside each replica; the others sleep).
 			second = fmt.Sprintf(`{name: planted, run: "bash -c 'if [ $TARE_REPLICA = 1 ]; then sleep 100000 | %s=burn exec -a kube-scheduler %s %.3f; else exec sleep 100000; fi'"}`,
 				testload.EnvMode, self, plantedMC)
 		}
 		target := fmt.Sprintf("{lab: {profile: %s}}", o.profile)
 		if o.replicas > 1 {
-			target = fmt.Sprintf("{lab: {profile: %s, control_plane_only: true, replicas: %d}}", o.profile, o.replicas)
+			target = fmt.Sprintf("{lab: {profile: %s, control_plane_only: true, replicas: %d, concurrent: %t}}", o.profile, o.replicas, o.concurrent)
 		}
 		spec := filepath.Join(dir, fmt.Sprintf("run-%02d.yaml", i))
 		if err := os.WriteFile(spec, []byte(fmt.Sprintf(`name: bench-%s
@@ -205,8 +216,15 @@ func report(o options, all []outcome, plantedMC float64) {
 		took = append(took, x.took.Minutes())
 	}
 	slices.Sort(took)
-	fmt.Printf("\nsequential experiments on the %s lab: --mde %g%% --budget %s, windows of %s after %s of warm-up, %d pilot rounds\n",
-		o.profile, o.mde, o.budget, o.window, o.warmup, o.pilotRounds)
+	design := "one lab"
+	switch {
+	case o.concurrent:
+		design = fmt.Sprintf("%d control-plane-only labs, the variants at once on %d each (concurrent)", o.replicas, o.replicas/2)
+	case o.replicas > 1:
+		design = fmt.Sprintf("%d control-plane-only labs switched together (replicas)", o.replicas)
+	}
+	fmt.Printf("\nsequential experiments on the %s lab, %s: --mde %g%% --budget %s, windows of %s after %s of warm-up, %d pilot rounds\n",
+		o.profile, design, o.mde, o.budget, o.window, o.warmup, o.pilotRounds)
 	fmt.Printf("planted %.3fm (%g%%): found %s; repeated interval held it %s\n", plantedMC, o.mde, rate(found, len(pl)), rate(covered, len(pl)))
 	fmt.Printf("A/A: significant %s (want at most 5%%)\n", rate(fp, len(aa)))
 	if len(took) > 0 {

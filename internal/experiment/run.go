@@ -118,35 +118,69 @@ func (r *Runner) Run(ctx context.Context, trials []Trial) ([]Trial, error) {
 			runErr = ctx.Err()
 			break
 		}
-		v := spec.variant(t.Variant)
-		*t = Trial{Seq: t.Seq, Round: t.Round, Variant: t.Variant, Started: time.Now(), Status: "ok"}
+		// One trial, or (concurrent) every trial of its round at once.
+		end := i + 1
+		if spec.concurrent() {
+			end = roundEnd(trials, i)
+		}
+		var ts []*Trial
+		for k := i; k < end; k++ {
+			trials[k] = Trial{Seq: trials[k].Seq, Round: trials[k].Round, Variant: trials[k].Variant, Started: time.Now(), Status: "ok"}
+			ts = append(ts, &trials[k])
+		}
 		total := len(trials)
-		r.say("trial %d/%d: %s (round %d)%s", t.Seq, total, t.Variant, t.Round, eta(time.Since(began), ran, pendingFrom(trials, i)))
-		r.Live.Start(fmt.Sprintf("trial %d/%d %s: starting", t.Seq, total, t.Variant), 0)
-		err := r.trial(ctx, t, v)
-		ran++
+		var err error
+		if spec.concurrent() {
+			r.say("round %d: %s at once on %d labs (trials %d-%d of %d)%s", t.Round, strings.Join(spec.design().Variants, ", "), len(r.labDirs()),
+				ts[0].Seq, ts[len(ts)-1].Seq, total, eta(time.Since(began), ran, pendingFrom(trials, i)))
+			r.Live.Start(fmt.Sprintf("round %d: starting", t.Round), 0)
+			err = r.round(ctx, ts)
+		} else {
+			r.say("trial %d/%d: %s (round %d)%s", t.Seq, total, t.Variant, t.Round, eta(time.Since(began), ran, pendingFrom(trials, i)))
+			r.Live.Start(fmt.Sprintf("trial %d/%d %s: starting", t.Seq, total, t.Variant), 0)
+			err = r.trial(ctx, t, spec.variant(t.Variant))
+		}
+		ran += len(ts)
 		if ctx.Err() != nil {
-			// Interrupted: the trial is not a measurement; it is run again on --resume.
-			*t = Trial{Seq: t.Seq, Round: t.Round, Variant: t.Variant, Status: "planned"}
+			// Interrupted: the trials are not measurements; they are run again on --resume.
+			for _, x := range ts {
+				*x = Trial{Seq: x.Seq, Round: x.Round, Variant: x.Variant, Status: "planned"}
+			}
 			runErr = ctx.Err()
 			break
 		}
-		if err != nil {
-			t.Status, t.Error = "failed", err.Error()
+		for _, x := range ts {
+			if err != nil {
+				x.Status, x.Error = "failed", err.Error()
+			}
+			if serr := r.Store.Save(context.WithoutCancel(ctx), *x); serr != nil {
+				runErr = fmt.Errorf("saving trial %d: %w", x.Seq, serr)
+				break
+			}
 		}
-		if serr := r.Store.Save(context.WithoutCancel(ctx), *t); serr != nil {
-			runErr = fmt.Errorf("saving trial %d: %w", t.Seq, serr)
+		if runErr != nil {
 			break
 		}
 		if err != nil {
-			runErr = fmt.Errorf("trial %d (%s): %w", t.Seq, t.Variant, err)
+			what := fmt.Sprintf("trial %d (%s)", t.Seq, t.Variant)
+			if spec.concurrent() {
+				what = fmt.Sprintf("round %d", t.Round)
+			}
+			runErr = fmt.Errorf("%s: %w", what, err)
 			if errors.Is(err, ErrStart) {
 				break
 			}
 			r.say("  failed: %v", err) // a failed guard or window is recorded and the experiment goes on
 		} else {
-			r.say("  %s", trialLine(*t, spec))
+			for _, x := range ts {
+				if len(ts) > 1 {
+					r.say("  %s: %s", x.Variant, trialLine(*x, spec))
+				} else {
+					r.say("  %s", trialLine(*x, spec))
+				}
+			}
 		}
+		i = end - 1
 		var stop bool
 		if trials, stop, runErr = r.sequentialStep(ctx, trials, i); stop {
 			break
@@ -313,7 +347,7 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 			if len(kcs) > 1 {
 				log = fmt.Sprintf("trial-%03d-run-%d.log", t.Seq, k+1)
 			}
-			stop, err := startRun(ctx, v, filepath.Join(r.Store.Dir, log), kc, k+1)
+			_, stop, err := startRun(ctx, v, filepath.Join(r.Store.Dir, log), kc, k+1)
 			if err != nil {
 				return err
 			}
@@ -359,32 +393,60 @@ func (r *Runner) labFor(ctx context.Context, lt *LabTarget, sets []lab.Tuning) (
 		return []*lab.State{st}, true, start, nil
 	}
 	dirs := r.labDirs()
-	sts, err := r.running(dirs)
+	sts, err := r.ensureLabs(ctx, up, dirs)
 	if err != nil {
-		// Not running (the first trial, a resume) or not whole: start them afresh.
-		start := time.Now()
-		if sts, err = r.upReplicas(ctx, up, dirs); err != nil {
-			return nil, false, time.Time{}, err
-		}
-		how := "every variant (they differ in nothing the lab runs)"
-		if !shared {
-			how = "every trial; each restarts only " + strings.Join(varied, ", ")
-		}
-		if len(dirs) == 1 {
-			r.say("  lab up in %.1f s; it serves %s; settling it for %s", time.Since(start).Seconds(), how, sharedSettle)
-		} else {
-			r.say("  %d labs up in %.0f s; they serve %s; settling them for %s", len(dirs), time.Since(start).Seconds(), how, sharedSettle)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, false, time.Time{}, ctx.Err()
-		case <-time.After(sharedSettle):
-		}
+		return nil, false, time.Time{}, err
 	}
 	if shared {
 		return sts, false, time.Now(), nil
 	}
+	perLab := make([][]lab.Tuning, len(dirs))
+	for k := range perLab {
+		perLab[k] = sets
+	}
 	since = time.Now()
+	if sts, err = r.retuneAll(ctx, dirs, perLab, varied); err != nil {
+		return nil, false, time.Time{}, err
+	}
+	return sts, false, since, nil
+}
+
+// ensureLabs returns the running labs in dirs, or, when they are not running (the first trial, a resume)
+// or not whole, starts them afresh (upReplicas) and lets them settle.
+func (r *Runner) ensureLabs(ctx context.Context, up lab.UpOptions, dirs []string) ([]*lab.State, error) {
+	if sts, err := r.running(dirs); err == nil {
+		return sts, nil
+	}
+	start := time.Now()
+	sts, err := r.upReplicas(ctx, up, dirs)
+	if err != nil {
+		return nil, err
+	}
+	spec := r.Store.Spec
+	how := "every variant (they differ in nothing the lab runs)"
+	if !spec.SharedLab() {
+		how = "every trial; each restarts only " + strings.Join(spec.variedComponents(), ", ")
+	}
+	if spec.concurrent() {
+		how = fmt.Sprintf("every round, each of the %d variants on %d of them at once", len(spec.Variants), len(dirs)/len(spec.Variants))
+	}
+	if len(dirs) == 1 {
+		r.say("  lab up in %.1f s; it serves %s; settling it for %s", time.Since(start).Seconds(), how, sharedSettle)
+	} else {
+		r.say("  %d labs up in %.0f s; they serve %s; settling them for %s", len(dirs), time.Since(start).Seconds(), how, sharedSettle)
+	}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(sharedSettle):
+	}
+	return sts, nil
+}
+
+// retuneAll restarts the varied components of every lab in dirs at once, lab k with sets[k], and returns
+// the labs' states once each runs whole again.
+func (r *Runner) retuneAll(ctx context.Context, dirs []string, sets [][]lab.Tuning, varied []string) ([]*lab.State, error) {
+	since := time.Now()
 	reps := make([]*lab.RetuneReport, len(dirs))
 	errs := make([]error, len(dirs))
 	var wg sync.WaitGroup
@@ -392,24 +454,25 @@ func (r *Runner) labFor(ctx context.Context, lt *LabTarget, sets []lab.Tuning) (
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if reps[k], errs[k] = lab.Retune(ctx, dir, sets, varied); errs[k] != nil && len(dirs) > 1 {
+			if reps[k], errs[k] = lab.Retune(ctx, dir, sets[k], varied); errs[k] != nil && len(dirs) > 1 {
 				errs[k] = fmt.Errorf("lab %s: %w", dir, errs[k])
 			}
 		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, false, time.Time{}, fmt.Errorf("%w: %w", ErrStart, err)
+		return nil, fmt.Errorf("%w: %w", ErrStart, err)
 	}
 	on := ""
 	if len(dirs) > 1 {
 		on = fmt.Sprintf(" on %d labs", len(dirs))
 	}
 	r.say("  %s restarted%s in %.1f s", strings.Join(reps[0].Restarted, " and "), on, time.Since(since).Seconds())
-	if sts, err = r.running(dirs); err != nil {
-		return nil, false, time.Time{}, fmt.Errorf("%w: %w", ErrStart, err)
+	sts, err := r.running(dirs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStart, err)
 	}
-	return sts, false, since, nil
+	return sts, nil
 }
 
 // running loads the state of every lab in dirs, and fails unless each one runs whole.
@@ -434,10 +497,17 @@ func (r *Runner) upReplicas(ctx context.Context, up lab.UpOptions, dirs []string
 	for _, dir := range dirs {
 		_, _ = lab.Down(context.WithoutCancel(ctx), dir, true)
 	}
+	// A concurrent experiment's shares are measured at the same moment, so a burst in step across its
+	// labs hits every share alike and cancels in their difference (12 labs probed here: the difference
+	// of 20 s windows as steady in step as spread): its labs start back to back.
+	stagger := replicaStagger
+	if r.Store.Spec.concurrent() {
+		stagger = 0
+	}
 	begin := time.Now()
 	var sts []*lab.State
 	for k, dir := range dirs {
-		at := begin.Add(time.Duration(k) * replicaStagger / time.Duration(len(dirs)))
+		at := begin.Add(time.Duration(k) * stagger / time.Duration(len(dirs)))
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -460,11 +530,27 @@ func (r *Runner) upReplicas(ctx context.Context, up lab.UpOptions, dirs []string
 // window measures the node for the spec's window, recording it, and reads the API server's request rate
 // over the same span. The trial keeps the window's warnings, which are also printed as they arise.
 func (r *Runner) window(ctx context.Context, t *Trial, _ kubernetes.Interface, cls []*kube.Cluster) error {
+	res, rates, err := r.record(ctx, t, cls, r.Store.Spec.variant(t.Variant).Pause)
+	if err != nil {
+		return err
+	}
+	all := make([]int, len(cls))
+	for k := range all {
+		all[k] = k
+	}
+	sum := summary.Build(res.Meta, res.Samples, summary.Options{})
+	t.Metrics = compare.Measure(sum, rates.perMinute(all), r.Store.Spec.Metrics)
+	return nil
+}
+
+// record measures the node for the spec's window into t's recording (pausing the lab for it when asked)
+// and reads every cluster's API request totals before and after. t keeps the window's warnings.
+func (r *Runner) record(ctx context.Context, t *Trial, cls []*kube.Cluster, pause bool) (session.Result, requestRates, error) {
 	spec := r.Store.Spec
 	before, berr := scrapeAll(ctx, cls)
-	if spec.variant(t.Variant).Pause {
+	if pause {
 		if _, err := lab.Pause(ctx, r.LabDir(), lab.PauseOptions{}); err != nil {
-			return err
+			return session.Result{}, requestRates{}, err
 		}
 		r.say("  lab paused for the window")
 	}
@@ -479,36 +565,47 @@ func (r *Runner) window(ctx context.Context, t *Trial, _ kubernetes.Interface, c
 		OnWarning: func(w session.Warning) { r.say("  warning: %s", w) },
 	}, session.Recorder(t.Recording), session.Progress(r.Live, fmt.Sprintf("trial %d %s: window", t.Seq, t.Variant)))
 	t.Warnings = res.Warnings
-	if spec.variant(t.Variant).Pause {
+	if pause {
 		// Thawed before anything asks the API again: the request rate and the guard's clean-up need it.
 		if _, uerr := lab.Unpause(context.WithoutCancel(ctx), r.LabDir()); uerr != nil && err == nil {
 			err = uerr
 		}
 	}
 	if err != nil {
-		return err
+		return res, requestRates{}, err
 	}
 	after, aerr := scrapeAll(context.WithoutCancel(ctx), cls)
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return res, requestRates{}, ctx.Err()
 	}
 	if res.SinkErr != nil {
-		return fmt.Errorf("recording the window: %w", res.SinkErr)
+		return res, requestRates{}, fmt.Errorf("recording the window: %w", res.SinkErr)
 	}
-	samples := res.Samples
-	if len(samples) < 2 {
-		return fmt.Errorf("the window has %d sample(s)", len(samples))
+	if len(res.Samples) < 2 {
+		return res, requestRates{}, fmt.Errorf("the window has %d sample(s)", len(res.Samples))
 	}
-	sum := summary.Build(res.Meta, samples, summary.Options{})
-	perMin := -1.0
-	if berr == nil && aerr == nil {
-		perMin = 0
-		for k := range cls {
-			perMin += audit.Delta(before[k], after[k], samples[len(samples)-1].Time.Sub(samples[0].Time).Minutes()).PerMinute
-		}
+	rates := requestRates{ok: berr == nil && aerr == nil, before: before, after: after,
+		minutes: res.Samples[len(res.Samples)-1].Time.Sub(res.Samples[0].Time).Minutes()}
+	return res, rates, nil
+}
+
+// requestRates are the clusters' API request totals before and after a window.
+type requestRates struct {
+	ok            bool
+	before, after []audit.RequestTotals
+	minutes       float64
+}
+
+// perMinute is the request rate summed over the clusters at the indexes labs; -1 when a scrape failed.
+func (q requestRates) perMinute(labs []int) float64 {
+	if !q.ok {
+		return -1
 	}
-	t.Metrics = compare.Measure(sum, perMin, spec.Metrics)
-	return nil
+	perMin := 0.0
+	for _, k := range labs {
+		perMin += audit.Delta(q.before[k], q.after[k], q.minutes).PerMinute
+	}
+	return perMin
 }
 
 // scrapeAll reads the API request totals of every cluster, in order.

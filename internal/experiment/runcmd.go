@@ -15,11 +15,11 @@ import (
 // returns what stops it: SIGTERM to the group, SIGKILL 2 s later if anything is left. The shell also dies
 // with tare (Pdeathsig) should tare be killed before it can stop the group. The command has
 // TARE_VARIANT, TARE_REPLICA (which of the labs it runs beside, from 1) and, when kubeconfig is not empty
-// (a lab target), KUBECONFIG in its environment.
-func startRun(ctx context.Context, v Variant, logPath, kubeconfig string, replica int) (stop func(), err error) {
+// (a lab target), KUBECONFIG in its environment. pid is the shell's (its process group's).
+func startRun(ctx context.Context, v Variant, logPath, kubeconfig string, replica int) (pid int, stop func(), err error) {
 	log, err := os.Create(logPath)
 	if err != nil {
-		return nil, fmt.Errorf("variant %s: run: %w", v.Name, err)
+		return 0, nil, fmt.Errorf("variant %s: run: %w", v.Name, err)
 	}
 	cmd := exec.Command("sh", "-c", v.Run)
 	cmd.Env = append(os.Environ(), "TARE_VARIANT="+v.Name, "TARE_REPLICA="+strconv.Itoa(replica))
@@ -30,7 +30,7 @@ func startRun(ctx context.Context, v Variant, logPath, kubeconfig string, replic
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		log.Close()
-		return nil, fmt.Errorf("variant %s: run %q: %w", v.Name, v.Run, err)
+		return 0, nil, fmt.Errorf("variant %s: run %q: %w", v.Name, v.Run, err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -43,11 +43,11 @@ func startRun(ctx context.Context, v Variant, logPath, kubeconfig string, replic
 		if err == nil {
 			err = errors.New("it exited at once")
 		}
-		return nil, fmt.Errorf("variant %s: run %q: %w: %s", v.Name, v.Run, err, tail(string(b)))
+		return 0, nil, fmt.Errorf("variant %s: run %q: %w: %s", v.Name, v.Run, err, tail(string(b)))
 	case <-time.After(200 * time.Millisecond):
 	case <-ctx.Done():
 	}
-	return func() {
+	return cmd.Process.Pid, func() {
 		pg := -cmd.Process.Pid
 		_ = syscall.Kill(pg, syscall.SIGTERM)
 		wait := func() {

@@ -58,6 +58,11 @@ type LabTarget struct {
 	// variant at once, so that a window measures all of them: the labs' own noise is independent and
 	// adds up by its square root while a variant's change adds up whole. 0 or 1: one lab.
 	Replicas int `json:"replicas,omitempty"`
+	// Concurrent runs a round's variants at the same time, each on its share of the replicas (lab k runs
+	// variant (k + round) mod V, so the shares rotate), measured in one window (concurrent.go): the
+	// machine's own drift hits every variant alike and cancels in their difference. Needs replicas, a
+	// multiple of the variants' count and at least two labs a variant, and metrics that split by lab.
+	Concurrent bool `json:"concurrent,omitempty"`
 }
 
 // maxReplicas bounds replicas: each is a control plane of about 500 MB and 25-35m idle.
@@ -280,6 +285,9 @@ func (s *Spec) check() error {
 		if err := s.checkReplicas(); err != nil {
 			return err
 		}
+		if err := s.checkConcurrent(); err != nil {
+			return err
+		}
 	}
 	for _, m := range s.Metrics {
 		if !compare.KnownFamily(m) {
@@ -307,6 +315,35 @@ func (s *Spec) checkReplicas() error {
 		return fmt.Errorf("target.lab.replicas %d: pause freezes one lab (its cgroup is the machine's); drop replicas", lt.Replicas)
 	case !s.SharedLab() && !lab.CanRetune(s.variedComponents()):
 		return fmt.Errorf("target.lab.replicas %d: replicas need variants that share the labs (the same flags and scale) or differ only in flags of components that restart alone (any but kwok)", lt.Replicas)
+	}
+	return nil
+}
+
+// checkConcurrent refuses a concurrent experiment whose variants cannot share the replicas evenly or
+// whose metrics cannot be split by lab.
+func (s *Spec) checkConcurrent() error {
+	lt := s.Target.Lab
+	if !lt.Concurrent {
+		return nil
+	}
+	nv := len(s.Variants)
+	if lt.Replicas < 2*nv || lt.Replicas%nv != 0 {
+		return fmt.Errorf("target.lab.concurrent: %d replicas for %d variants; each variant runs on an equal share of at least 2 labs, so replicas must be a multiple of %d from %d (e.g. %d)",
+			lt.Replicas, nv, nv, 2*nv, max(2*nv, (lt.Replicas+nv-1)/nv*nv))
+	}
+	if s.guardDeployment() {
+		return fmt.Errorf("target.lab.concurrent: the guard Deployment needs a node; set guard.deployment: false")
+	}
+	if len(s.Metrics) == 0 {
+		s.Metrics = slices.Clone(concurrentMetrics)
+	}
+	for _, m := range s.Metrics {
+		if !slices.Contains(concurrentMetrics, m) {
+			return fmt.Errorf("target.lab.concurrent: metric %s is the whole node's, every variant's at once; a concurrent experiment measures %s", m, strings.Join(concurrentMetrics, ", "))
+		}
+	}
+	if s.Primary == "node-busy" {
+		return fmt.Errorf("target.lab.concurrent: primary metric node-busy is the whole node's, every variant's at once; use control-plane-cpu or a component's")
 	}
 	return nil
 }

@@ -38,6 +38,12 @@ func TestParseErrors(t *testing.T) {
 		{"negative replicas", base + "target: {lab: {replicas: -1, control_plane_only: true}}\nvariants: [{name: a}, {name: b}]\n", "want 1 to"},
 		{"too many replicas", base + "target: {lab: {replicas: 41, control_plane_only: true}}\nvariants: [{name: a}, {name: b}]\n", "want 1 to"},
 		{"replicas and pause", base + "target: {lab: {replicas: 2, control_plane_only: true}}\nvariants: [{name: a}, {name: b, pause: true}]\n", "pause freezes one lab"},
+		{"concurrent without replicas", base + "target: {lab: {concurrent: true, control_plane_only: true}}\nvariants: [{name: a}, {name: b}]\n", "multiple of 2 from 4"},
+		{"concurrent uneven", base + "target: {lab: {replicas: 5, concurrent: true, control_plane_only: true}}\nvariants: [{name: a}, {name: b}]\n", "(e.g. 6)"},
+		{"concurrent one lab a variant", base + "target: {lab: {replicas: 3, concurrent: true, control_plane_only: true}}\nvariants: [{name: a}, {name: b}, {name: c}]\n", "from 6"},
+		{"concurrent node busy", base + "target: {lab: {replicas: 4, concurrent: true, control_plane_only: true}}\nvariants: [{name: a}, {name: b}]\nmetrics: [node-busy]\n", "whole node's"},
+		{"concurrent primary node busy", base + "target: {lab: {replicas: 4, concurrent: true, control_plane_only: true}}\nvariants: [{name: a}, {name: b}]\nprimary: node-busy\n", "whole node's"},
+		{"concurrent guard deployment", base + "target: {lab: {replicas: 4, concurrent: true, control_plane_only: true}}\nvariants: [{name: a}, {name: b}]\nguard: {deployment: true}\n", "needs a node"},
 		{"replicas and kwok", base + "target: {lab: {replicas: 2, control_plane_only: true}}\nvariants: [{name: a}, {name: b, set: [kwok.v=2]}]\n", "restart alone"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

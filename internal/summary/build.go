@@ -297,8 +297,11 @@ func mcFromSeries(series []float64, samples []sample.Sample) float64 {
 	return ns / total * 1000
 }
 
-// matches reports whether a process passes the --match filter (every process does without one).
+// matches reports whether a process passes the --match filter and Keep (every process does without them).
 func matches(opts Options, info sample.ProcInfo) bool {
+	if opts.Keep != nil && !opts.Keep(info) {
+		return false
+	}
 	if opts.Match == nil {
 		return true
 	}

@@ -24,7 +24,11 @@ const EffortNote = "idle time is the better effort metric: load average counts r
 // Options shape a summary.
 type Options struct {
 	Match *regexp.Regexp // keep only processes (and their groups) whose command line, comm or group matches
-	Top   int            // processes and children shown in tables (0: 20); JSON keeps all
+	// Keep, when set, keeps only the processes it says yes to (with Match, those both keep): one lab's
+	// processes among several labs' on the node, say. A short-lived process goes with its long-lived
+	// ancestor, as with Match.
+	Keep func(sample.ProcInfo) bool
+	Top  int // processes and children shown in tables (0: 20); JSON keeps all
 	// BlockIO is the window's block I/O from the session's tracer (session.Result.BlockIO); nil for none.
 	BlockIO *blockio.Snapshot
 }

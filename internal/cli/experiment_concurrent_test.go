@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tare-dev/tare/internal/testload"
+)
+
+// TestExperimentConcurrent: a concurrent experiment on four control-plane-only labs, two a variant, whose
+// variants differ in a scheduler flag and in a burner regulated on wall time to burnMC beside each lab
+// of the second variant's share, named kube-scheduler so that it counts in the control plane. Every round
+// measures both variants in one window; each trial counts only its share's labs and run commands, so the
+// difference of a round's trials is the two burners (ground truth: the load's own regulation, not the
+// counter tare reads) while each trial alone is a share's idle control planes. The shares rotate: over
+// the two rounds the burner ran beside each lab once. Afterwards no lab is left.
+func TestExperimentConcurrent(t *testing.T) {
+	requireLab(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := t.TempDir()
+	const burnMC = 150.0
+	spec := writeSpec(t, fmt.Sprintf(`name: concurrent
+target: {lab: {control_plane_only: true, replicas: 4, concurrent: true}}
+trials: 2
+warmup: 1s
+window: 6s
+guard: {api_latency: false}
+variants:
+  - {name: idle}
+  - name: burner
+    set: [kube-scheduler.v=2]
+    run: echo $TARE_REPLICA >> %s/replicas; sleep 600 | %s=burn bash -c 'exec -a kube-scheduler "$0" "$1"' %s %g
+`, notes, testload.EnvMode, self, burnMC))
+	out := filepath.Join(t.TempDir(), "conc")
+	stdout, stderr, err := run(context.Background(), "experiment", spec, "--out", out, "--lab-dir", t.TempDir(), "-o", "json")
+	t.Log(stderr)
+	if err != nil {
+		t.Fatalf("experiment: %v", err)
+	}
+	assertNoLab(t, out)
+	for k := 2; k <= 4; k++ {
+		if _, err := os.Stat(filepath.Join(out, fmt.Sprintf("lab-%d", k))); err == nil {
+			t.Errorf("lab-%d is left in %s", k, out)
+		}
+	}
+	for _, want := range []string{"4 labs up in", "each of the 2 variants on 2 of them at once", "kube-scheduler restarted on 4 labs", "round 2: idle, burner at once on 4 labs"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("the experiment's output lacks %q", want)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(notes, "replicas"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var beside []int
+	for _, f := range strings.Fields(string(b)) {
+		k, _ := strconv.Atoi(f)
+		beside = append(beside, k)
+	}
+	slices.Sort(beside)
+	if !slices.Equal(beside, []int{1, 2, 3, 4}) {
+		t.Errorf("the burner ran beside labs %v over two rounds, want each of 1-4 once (the shares rotate)", beside)
+	}
+	r := decodeResults(t, stdout)
+	byRound := map[int]map[string]float64{}
+	recs := map[int]string{}
+	for _, tr := range r.Trials {
+		if tr.Status != "ok" {
+			t.Fatalf("trial %d (%s): %s %s", tr.Seq, tr.Variant, tr.Status, tr.Error)
+		}
+		if byRound[tr.Round] == nil {
+			byRound[tr.Round] = map[string]float64{}
+			recs[tr.Round] = tr.Recording
+		} else if recs[tr.Round] != tr.Recording {
+			t.Errorf("round %d: its trials have recordings %s and %s, want one window", tr.Round, recs[tr.Round], tr.Recording)
+		}
+		byRound[tr.Round][tr.Variant] = tr.Metrics["control-plane-cpu"]
+		if rate := tr.Metrics["api-requests"]; !(rate > 0) {
+			t.Errorf("trial %d: no API request rate of its share (%v)", tr.Seq, rate)
+		}
+	}
+	if len(byRound) != 2 {
+		t.Fatalf("%d rounds, want 2", len(byRound))
+	}
+	for round, m := range byRound {
+		idle, burner := m["idle"], m["burner"]
+		// Two idle control planes take 40-80m here; one share's must not hold the other's burners.
+		if !(idle > 5 && idle < burnMC) {
+			t.Errorf("round %d: the idle share's control plane %.1fm: not two idle labs (the burners' %gm counted in it, or nothing)", round, idle, 2*burnMC)
+		}
+		if d := burner - idle; math.Abs(d-2*burnMC) > 0.2*2*burnMC {
+			t.Errorf("round %d: burner - idle = %.1fm, want the two burners' %gm ±20%%", round, d, 2*burnMC)
+		}
+	}
+}

@@ -1,0 +1,188 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tare-dev/tare/internal/compare"
+	"github.com/tare-dev/tare/internal/kube"
+	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/sample"
+	"github.com/tare-dev/tare/internal/summary"
+)
+
+// A concurrent experiment (target.lab.concurrent) runs every variant of a round at the same time, each on
+// its share of the replicas, and measures them in one window: what the machine does to every lab at once
+// (its memory speed drifting, a neighbour's build, a burst of interrupts) hits the variants alike and
+// cancels in their difference, which one lab a trial, or replicas switched together, cannot do. Lab k
+// runs variant (k + round) mod V, so the shares rotate: over V rounds every lab runs every variant once,
+// and a lab's own level (its etcd's size, its bursts' phase) cancels too. A trial is then one variant's
+// share in one round's window, its metrics summed over the share's labs from the processes of those labs
+// (their command lines name the lab's directory) and of the run commands started beside them.
+
+// concurrent says whether the spec runs a round's variants at once, each on its share of the replicas.
+func (s *Spec) concurrent() bool { return s.Target.Lab != nil && s.Target.Lab.Concurrent }
+
+// variantOf is the index (in spec.Variants) of the variant lab k runs in round, of v variants.
+func variantOf(k, round, v int) int { return (k + round) % v }
+
+// concurrentMetrics are the metric families a concurrent experiment can split by lab: the processes'
+// and the API servers'. Node busy is the whole machine's, every share's at once.
+var concurrentMetrics = []string{"control-plane-cpu", "component-cpu", "component-memory", "etcd-writes", "api-requests"}
+
+// roundEnd is the index after the last trial of the round trial i belongs to (a round's trials are
+// stored together).
+func roundEnd(trials []Trial, i int) int {
+	j := i
+	for j < len(trials) && trials[j].Round == trials[i].Round {
+		j++
+	}
+	return j
+}
+
+// round runs the trials of one round of a concurrent experiment at once: every lab switched to its
+// variant (the varied components restarted, all labs in parallel), each variant's scale, guard and run
+// commands on its share, one window over the node, and each trial's metrics from its share's processes.
+func (r *Runner) round(ctx context.Context, ts []*Trial) error {
+	spec := r.Store.Spec
+	lt := spec.Target.Lab
+	dirs := r.labDirs()
+	nv := len(spec.Variants)
+	round := ts[0].Round
+	base, err := labSets(lt, Variant{})
+	if err != nil {
+		return err
+	}
+	up := lab.UpOptions{Dir: r.LabDir(), Profile: lt.Profile, Sets: base, ControlPlaneOnly: true, BinDir: lt.BinDir}
+	sts, err := r.ensureLabs(ctx, up, dirs)
+	if err != nil {
+		return err
+	}
+	variantAt := make([]Variant, len(dirs))
+	for k := range dirs {
+		variantAt[k] = spec.Variants[variantOf(k, round, nv)]
+	}
+	since := time.Now()
+	if !spec.SharedLab() {
+		sets := make([][]lab.Tuning, len(dirs))
+		for k, v := range variantAt {
+			if sets[k], err = labSets(lt, v); err != nil {
+				return err
+			}
+		}
+		if sts, err = r.retuneAll(ctx, dirs, sets, spec.variedComponents()); err != nil {
+			return err
+		}
+	}
+	cls := make([]*kube.Cluster, len(sts))
+	for k, st := range sts {
+		if cls[k], err = kube.Connect(st.Kubeconfig); err != nil {
+			return err
+		}
+	}
+	share := map[string][]int{} // variant name: its labs' indexes
+	for k, v := range variantAt {
+		share[v.Name] = append(share[v.Name], k)
+	}
+	first := map[string]*Trial{} // the round's trial of each variant
+	for _, t := range ts {
+		t.Started = since
+		t.Guard = map[string]float64{}
+		first[t.Variant] = t
+	}
+	for k, v := range variantAt {
+		if err := scale(ctx, cls[k].Clientset(), v.Scale); err != nil {
+			return fmt.Errorf("lab %d of %d (%s): %w", k+1, len(cls), v.Name, err)
+		}
+	}
+	if spec.Guard.apiLatency() {
+		for name, labs := range share {
+			ms, err := apiLatency(ctx, cls[labs[0]].Clientset())
+			if err != nil {
+				return fmt.Errorf("variant %s: %w", name, err)
+			}
+			if t := first[name]; t != nil {
+				t.Guard[GuardLatency] = ms
+			}
+		}
+	}
+	runPIDs := map[string][]int{}
+	for k, v := range variantAt {
+		t := first[v.Name]
+		if v.Run == "" || t == nil {
+			continue
+		}
+		log := filepath.Join(r.Store.Dir, fmt.Sprintf("trial-%03d-run-%d.log", t.Seq, k+1))
+		pid, stop, err := startRun(ctx, v, log, sts[k].Kubeconfig, k+1)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		runPIDs[v.Name] = append(runPIDs[v.Name], pid)
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(spec.Warmup.Duration):
+	}
+	lead := ts[0]
+	res, rates, err := r.record(ctx, lead, cls, false)
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		labs := share[t.Variant]
+		var marks []string
+		for _, k := range labs {
+			marks = append(marks, dirs[k]+string(filepath.Separator))
+		}
+		keep := ofLabs(res.Samples, marks, runPIDs[t.Variant])
+		sum := summary.Build(res.Meta, res.Samples, summary.Options{Keep: func(p sample.ProcInfo) bool { return keep[p.ID] }})
+		t.Metrics = compare.Measure(sum, rates.perMinute(labs), spec.Metrics)
+		t.Recording, t.Warnings = lead.Recording, lead.Warnings
+	}
+	return nil
+}
+
+// ofLabs picks the processes of a share of labs from a window's samples: those whose command line names
+// one of the labs' directories (marks, each ending in a separator), those started as one of pids (the run
+// commands beside them), and their descendants.
+func ofLabs(samples []sample.Sample, marks []string, pids []int) map[int64]bool {
+	infos := map[int64]sample.ProcInfo{}
+	for _, smp := range samples {
+		for _, p := range smp.New {
+			infos[p.ID] = p
+		}
+	}
+	own := func(p sample.ProcInfo) bool {
+		for _, pid := range pids {
+			if p.Key.PID == pid {
+				return true
+			}
+		}
+		for _, m := range marks {
+			if strings.Contains(p.Cmdline, m) {
+				return true
+			}
+		}
+		return false
+	}
+	keep := map[int64]bool{}
+	for id, p := range infos {
+		for cur, depth := p, 0; depth < 64; depth++ {
+			if own(cur) {
+				keep[id] = true
+				break
+			}
+			parent, ok := infos[cur.ParentID]
+			if cur.ParentID == 0 || !ok {
+				break
+			}
+			cur = parent
+		}
+	}
+	return keep
+}

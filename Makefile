@@ -18,8 +18,9 @@ apt_install = ./scripts/asroot.sh "make $@ installs $(1) with apt-get" \
 
 # deps installs the peers the tests compare against (pidstat from sysstat), the browser the HTML
 # report is tested in (Debian's chromium, driven headless), promtool (Debian's prometheus) that lints tare
-# agent's /metrics, the exporters bench-agent runs it beside, and gcc, which builds tare profile's test
-# program with a known hot function.
+# agent's /metrics, the exporters bench-agent runs it beside, gcc, which builds tare profile's test
+# program with a known hot function, and the data-path peers (iperf3, sockperf, fio) whose programs and
+# libraries the lab tests read before any lab installs them.
 deps:
 	@command -v pidstat >/dev/null || $(call apt_install,sysstat)
 	@command -v chromium >/dev/null || $(call apt_install,chromium)
@@ -27,6 +28,9 @@ deps:
 	@command -v prometheus-node-exporter >/dev/null || $(call apt_install,prometheus-node-exporter)
 	@command -v prometheus-process-exporter >/dev/null || $(call apt_install,prometheus-process-exporter)
 	@command -v gcc >/dev/null || $(call apt_install,gcc)
+	@command -v iperf3 >/dev/null || $(call apt_install,iperf3)
+	@command -v sockperf >/dev/null || $(call apt_install,sockperf)
+	@command -v fio >/dev/null || $(call apt_install,fio)
 
 # measure is the README's main command: build tare, install the lab's components, start the lab, measure it
 # (DURATION, default 60s) and print the overhead report, then stop the lab. KEEP=1 leaves it running; a lab

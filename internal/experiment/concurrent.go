@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,7 +53,9 @@ func (r *Runner) round(ctx context.Context, ts []*Trial) error {
 	dirs := r.labDirs()
 	nv := len(spec.Variants)
 	round := ts[0].Round
-	base, err := labSets(lt, Variant{})
+	// Started with the first variant's flags: variants that share the labs then all run them (no retune
+	// follows), and a retune only changes what differs.
+	base, err := labSets(lt, spec.Variants[0])
 	if err != nil {
 		return err
 	}
@@ -139,7 +142,14 @@ func (r *Runner) round(ctx context.Context, ts []*Trial) error {
 		for _, k := range labs {
 			marks = append(marks, dirs[k]+string(filepath.Separator))
 		}
-		keep := ofLabs(res.Samples, marks, runPIDs[t.Variant])
+		var procs []lab.Process
+		for _, k := range labs {
+			procs = append(procs, sts[k].Processes...)
+		}
+		keep, err := ofLabs(res.Samples, procs, marks, runPIDs[t.Variant])
+		if err != nil {
+			return fmt.Errorf("variant %s: %w", t.Variant, err)
+		}
 		sum := summary.Build(res.Meta, res.Samples, summary.Options{Keep: func(p sample.ProcInfo) bool { return keep[p.ID] }})
 		t.Metrics = compare.Measure(sum, rates.perMinute(labs), spec.Metrics)
 		t.Recording, t.Warnings = lead.Recording, lead.Warnings
@@ -147,21 +157,38 @@ func (r *Runner) round(ctx context.Context, ts []*Trial) error {
 	return nil
 }
 
-// ofLabs picks the processes of a share of labs from a window's samples: those whose command line names
-// one of the labs' directories (marks, each ending in a separator), those started as one of pids (the run
-// commands beside them), and their descendants.
-func ofLabs(samples []sample.Sample, marks []string, pids []int) map[int64]bool {
+// ofLabs picks the processes of a share of labs from a window's samples: the labs' own (procs, by PID
+// and start time as their states record them, exact even where a command line could not be read; or a
+// command line naming one of the labs' directories, marks, each ending in a separator), those started as
+// one of pids (the run commands beside them), and their descendants. A lab process the window never saw
+// is an error: the share would be measured short.
+func ofLabs(samples []sample.Sample, procs []lab.Process, marks []string, pids []int) (map[int64]bool, error) {
 	infos := map[int64]sample.ProcInfo{}
+	seen := map[int][]uint64{} // PID: the start times the window saw
 	for _, smp := range samples {
 		for _, p := range smp.New {
 			infos[p.ID] = p
+			seen[p.Key.PID] = append(seen[p.Key.PID], p.Key.Start)
 		}
 	}
+	// is says whether a process (PID, start) is the lab's p; a state without the start time goes by PID.
+	is := func(p lab.Process, pid int, start uint64) bool {
+		return p.PID == pid && (p.StartTicks == 0 || p.StartTicks == start)
+	}
+	labProc := map[int]lab.Process{}
+	var missing []string
+	for _, p := range procs {
+		labProc[p.PID] = p
+		if !slices.ContainsFunc(seen[p.PID], func(start uint64) bool { return is(p, p.PID, start) }) {
+			missing = append(missing, fmt.Sprintf("%s (PID %d)", p.Name, p.PID))
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("the window's recording lacks %s of the share's labs: the share is not measured whole", strings.Join(missing, ", "))
+	}
 	own := func(p sample.ProcInfo) bool {
-		for _, pid := range pids {
-			if p.Key.PID == pid {
-				return true
-			}
+		if lp, ok := labProc[p.Key.PID]; (ok && is(lp, p.Key.PID, p.Key.Start)) || slices.Contains(pids, p.Key.PID) {
+			return true
 		}
 		for _, m := range marks {
 			if strings.Contains(p.Cmdline, m) {
@@ -184,5 +211,5 @@ func ofLabs(samples []sample.Sample, marks []string, pids []int) map[int64]bool 
 			cur = parent
 		}
 	}
-	return keep
+	return keep, nil
 }

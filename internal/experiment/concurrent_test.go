@@ -2,8 +2,10 @@ package experiment
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/sample"
 )
 
@@ -37,7 +39,7 @@ func TestVariantOfRotates(t *testing.T) {
 
 func TestOfLabs(t *testing.T) {
 	proc := func(id int64, pid int, parent int64, cmd string) sample.ProcInfo {
-		return sample.ProcInfo{ID: id, Key: sample.ProcKey{PID: pid}, ParentID: parent, Cmdline: cmd}
+		return sample.ProcInfo{ID: id, Key: sample.ProcKey{PID: pid, Start: uint64(pid) * 10}, ParentID: parent, Cmdline: cmd}
 	}
 	samples := []sample.Sample{{New: []sample.ProcInfo{
 		proc(1, 100, 0, "/usr/bin/etcd --data-dir /x/lab/etcd"),
@@ -46,12 +48,17 @@ func TestOfLabs(t *testing.T) {
 		proc(4, 103, 0, "sh -c burner"), // a run command beside lab-2
 		proc(5, 104, 4, "kube-scheduler 0.7"),
 		proc(6, 105, 0, "containerd"),
-		proc(7, 106, 0, "sh -c other"), // a run command beside lab-12
+		proc(7, 106, 0, "sh -c other"),       // a run command beside lab-12
+		proc(10, 109, 0, "[kube-apiserver]"), // lab's, its command line unread
 	}}, {New: []sample.ProcInfo{
 		proc(8, 107, 5, "sleep 1"), // a grandchild born later
 		proc(9, 108, 2, "kube-apiserver child"),
 	}}}
-	got := ofLabs(samples, []string{"/x/lab/", "/x/lab-2/"}, []int{103})
+	labs := []lab.Process{{Name: "etcd", PID: 100, StartTicks: 1000}, {Name: "kube-apiserver", PID: 109, StartTicks: 1090}}
+	got, err := ofLabs(samples, labs, []string{"/x/lab/", "/x/lab-2/"}, []int{103})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var ids []int64
 	for id, ok := range got {
 		if ok {
@@ -59,8 +66,13 @@ func TestOfLabs(t *testing.T) {
 		}
 	}
 	slices.Sort(ids)
-	if want := []int64{1, 2, 4, 5, 8, 9}; !slices.Equal(ids, want) {
-		t.Errorf("kept %v, want %v (lab-12 is not lab-1's or lab-2's; the run command's tree is)", ids, want)
+	if want := []int64{1, 2, 4, 5, 8, 9, 10}; !slices.Equal(ids, want) {
+		t.Errorf("kept %v, want %v (lab-12 is not lab-1's or lab-2's; the run command's tree is; a lab process by PID and start)", ids, want)
+	}
+	// A lab process the window never saw (another start time: a restart the state does not know).
+	_, err = ofLabs(samples, append(labs, lab.Process{Name: "kube-scheduler", PID: 102, StartTicks: 7}), nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "kube-scheduler (PID 102)") {
+		t.Errorf("err = %v, want the missing kube-scheduler named", err)
 	}
 }
 

@@ -121,6 +121,11 @@ func (r *Runner) Run(ctx context.Context, trials []Trial) ([]Trial, error) {
 		// One trial, or (concurrent) every trial of its round at once.
 		end := i + 1
 		if spec.concurrent() {
+			// A round partly saved (a failed save) is measured again whole: its trials pair in one window.
+			for i > 0 && trials[i-1].Round == t.Round {
+				i--
+			}
+			t = &trials[i]
 			end = roundEnd(trials, i)
 		}
 		var ts []*Trial

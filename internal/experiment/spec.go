@@ -342,8 +342,11 @@ func (s *Spec) checkConcurrent() error {
 			return fmt.Errorf("target.lab.concurrent: metric %s is the whole node's, every variant's at once; a concurrent experiment measures %s", m, strings.Join(concurrentMetrics, ", "))
 		}
 	}
-	if s.Primary == "node-busy" {
+	switch s.Primary {
+	case "node-busy":
 		return fmt.Errorf("target.lab.concurrent: primary metric node-busy is the whole node's, every variant's at once; use control-plane-cpu or a component's")
+	case GuardReady:
+		return fmt.Errorf("target.lab.concurrent: primary metric %s is the guard Deployment's, which needs a node; use control-plane-cpu or a component's", GuardReady)
 	}
 	return nil
 }

@@ -43,6 +43,7 @@ func TestParseErrors(t *testing.T) {
 		{"concurrent one lab a variant", base + "target: {lab: {replicas: 3, concurrent: true, control_plane_only: true}}\nvariants: [{name: a}, {name: b}, {name: c}]\n", "from 6"},
 		{"concurrent node busy", base + "target: {lab: {replicas: 4, concurrent: true, control_plane_only: true}}\nvariants: [{name: a}, {name: b}]\nmetrics: [node-busy]\n", "whole node's"},
 		{"concurrent primary node busy", base + "target: {lab: {replicas: 4, concurrent: true, control_plane_only: true}}\nvariants: [{name: a}, {name: b}]\nprimary: node-busy\n", "whole node's"},
+		{"concurrent primary ready", base + "target: {lab: {replicas: 4, concurrent: true, control_plane_only: true}}\nvariants: [{name: a}, {name: b}]\nprimary: ready-seconds\n", "needs a node"},
 		{"concurrent guard deployment", base + "target: {lab: {replicas: 4, concurrent: true, control_plane_only: true}}\nvariants: [{name: a}, {name: b}]\nguard: {deployment: true}\n", "needs a node"},
 		{"replicas and kwok", base + "target: {lab: {replicas: 2, control_plane_only: true}}\nvariants: [{name: a}, {name: b, set: [kwok.v=2]}]\n", "restart alone"},
 	} {

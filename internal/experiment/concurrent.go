@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare/internal/compare"
-	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/summary"
@@ -22,7 +21,8 @@ import (
 // runs variant (k + round) mod V, so the shares rotate: over V rounds every lab runs every variant once,
 // and a lab's own level (its etcd's size, its bursts' phase) cancels too. A trial is then one variant's
 // share in one round's window, its metrics summed over the share's labs from the processes of those labs
-// (their command lines name the lab's directory) and of the run commands started beside them.
+// (ofLabs: as the labs' states record them, or whose command line names a lab's directory) and of the run
+// commands started beside them.
 
 // concurrent says whether the spec runs a round's variants at once, each on its share of the replicas.
 func (s *Spec) concurrent() bool { return s.Target.Lab != nil && s.Target.Lab.Concurrent }
@@ -80,11 +80,13 @@ func (r *Runner) round(ctx context.Context, ts []*Trial) error {
 			return err
 		}
 	}
-	cls := make([]*kube.Cluster, len(sts))
-	for k, st := range sts {
-		if cls[k], err = kube.Connect(st.Kubeconfig); err != nil {
-			return err
-		}
+	var kcs []string
+	for _, st := range sts {
+		kcs = append(kcs, st.Kubeconfig)
+	}
+	cls, err := connectAll(kcs)
+	if err != nil {
+		return err
 	}
 	share := map[string][]int{} // variant name: its labs' indexes
 	for k, v := range variantAt {
@@ -139,11 +141,9 @@ func (r *Runner) round(ctx context.Context, ts []*Trial) error {
 	for _, t := range ts {
 		labs := share[t.Variant]
 		var marks []string
-		for _, k := range labs {
-			marks = append(marks, dirs[k]+string(filepath.Separator))
-		}
 		var procs []lab.Process
 		for _, k := range labs {
+			marks = append(marks, dirs[k]+string(filepath.Separator))
 			procs = append(procs, sts[k].Processes...)
 		}
 		keep, err := ofLabs(res.Samples, procs, marks, runPIDs[t.Variant])
@@ -171,15 +171,14 @@ func ofLabs(samples []sample.Sample, procs []lab.Process, marks []string, pids [
 			seen[p.Key.PID] = append(seen[p.Key.PID], p.Key.Start)
 		}
 	}
-	// is says whether a process (PID, start) is the lab's p; a state without the start time goes by PID.
-	is := func(p lab.Process, pid int, start uint64) bool {
-		return p.PID == pid && (p.StartTicks == 0 || p.StartTicks == start)
-	}
+	// started says whether the lab's p (its PID matched) started at start; a state without the start
+	// time goes by PID.
+	started := func(p lab.Process, start uint64) bool { return p.StartTicks == 0 || p.StartTicks == start }
 	labProc := map[int]lab.Process{}
 	var missing []string
 	for _, p := range procs {
 		labProc[p.PID] = p
-		if !slices.ContainsFunc(seen[p.PID], func(start uint64) bool { return is(p, p.PID, start) }) {
+		if !slices.ContainsFunc(seen[p.PID], func(start uint64) bool { return started(p, start) }) {
 			missing = append(missing, fmt.Sprintf("%s (PID %d)", p.Name, p.PID))
 		}
 	}
@@ -187,7 +186,7 @@ func ofLabs(samples []sample.Sample, procs []lab.Process, marks []string, pids [
 		return nil, fmt.Errorf("the window's recording lacks %s of the share's labs: the share is not measured whole", strings.Join(missing, ", "))
 	}
 	own := func(p sample.ProcInfo) bool {
-		if lp, ok := labProc[p.Key.PID]; (ok && is(lp, p.Key.PID, p.Key.Start)) || slices.Contains(pids, p.Key.PID) {
+		if lp, ok := labProc[p.Key.PID]; (ok && started(lp, p.Key.Start)) || slices.Contains(pids, p.Key.PID) {
 			return true
 		}
 		for _, m := range marks {

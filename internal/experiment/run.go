@@ -310,13 +310,9 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 	if len(kcs) == 0 {
 		kcs = []string{kubeconfig}
 	}
-	var cls []*kube.Cluster
-	for _, kc := range kcs {
-		cl, err := kube.Connect(kc)
-		if err != nil {
-			return err
-		}
-		cls = append(cls, cl)
+	cls, err := connectAll(kcs)
+	if err != nil {
+		return err
 	}
 	if err := scale(ctx, cs, v.Scale); err != nil {
 		return err
@@ -611,6 +607,19 @@ func (q requestRates) perMinute(labs []int) float64 {
 		perMin += audit.Delta(q.before[k], q.after[k], q.minutes).PerMinute
 	}
 	return perMin
+}
+
+// connectAll connects to every cluster in kubeconfigs, in order.
+func connectAll(kubeconfigs []string) ([]*kube.Cluster, error) {
+	cls := make([]*kube.Cluster, len(kubeconfigs))
+	for k, kc := range kubeconfigs {
+		cl, err := kube.Connect(kc)
+		if err != nil {
+			return nil, err
+		}
+		cls[k] = cl
+	}
+	return cls, nil
 }
 
 // scrapeAll reads the API request totals of every cluster, in order.

@@ -30,6 +30,11 @@ type Plan struct {
 	// more when it does not.
 	ReachablePct float64 `json:"reachable_percent"`
 	Pilot        string  `json:"pilot"` // where Sigma came from: "the first N rounds" or an earlier experiment
+	// Phases, in a concurrent experiment (variants side by side on shares of the labs that rotate every
+	// round), is the number of variants: a round's difference carries its shares' own offsets, fixed by
+	// the round's phase (round mod Phases), and the estimate is the mean of the phases' means with the
+	// noise taken within phases (stats.PhaseMean). 0 or 1: one phase, the plain paired mean.
+	Phases int `json:"phases,omitempty"`
 }
 
 // Power is the power plans are made for.
@@ -84,6 +89,26 @@ const (
 // SequentialMethod names the method in the output.
 const SequentialMethod = stats.SpendingName + "; paired by round, the t of the mean difference at each look as z"
 
+// PhaseMethod is added to SequentialMethod in a concurrent experiment.
+const PhaseMethod = "; the rotation's phases' offsets removed (mean of the phases' means, noise within phases)"
+
+// phasesOf are the rounds' phases under p (nil with one phase).
+func (p Plan) phasesOf(rounds []int) []int {
+	if p.Phases <= 1 {
+		return nil
+	}
+	ph := make([]int, len(rounds))
+	for i, r := range rounds {
+		ph[i] = r % p.Phases
+	}
+	return ph
+}
+
+// Estimate is the plan's estimate of the mean difference from diffs of rounds.
+func (p Plan) Estimate(rounds []int, diffs []float64) stats.Estimate {
+	return stats.PhaseMean(diffs, p.phasesOf(rounds), p.Phases)
+}
+
 // Pairs are the differences variant - baseline of metric in the rounds where both finished, by round.
 func Pairs(trials []Trial, baseline, variant, metric string) (rounds []int, diffs []float64) {
 	type pair struct {
@@ -131,15 +156,17 @@ func Pairs(trials []Trial, baseline, variant, metric string) (rounds []int, diff
 func SequentialFor(p Plan, trials []Trial, baseline, variant, metric string, alpha float64) Sequential {
 	s := Sequential{Variant: variant, Method: SequentialMethod, Decision: Undecided,
 		Mean: Num(math.NaN()), Lo: Num(math.NaN()), Hi: Num(math.NaN()), MeanPct: Num(math.NaN()), LoPct: Num(math.NaN()), HiPct: Num(math.NaN()), ReachedPct: Num(math.NaN())}
+	if p.Phases > 1 {
+		s.Method += PhaseMethod
+	}
 	rounds, diffs := Pairs(trials, baseline, variant, metric)
 	s.Pairs = len(diffs)
 	if len(diffs) > 0 {
 		sr := stats.SignedRank(diffs, alpha)
 		s.SignedRank = &sr
 	}
-	if len(diffs) >= 2 {
-		sd := stdDev(diffs)
-		s.ReachedPct = Num(pctOf(stats.PairedMDE(len(diffs), sd, alpha, Power, p.Inflation), p.Base))
+	if e := p.Estimate(rounds, diffs); e.DF >= 1 {
+		s.ReachedPct = Num(pctOf(stats.PairedMDE(len(diffs), e.SD, alpha, Power, p.Inflation), p.Base))
 		s.Reached = float64(s.ReachedPct) <= p.MDEPct
 	}
 	// The looks: the rounds of the schedule that completed a pair, in round order.
@@ -163,7 +190,7 @@ func SequentialFor(p Plan, trials []Trial, baseline, variant, metric string, alp
 	}
 	effect := p.MDEPct / 100 * p.Base
 	for k, i := range at[:len(fr)] {
-		l := stats.LookAt(diffs[:i+1], fr[k], g.Bounds[k])
+		l := stats.LookAtEstimate(p.Estimate(rounds[:i+1], diffs[:i+1]), fr[k], g.Bounds[k])
 		s.Looks = append(s.Looks, Look{Round: rounds[i], Pairs: i + 1, Fraction: Num(fr[k]), Mean: Num(l.Mean), Z: Num(l.Z), Bound: Num(l.Bound), Lo: Num(l.Lo), Hi: Num(l.Hi)})
 		s.Mean, s.Lo, s.Hi = Num(l.Mean), Num(l.Lo), Num(l.Hi)
 		switch {
@@ -208,19 +235,6 @@ func increasing(fr []float64) []float64 {
 		}
 	}
 	return fr
-}
-
-func stdDev(xs []float64) float64 {
-	var m float64
-	for _, x := range xs {
-		m += x
-	}
-	m /= float64(len(xs))
-	var ss float64
-	for _, x := range xs {
-		ss += (x - m) * (x - m)
-	}
-	return math.Sqrt(ss / float64(len(xs)-1))
 }
 
 // Decided says whether every variant's sequential test has an answer: the experiment may stop.

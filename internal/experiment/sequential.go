@@ -8,8 +8,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"gonum.org/v1/gonum/stat"
-
 	"github.com/tare-dev/tare/internal/compare"
 	"github.com/tare-dev/tare/internal/stats"
 )
@@ -49,16 +47,24 @@ func MakePlan(spec *Spec, trials []Trial, elapsed time.Duration, source string, 
 	if !(p.Base > 0) {
 		return p, fmt.Errorf("the pilot (%s) has no positive baseline median of %s to take %.1f%% of", source, primary, p.MDEPct)
 	}
+	if spec.concurrent() {
+		p.Phases = len(d.Variants)
+	}
 	p.Sigma = math.NaN()
 	rounds := 0
 	for _, v := range d.Variants[1:] {
-		_, diffs := compare.Pairs(trials, d.Variants[0], v, primary)
-		if len(diffs) < 2 {
-			return p, fmt.Errorf("the pilot (%s) has %d complete round(s) of %s against %s: at least 2 are needed to see the noise", source, len(diffs), v, d.Variants[0])
+		rs, diffs := compare.Pairs(trials, d.Variants[0], v, primary)
+		e := p.Estimate(rs, diffs)
+		if e.DF < 1 {
+			need := "at least 2 are needed to see the noise"
+			if p.Phases > 1 {
+				need = fmt.Sprintf("a concurrent experiment needs at least %d, one more than its %d variants, with every phase of the rotation in them, to see the noise", p.Phases+1, p.Phases)
+			}
+			return p, fmt.Errorf("the pilot (%s) has %d complete round(s) of %s against %s: %s", source, len(diffs), v, d.Variants[0], need)
 		}
 		rounds = max(rounds, len(diffs))
-		if sd := stat.StdDev(diffs, nil); math.IsNaN(p.Sigma) || sd > p.Sigma {
-			p.Sigma = sd
+		if math.IsNaN(p.Sigma) || e.SD > p.Sigma {
+			p.Sigma = e.SD
 		}
 	}
 	p.RoundSeconds = elapsed.Seconds() / float64(max(rounds, 1))
@@ -135,6 +141,9 @@ func inflation(p compare.Plan, alpha float64) float64 {
 func PlanText(p compare.Plan) string {
 	s := fmt.Sprintf("plan: ±%.1f%% of %.4g with 80%% power takes up to %d rounds, about %s at %s a round (looks from round %d; noise of one pair %.3g, from %s)",
 		p.MDEPct, p.Base, p.MaxRounds, seconds(float64(p.MaxRounds)*p.RoundSeconds), seconds(p.RoundSeconds), p.FirstLook, p.Sigma, p.Pilot)
+	if p.Phases > 1 {
+		s += fmt.Sprintf("\nthe shares rotate over the labs every round: each of the %d phases' offsets is removed, and the noise taken within phases", p.Phases)
+	}
 	if p.ReachablePct > p.MDEPct {
 		s += fmt.Sprintf("\nthe budget (%s) cannot reach ±%.1f%%: its %d rounds detect ±%.1f%%", seconds(p.BudgetSeconds), p.MDEPct, p.MaxRounds, p.ReachablePct)
 	}

@@ -164,3 +164,57 @@ func TestPlanFromPilot(t *testing.T) {
 		t.Error("a pilot directory without an experiment: no error")
 	}
 }
+
+// A concurrent experiment's plan takes the noise within the rotation's phases: an offset between the
+// shares of labs (added to b in even rounds, to a in odd ones) does not count as noise.
+func TestMakePlanConcurrent(t *testing.T) {
+	const lab = "target: {lab: {replicas: 4, concurrent: true, control_plane_only: true}}\n"
+	spec, err := Parse([]byte("name: c\nwindow: 10s\nmde: 2%\n" + lab + "variants: [{name: a}, {name: b}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.PilotRounds != 5 {
+		t.Errorf("default pilot %d rounds, want 5 (two of each phase, and one)", spec.PilotRounds)
+	}
+	if _, err := Parse([]byte("name: c\nwindow: 10s\nmde: 2%\npilot_rounds: 2\n" + lab + "variants: [{name: a}, {name: b}]\n")); err == nil || !strings.Contains(err.Error(), "at least 3") {
+		t.Errorf("a 2-round pilot: %v", err)
+	}
+	trials := pilot(7, 1, 0)
+	for i := range trials {
+		if (trials[i].Round%2 == 0) == (trials[i].Variant == "b") {
+			trials[i].Metrics["control-plane-cpu"] += 10
+		}
+	}
+	p, err := MakePlan(spec, trials, 7*time.Minute, "the first 7 rounds", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// By hand: each phase's differences about their own mean, pooled over n - 2 degrees of freedom.
+	rounds, diffs := compare.Pairs(trials, "a", "b", "control-plane-cpu")
+	var ss float64
+	for ph := range 2 {
+		var xs []float64
+		for i, r := range rounds {
+			if r%2 == ph {
+				xs = append(xs, diffs[i])
+			}
+		}
+		m := 0.0
+		for _, x := range xs {
+			m += x / float64(len(xs))
+		}
+		for _, x := range xs {
+			ss += (x - m) * (x - m)
+		}
+	}
+	want := math.Sqrt(ss / 5)
+	if p.Phases != 2 || math.Abs(p.Sigma-want) > 1e-9 || p.Sigma > 3 {
+		t.Errorf("plan %+v: want 2 phases and sigma %v (the offset of 10 left out)", p, want)
+	}
+	if !strings.Contains(PlanText(p), "phases") {
+		t.Errorf("plan text %q does not name the phases", PlanText(p))
+	}
+	if _, err := MakePlan(spec, trials[:4], time.Minute, "x", true); err == nil || !strings.Contains(err.Error(), "at least 3") {
+		t.Errorf("a 2-round pilot: %v", err)
+	}
+}

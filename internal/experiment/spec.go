@@ -33,9 +33,9 @@ type Spec struct {
 	Variants    []Variant `json:"variants,omitempty"`
 	Sweep       *Sweep    `json:"sweep,omitempty"`
 	// MDE makes the experiment sequential (sequential.go): the change of the primary metric to detect
-	// with 80% power. A pilot of PilotRounds rounds (default 3; trials is then not used) measures the noise,
-	// tare plans the rounds that detect MDE (within Budget, when given), and it stops as soon as the answer
-	// is clear.
+	// with 80% power. A pilot of PilotRounds rounds (default 3, in a concurrent experiment 2×variants+1;
+	// trials is then not used) measures the noise, tare plans the rounds that detect MDE (within Budget,
+	// when given), and it stops as soon as the answer is clear.
 	MDE         Percent  `json:"mde,omitempty"`
 	Budget      Duration `json:"budget,omitempty"`
 	PilotRounds int      `json:"pilot_rounds,omitempty"`
@@ -185,6 +185,10 @@ func (s *Spec) check() error {
 	if s.MDE > 0 {
 		if s.PilotRounds == 0 {
 			s.PilotRounds = defaultPilotRounds
+			if s.concurrent() {
+				// The noise is seen within the rotation's phases (one a variant): two rounds of each, and one more.
+				s.PilotRounds = 2*len(s.Variants) + 1
+			}
 		}
 		if s.PilotRounds < 2 {
 			return fmt.Errorf("pilot_rounds %d: at least 2 rounds (pairs) are needed to see the noise", s.PilotRounds)
@@ -330,6 +334,9 @@ func (s *Spec) checkConcurrent() error {
 	if lt.Replicas < 2*nv || lt.Replicas%nv != 0 {
 		return fmt.Errorf("target.lab.concurrent: %d replicas for %d variants; each variant runs on an equal share of at least 2 labs, so replicas must be a multiple of %d from %d (e.g. %d)",
 			lt.Replicas, nv, nv, 2*nv, max(2*nv, (lt.Replicas+nv-1)/nv*nv))
+	}
+	if s.MDE > 0 && s.PilotRounds < nv+1 {
+		return fmt.Errorf("target.lab.concurrent: pilot_rounds %d: the noise is seen within the rotation's %d phases (one a variant), which needs at least %d rounds (default %d)", s.PilotRounds, nv, nv+1, 2*nv+1)
 	}
 	if s.guardDeployment() {
 		return fmt.Errorf("target.lab.concurrent: the guard Deployment needs a node; set guard.deployment: false")

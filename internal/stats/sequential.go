@@ -5,7 +5,6 @@ import (
 	"math"
 	"sync"
 
-	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
@@ -192,17 +191,18 @@ type Look struct {
 
 // LookAt evaluates the look at bound c on the differences d (at least 2).
 func LookAt(d []float64, fraction, c float64) Look {
-	l := Look{N: len(d), Fraction: fraction, Bound: c, Mean: math.NaN(), SE: math.NaN(), Z: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
-	if len(d) < 2 {
+	return LookAtEstimate(PhaseMean(d, nil, 1), fraction, c)
+}
+
+// LookAtEstimate evaluates the look at bound c on an estimate of the mean difference (PhaseMean): its t
+// on e.DF degrees of freedom turned into z, and its repeated interval.
+func LookAtEstimate(e Estimate, fraction, c float64) Look {
+	l := Look{N: e.N, Fraction: fraction, Bound: c, Mean: math.NaN(), SE: math.NaN(), Z: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
+	if e.DF < 1 || math.IsNaN(e.Mean) {
 		return l
 	}
-	l.Mean = stat.Mean(d, nil)
-	var ss float64
-	for _, x := range d {
-		ss += (x - l.Mean) * (x - l.Mean)
-	}
-	l.SE = math.Sqrt(ss / float64(len(d)-1) / float64(len(d)))
-	st := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(len(d) - 1)}
+	l.Mean, l.SE = e.Mean, e.SE
+	st := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(e.DF)}
 	tc := st.Quantile(distuv.UnitNormal.CDF(c)) // the t bound with the z bound's tail
 	l.Lo, l.Hi = l.Mean-tc*l.SE, l.Mean+tc*l.SE
 	switch {

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
-	"time"
 )
 
 // JSON writes the results as indented JSON. A variant without trials has an empty median (n = 0), written
@@ -74,10 +73,9 @@ func (r Results) Table(w io.Writer) error {
 	}
 	if p := r.Plan; p != nil {
 		fmt.Fprintf(&b, "\nsequential (%s):\n  plan: detect ±%.1f%% of %s (%.4g at baseline) with 80%% power: up to %d rounds, looks from round %d; noise of one pair %.3g (%s)\n",
-			SequentialMethod, p.MDEPct, r.Primary, p.Base, p.MaxRounds, p.FirstLook, p.Sigma, p.Pilot)
-		if p.ReachablePct > p.MDEPct {
-			fmt.Fprintf(&b, "  the budget (%s) allows %d rounds, which detect ±%.1f%%, not the ±%.1f%% asked\n",
-				(time.Duration(p.BudgetSeconds) * time.Second).String(), p.MaxRounds, p.ReachablePct, p.MDEPct)
+			p.Method(), p.MDEPct, r.Primary, p.Base, p.MaxRounds, p.FirstLook, p.Sigma, p.Pilot)
+		if t := p.BudgetText(); t != "" {
+			fmt.Fprintf(&b, "  %s\n", t)
 		}
 		for _, s := range r.Sequential {
 			fmt.Fprintf(&b, "  %s: %d pairs, %d looks; sensitivity reached ±%.1f%% (asked ±%.1f%%: %s)", s.Variant, s.Pairs, len(s.Looks),

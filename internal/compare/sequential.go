@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/tare-dev/tare/internal/stats"
 )
@@ -26,9 +27,11 @@ type Plan struct {
 	// in the pilot.
 	BudgetSeconds float64 `json:"budget_seconds,omitempty"`
 	RoundSeconds  float64 `json:"round_seconds"`
-	// ReachablePct is the change MaxRounds detect with 80% power at Sigma: MDEPct when the budget allows it,
-	// more when it does not.
+	// ReachablePct is the change MaxRounds detect with 80% power at Sigma: with a budget, the budget's
+	// rounds' (less than MDEPct when they are more than NeedRounds, more when fewer); without, MDEPct.
 	ReachablePct float64 `json:"reachable_percent"`
+	// NeedRounds are the rounds that detect MDEPct with 80% power at Sigma.
+	NeedRounds int `json:"need_rounds,omitempty"`
 	Pilot        string  `json:"pilot"` // where Sigma came from: "the first N rounds" or an earlier experiment
 	// Phases, in a concurrent experiment (variants side by side on shares of the labs that rotate every
 	// round), is the number of variants: a round's difference carries its shares' own offsets, fixed by
@@ -88,6 +91,31 @@ const (
 
 // SequentialMethod names the method in the output.
 const SequentialMethod = stats.SpendingName + "; paired by round, the t of the mean difference at each look as z"
+
+// Method names the plan's sequential method in the output.
+func (p Plan) Method() string {
+	if p.Phases > 1 {
+		return SequentialMethod + PhaseMethod
+	}
+	return SequentialMethod
+}
+
+// BudgetText says what the budget's rounds detect against what was asked ("" without a budget, or when
+// the budget's rounds are exactly those needed).
+func (p Plan) BudgetText() string {
+	if p.BudgetSeconds <= 0 || p.ReachablePct == p.MDEPct {
+		return ""
+	}
+	budget := (time.Duration(p.BudgetSeconds) * time.Second).String()
+	if p.ReachablePct > p.MDEPct {
+		return fmt.Sprintf("the budget (%s) cannot reach ±%.1f%%: its %d rounds detect ±%.1f%%", budget, p.MDEPct, p.MaxRounds, p.ReachablePct)
+	}
+	need := ""
+	if p.NeedRounds > 0 {
+		need = fmt.Sprintf("; ±%.1f%% needs %d", p.MDEPct, p.NeedRounds)
+	}
+	return fmt.Sprintf("the budget (%s) allows %d rounds, which detect ±%.1f%%%s: an answer as clear as asked stops early", budget, p.MaxRounds, p.ReachablePct, need)
+}
 
 // PhaseMethod is added to SequentialMethod in a concurrent experiment.
 const PhaseMethod = "; the rotation's phases' offsets removed (mean of the phases' means, noise within phases)"
@@ -156,9 +184,7 @@ func Pairs(trials []Trial, baseline, variant, metric string) (rounds []int, diff
 func SequentialFor(p Plan, trials []Trial, baseline, variant, metric string, alpha float64) Sequential {
 	s := Sequential{Variant: variant, Method: SequentialMethod, Decision: Undecided,
 		Mean: Num(math.NaN()), Lo: Num(math.NaN()), Hi: Num(math.NaN()), MeanPct: Num(math.NaN()), LoPct: Num(math.NaN()), HiPct: Num(math.NaN()), ReachedPct: Num(math.NaN())}
-	if p.Phases > 1 {
-		s.Method += PhaseMethod
-	}
+	s.Method = p.Method()
 	rounds, diffs := Pairs(trials, baseline, variant, metric)
 	s.Pairs = len(diffs)
 	if len(diffs) > 0 {

@@ -30,7 +30,8 @@ const StatusStopped = "stopped"
 // MakePlan sizes a sequential experiment from pilot trials that took elapsed (their rounds, wall time):
 // the noise of one pair's difference (the largest over the variants), the rounds that detect spec.MDE of
 // the baseline's median, and, with a budget, the rounds that fit it (the pilot's time counted when the
-// pilot is this experiment's own first rounds, own = true).
+// pilot is this experiment's own first rounds, own = true), which the plan then runs at most: the
+// smallest change the budget can detect.
 func MakePlan(spec *Spec, trials []Trial, elapsed time.Duration, source string, own bool) (compare.Plan, error) {
 	d := spec.design()
 	primary := compare.PrimaryFor(d.Primary, trials)
@@ -89,6 +90,7 @@ func MakePlan(spec *Spec, trials []Trial, elapsed time.Duration, source string, 
 			source, primary, p.Sigma, 100*p.Sigma/p.Base, p.Base, p.MDEPct, roundLimit)
 	}
 	p.MaxRounds = max(n, p.FirstLook)
+	p.NeedRounds = p.MaxRounds
 	p.ReachablePct = p.MDEPct
 	if spec.Budget.Duration > 0 {
 		p.BudgetSeconds = spec.Budget.Seconds()
@@ -105,7 +107,10 @@ func MakePlan(spec *Spec, trials []Trial, elapsed time.Duration, source string, 
 		if fit <= done || fit < 2 {
 			return p, fmt.Errorf("the budget (%s) leaves no round after the pilot: one round of every variant takes %s", spec.Budget.Duration, time.Duration(p.RoundSeconds*float64(time.Second)).Round(time.Second))
 		}
-		if fit < p.MaxRounds {
+		// The budget's every round is the plan's maximum: the smallest change the time can detect (a pilot's
+		// noise from a few rounds is itself noisy, and a plan cut to it would be short when it came out low).
+		// Clear answers still stop early.
+		if fit != p.MaxRounds {
 			p.MaxRounds = fit
 			p.FirstLook = min(p.FirstLook, fit)
 			p.LookEvery = lookEvery(p.FirstLook, p.MaxRounds)
@@ -144,8 +149,8 @@ func PlanText(p compare.Plan) string {
 	if p.Phases > 1 {
 		s += fmt.Sprintf("\nthe shares rotate over the labs every round: each of the %d phases' offsets is removed, and the noise taken within phases", p.Phases)
 	}
-	if p.ReachablePct > p.MDEPct {
-		s += fmt.Sprintf("\nthe budget (%s) cannot reach ±%.1f%%: its %d rounds detect ±%.1f%%", seconds(p.BudgetSeconds), p.MDEPct, p.MaxRounds, p.ReachablePct)
+	if b := p.BudgetText(); b != "" {
+		s += "\n" + b
 	}
 	return s
 }

@@ -82,6 +82,15 @@ func TestMakePlan(t *testing.T) {
 	if p.MaxRounds != 10 || !(p.ReachablePct > 2) || !strings.Contains(PlanText(p), "cannot reach") {
 		t.Errorf("budgeted plan %+v: %s", p, PlanText(p))
 	}
+	// A budget of an hour, a minute a round, at little noise: the plan runs every round the budget allows
+	// (fewer would detect 2%), and says what they detect.
+	p, err = MakePlan(seqSpec(t, "budget: 1h\n"), pilot(3, 1, 0), 3*time.Minute, "the first 3 rounds", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.MaxRounds != 60 || !(p.NeedRounds < 60) || !(p.ReachablePct < 2) || !strings.Contains(PlanText(p), "allows 60 rounds") {
+		t.Errorf("an ample budget: plan %+v: %s", p, PlanText(p))
+	}
 	// A budget the pilot has used up.
 	if _, err := MakePlan(spec, trials, 10*time.Minute, "the first 3 rounds", true); err == nil || !strings.Contains(err.Error(), "budget") {
 		t.Errorf("spent budget: %v", err)

@@ -142,9 +142,9 @@ func sequentialSection(r compare.Results) (Section, bool) {
 	}
 	s := Section{ID: "sequential", Title: "Sequential test",
 		Intro: fmt.Sprintf("%s. Plan: detect ±%.1f%% of %s (%.4g at baseline) with 80%% power in up to %d rounds, looking from round %d; the noise of one pair's difference was %.3g (%s). Each look compares the z of the mean difference with its bound and gives a repeated confidence interval, which holds the true change at every look at once with probability 1 − α.",
-			compare.SequentialMethod, p.MDEPct, r.Primary, p.Base, p.MaxRounds, p.FirstLook, p.Sigma, p.Pilot)}
-	if p.ReachablePct > p.MDEPct {
-		s.Items = append(s.Items, fmt.Sprintf("The budget allowed %d rounds, which detect ±%.1f%%, not the ±%.1f%% asked.", p.MaxRounds, p.ReachablePct, p.MDEPct))
+			p.Method(), p.MDEPct, r.Primary, p.Base, p.MaxRounds, p.FirstLook, p.Sigma, p.Pilot)}
+	if t := p.BudgetText(); t != "" {
+		s.Items = append(s.Items, strings.ToUpper(t[:1])+t[1:]+".")
 	}
 	for _, q := range r.Sequential {
 		t := Table{Caption: fmt.Sprintf("%s: %s; sensitivity reached ±%.1f%%", q.Variant, compare.SequentialText(q, *p, r.Primary), float64(q.ReachedPct)),

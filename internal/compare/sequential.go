@@ -31,8 +31,8 @@ type Plan struct {
 	// rounds' (less than MDEPct when they are more than NeedRounds, more when fewer); without, MDEPct.
 	ReachablePct float64 `json:"reachable_percent"`
 	// NeedRounds are the rounds that detect MDEPct with 80% power at Sigma.
-	NeedRounds int `json:"need_rounds,omitempty"`
-	Pilot        string  `json:"pilot"` // where Sigma came from: "the first N rounds" or an earlier experiment
+	NeedRounds int    `json:"need_rounds,omitempty"`
+	Pilot      string `json:"pilot"` // where Sigma came from: "the first N rounds" or an earlier experiment
 	// Phases, in a concurrent experiment (variants side by side on shares of the labs that rotate every
 	// round), is the number of variants: a round's difference carries its shares' own offsets, fixed by
 	// the round's phase (round mod Phases), and the estimate is the mean of the phases' means with the

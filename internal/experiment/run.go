@@ -492,8 +492,9 @@ func (r *Runner) running(dirs []string) ([]*lab.State, error) {
 	return sts, nil
 }
 
-// upReplicas stops whatever is left of the labs in dirs and starts them afresh: one lab at once; replicas
-// with their ports replicaPortStep apart, their starts spread evenly over replicaStagger.
+// upReplicas stops whatever is left of the labs in dirs and starts them afresh: one lab at once, with
+// their ports replicaPortStep apart, their starts spread evenly over replicaStagger (a concurrent
+// experiment's labs a few at once, no stagger: upTogether).
 func (r *Runner) upReplicas(ctx context.Context, up lab.UpOptions, dirs []string) ([]*lab.State, error) {
 	for _, dir := range dirs {
 		_, _ = lab.Down(context.WithoutCancel(ctx), dir, true)
@@ -501,10 +502,10 @@ func (r *Runner) upReplicas(ctx context.Context, up lab.UpOptions, dirs []string
 	// A concurrent experiment's shares are measured at the same moment, so a burst in step across its
 	// labs hits every share alike and cancels in their difference (12 labs probed here: the difference
 	// of 20 s windows as steady in step as spread): its labs start back to back.
-	stagger := replicaStagger
 	if r.Store.Spec.concurrent() {
-		stagger = 0
+		return r.upTogether(ctx, up, dirs)
 	}
+	stagger := replicaStagger
 	begin := time.Now()
 	var sts []*lab.State
 	for k, dir := range dirs {
@@ -524,6 +525,51 @@ func (r *Runner) upReplicas(ctx context.Context, up lab.UpOptions, dirs []string
 			r.say("  lab %d/%d up in %.1f s (its ports +%d)", k+1, len(dirs), time.Since(start).Seconds(), up.PortOffset)
 		}
 		sts = append(sts, st)
+	}
+	return sts, nil
+}
+
+// labsAtOnce is how many labs a concurrent experiment starts at a time: a lab's start waits on its
+// components' health more than it works, so a few in parallel take about as long as one.
+const labsAtOnce = 4
+
+// upTogether starts the labs in dirs (already stopped), labsAtOnce at a time, with their ports
+// replicaPortStep apart.
+func (r *Runner) upTogether(ctx context.Context, up lab.UpOptions, dirs []string) ([]*lab.State, error) {
+	sts := make([]*lab.State, len(dirs))
+	errs := make([]error, len(dirs))
+	slots := make(chan struct{}, labsAtOnce)
+	var wg sync.WaitGroup
+	var mu sync.Mutex // the progress writer is one
+	for k, dir := range dirs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-ctx.Done():
+				errs[k] = ctx.Err()
+				return
+			case slots <- struct{}{}:
+			}
+			defer func() { <-slots }()
+			o := up
+			o.Dir, o.PortOffset = dir, k*replicaPortStep
+			start := time.Now()
+			if sts[k], errs[k] = lab.Up(ctx, o); errs[k] != nil {
+				errs[k] = fmt.Errorf("lab %d/%d: %w", k+1, len(dirs), errs[k])
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			r.say("  lab %d/%d up in %.1f s (its ports +%d)", k+1, len(dirs), time.Since(start).Seconds(), o.PortOffset)
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStart, err)
 	}
 	return sts, nil
 }
@@ -624,13 +670,21 @@ func connectAll(kubeconfigs []string) ([]*kube.Cluster, error) {
 
 // scrapeAll reads the API request totals of every cluster, in order.
 func scrapeAll(ctx context.Context, cls []*kube.Cluster) ([]audit.RequestTotals, error) {
-	var out []audit.RequestTotals
-	for _, cl := range cls {
-		t, err := scrape(ctx, cl)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
+	// At once: the totals are read as close to the window's ends as they can be, and 16 API servers'
+	// metrics one after another took seconds of every round.
+	out := make([]audit.RequestTotals, len(cls))
+	errs := make([]error, len(cls))
+	var wg sync.WaitGroup
+	for k, cl := range cls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[k], errs[k] = scrape(ctx, cl)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

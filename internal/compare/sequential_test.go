@@ -48,6 +48,22 @@ func TestPairsByRound(t *testing.T) {
 	}
 }
 
+// sized gives p the rounds that detect its MDEPct at its Sigma with looks at every round from FirstLook,
+// settling the rounds and the looks' inflation.
+func sized(p Plan, alpha float64) Plan {
+	for range 3 {
+		n := stats.PairedRounds(p.MDEPct/100*p.Base, p.Sigma, alpha, Power, p.Inflation, 1000)
+		p.MaxRounds = n
+		var fr []float64
+		for r := p.FirstLook; r <= n; r++ {
+			fr = append(fr, float64(r)/float64(n))
+		}
+		g, _ := stats.CachedGroupSequential(fr, alpha)
+		p.Inflation = g.Inflation(Power)
+	}
+	return p
+}
+
 // The whole sequential procedure, simulated where the truth is known: with no difference (A/A) it
 // reports a change in at most alpha of the experiments, however many looks; with the planned effect it
 // finds it (right sign) in about 80% of them, and its repeated interval holds the truth at least 1 - alpha
@@ -58,17 +74,7 @@ func TestSequentialSimulated(t *testing.T) {
 	}
 	const base, sd, alpha, mdePct = 100.0, 3.0, 0.05, 2.0
 	sigmaD := sd * math.Sqrt(2) // the round's common part cancels in a pair
-	p := Plan{MDEPct: mdePct, Base: base, Sigma: sigmaD, FirstLook: 3, Inflation: 1}
-	for range 3 {
-		n := stats.PairedRounds(mdePct/100*base, sigmaD, alpha, Power, p.Inflation, 1000)
-		p.MaxRounds = n
-		var fr []float64
-		for r := p.FirstLook; r <= n; r++ {
-			fr = append(fr, float64(r)/float64(n))
-		}
-		g, _ := stats.CachedGroupSequential(fr, alpha)
-		p.Inflation = g.Inflation(Power)
-	}
+	p := sized(Plan{MDEPct: mdePct, Base: base, Sigma: sigmaD, FirstLook: 3, Inflation: 1}, alpha)
 	rng := rand.New(rand.NewPCG(20261124, 7))
 	const runs = 1000
 	var aaFalse, hits, covered, early int
@@ -152,17 +158,7 @@ func TestSequentialPhasesSimulated(t *testing.T) {
 	const base, sd, alpha, mdePct = 100.0, 3.0, 0.05, 2.0
 	sigmaD := sd * math.Sqrt(2)
 	offset := 2 * sigmaD
-	p := Plan{MDEPct: mdePct, Base: base, Sigma: sigmaD, FirstLook: 5, Inflation: 1, Phases: 2}
-	for range 3 {
-		n := stats.PairedRounds(mdePct/100*base, sigmaD, alpha, Power, p.Inflation, 1000)
-		p.MaxRounds = n
-		var fr []float64
-		for r := p.FirstLook; r <= n; r++ {
-			fr = append(fr, float64(r)/float64(n))
-		}
-		g, _ := stats.CachedGroupSequential(fr, alpha)
-		p.Inflation = g.Inflation(Power)
-	}
+	p := sized(Plan{MDEPct: mdePct, Base: base, Sigma: sigmaD, FirstLook: 5, Inflation: 1, Phases: 2}, alpha)
 	plain := p
 	plain.Phases = 0
 	rng := rand.New(rand.NewPCG(20261127, 9))

@@ -499,6 +499,9 @@ func (r *Runner) upReplicas(ctx context.Context, up lab.UpOptions, dirs []string
 	for _, dir := range dirs {
 		_, _ = lab.Down(context.WithoutCancel(ctx), dir, true)
 	}
+	if err := checkMemory(r.Roots.ProcRoot, len(dirs)); err != nil {
+		return nil, err
+	}
 	// A concurrent experiment's shares are measured at the same moment, so a burst in step across its
 	// labs hits every share alike and cancels in their difference (12 labs probed here: the difference
 	// of 20 s windows as steady in step as spread): its labs start back to back.

@@ -4,13 +4,17 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/tare-dev/tare/internal/experiment"
+	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/testload"
 )
 
@@ -101,5 +105,107 @@ variants:
 		if d := burner - idle; math.Abs(d-2*burnMC) > 0.2*2*burnMC {
 			t.Errorf("round %d: burner - idle = %.1fm, want the two burners' %gm ±20%%", round, d, 2*burnMC)
 		}
+	}
+}
+
+// TestExperimentConcurrentInterrupted: a concurrent experiment on four labs interrupted (as by Ctrl-C)
+// once its first round is saved keeps that round and stops every lab; --resume starts the labs again,
+// measures only the rounds left, each whole, and leaves nothing behind.
+func TestExperimentConcurrentInterrupted(t *testing.T) {
+	requireLab(t)
+	spec := writeSpec(t, `name: concurrent-interrupted
+target: {lab: {control_plane_only: true, replicas: 4, concurrent: true}}
+trials: 3
+warmup: 1s
+window: 4s
+guard: {api_latency: false}
+variants:
+  - {name: a}
+  - {name: b, set: [kube-scheduler.v=2]}
+`)
+	out := filepath.Join(t.TempDir(), "conc")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			time.Sleep(500 * time.Millisecond)
+			if st, trials, err := experiment.Open(ctx, out); err == nil {
+				st.Close()
+				if okTrials(trials) >= 2 {
+					cancel()
+				}
+			}
+		}
+	}()
+	_, stderr, err := run(ctx, "experiment", spec, "--out", out, "--lab-dir", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "interrupted") || !strings.Contains(err.Error(), "--resume") {
+		t.Fatalf("interrupted experiment: %v\n%s", err, stderr)
+	}
+	assertNoLabs(t, out, 4)
+	st, trials, err := experiment.Open(context.Background(), out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	done := map[int]int{}
+	for _, tr := range trials {
+		if tr.Status == "ok" {
+			done[tr.Round]++
+		}
+	}
+	// A round is saved whole or not at all; the interruption came after the first and before the last.
+	for round, n := range done {
+		if n != 2 {
+			t.Errorf("round %d: %d of its 2 trials saved", round, n)
+		}
+	}
+	if len(done) == 0 || len(done) == 3 {
+		t.Fatalf("%d of 3 rounds done after the interruption; want some but not all", len(done))
+	}
+	stdout, stderr, err := run(context.Background(), "experiment", "--resume", out, "--lab-dir", t.TempDir(), "-o", "json")
+	t.Log(stderr)
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	for round := range done {
+		if strings.Contains(stderr, fmt.Sprintf("round %d:", round)) {
+			t.Errorf("resume measured round %d again", round)
+		}
+	}
+	r := decodeResults(t, stdout)
+	if len(r.Trials) != 6 {
+		t.Errorf("%d trials after the resume, want 6", len(r.Trials))
+	}
+	for _, tr := range r.Trials {
+		if tr.Status != "ok" {
+			t.Errorf("trial %d (round %d, %s): %s %s", tr.Seq, tr.Round, tr.Variant, tr.Status, tr.Error)
+		}
+	}
+	assertNoLabs(t, out, 4)
+	for k := 2; k <= 4; k++ {
+		if _, err := os.Stat(filepath.Join(out, fmt.Sprintf("lab-%d", k))); err == nil {
+			t.Errorf("lab-%d is left in %s", k, out)
+		}
+	}
+}
+
+// assertNoLabs checks that none of an experiment's n labs (in dir: lab, lab-2, ...) runs and that their
+// API servers' ports are free.
+func assertNoLabs(t *testing.T, dir string, n int) {
+	t.Helper()
+	for k := 1; k <= n; k++ {
+		name := "lab"
+		if k > 1 {
+			name = fmt.Sprintf("lab-%d", k)
+		}
+		if st, err := lab.LoadState(filepath.Join(dir, name)); err == nil {
+			t.Errorf("lab %d still runs in %s: %+v", k, st.Dir, st.Processes)
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf(":%d", 6443+100*(k-1)))
+		if err != nil {
+			t.Errorf("lab %d's API server port still taken: %v", k, err)
+			continue
+		}
+		l.Close()
 	}
 }

@@ -44,6 +44,9 @@ type options struct {
 	base           float64
 	replicas       int
 	concurrent     bool
+	designs        time.Duration
+	designsLabs    int
+	designsFrom    string
 }
 
 func main() {
@@ -65,7 +68,16 @@ func main() {
 	flag.StringVar(&o.noiseFrom, "noise-from", "", "analyse this CSV (from -noise-csv) instead of measuring a lab (-noise is then not used)")
 	flag.DurationVar(&o.trialOverhead, "trial-overhead", time.Second, "a trial's time beside its window and warm-up on one lab, for -noise's arithmetic")
 	flag.Float64Var(&o.base, "base", 0, "the baseline's control-plane CPU (m) to plant mde% of; 0: the first A/A run's pilot median")
+	flag.DurationVar(&o.designs, "designs", 0, "first, measure -designs-labs idle labs this long and replay concurrent designs on them (0: skip)")
+	flag.IntVar(&o.designsLabs, "designs-labs", 24, "labs for -designs")
+	flag.StringVar(&o.designsFrom, "designs-from", "", "replay the designs on this tare recording of labs (directories lab-K) instead of measuring")
 	flag.Parse()
+	if o.designs > 0 || o.designsFrom != "" {
+		if err := designs(o); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+	}
 	if o.noise > 0 || o.noiseFrom != "" {
 		if err := noise(o); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)

@@ -1,15 +1,19 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,7 +32,7 @@ import (
 // series), the rounds that fit in the budget and the smallest change they detect with 80% power, as %
 // of a share's CPU. It shows which window and which spacing of windows a concurrent experiment needs.
 func designs(o options) error {
-	rec := o.designsFrom
+	rec, within := o.designsFrom, ""
 	if rec == "" {
 		dir, err := os.MkdirTemp("", "tare-bench-designs-")
 		if err != nil {
@@ -38,19 +42,24 @@ func designs(o options) error {
 		if rec, err = measureLabs(o, dir); err != nil {
 			return err
 		}
+		within = dir + "/" // only these labs, not an experiment's beside them
 	}
 	r, err := record.Read(context.Background(), rec)
 	if err != nil {
 		return err
 	}
-	labs, secs := perLab(r)
+	labs, secs := perLab(r, within)
 	if len(labs) < 4 || float64(secs) < o.budget.Seconds() {
 		return fmt.Errorf("%s: %d labs over %d s; want 4 labs or more over at least the budget (%s)", rec, len(labs), secs, o.budget)
 	}
 	fmt.Printf("\nconcurrent designs replayed on %d idle labs measured %d s at 1 s (%s): two shares swapping every round, %s budget\n",
 		len(labs), secs, rec, o.budget)
 	fmt.Printf("%5s %7s %15s %7s %16s %10s %14s\n", "labs", "window", "start to start", "rounds", "sd of difference", "share", "detects (80%)")
-	for _, k := range []int{16, 24, 32} {
+	ks := []int{16, 24, 32}
+	if n := len(labs) / 2 * 2; !slices.Contains(ks, n) {
+		ks = append(ks, n)
+	}
+	for _, k := range ks {
 		if k > len(labs) {
 			continue
 		}
@@ -107,21 +116,21 @@ func measureLabs(o options, dir string) (string, error) {
 	return rec, nil
 }
 
-var labDir = regexp.MustCompile(`/lab-(\d+)/`)
+var labDir = regexp.MustCompile(`(/\S*/lab-(\d+))/`)
 
 // perLab is each lab's CPU (millicores) second by second: the processes whose command line names a
-// directory lab-K, in K order; secs is the series' length.
-func perLab(r record.Recording) (labs [][]float64, secs int) {
+// directory lab-K (under within, when not empty), by the directory's parent and K; secs is the series'
+// length.
+func perLab(r record.Recording, within string) (labs [][]float64, secs int) {
 	secs = max(len(r.Samples)-1, 0)
-	of := map[int64]int{} // process ID: lab number
-	series := map[int][]float64{}
+	of := map[int64]string{} // process ID: its lab's directory
+	series := map[string][]float64{}
 	for i, s := range r.Samples {
 		for _, p := range s.New {
-			if m := labDir.FindStringSubmatch(p.Cmdline); m != nil {
-				k, _ := strconv.Atoi(m[1])
-				of[p.ID] = k
-				if series[k] == nil {
-					series[k] = make([]float64, secs)
+			if m := labDir.FindStringSubmatch(p.Cmdline); m != nil && strings.HasPrefix(m[1], within) {
+				of[p.ID] = m[1]
+				if series[m[1]] == nil {
+					series[m[1]] = make([]float64, secs)
 				}
 			}
 		}
@@ -129,13 +138,18 @@ func perLab(r record.Recording) (labs [][]float64, secs int) {
 			continue
 		}
 		for _, p := range s.Procs {
-			if k, ok := of[p.ID]; ok {
-				series[k][i-1] += float64(p.CPUNs) / 1e6 / s.Elapsed.Seconds()
+			if d, ok := of[p.ID]; ok {
+				series[d][i-1] += float64(p.CPUNs) / 1e6 / s.Elapsed.Seconds()
 			}
 		}
 	}
-	for k := 1; series[k] != nil; k++ {
-		labs = append(labs, series[k])
+	dirs := slices.Collect(maps.Keys(series))
+	number := func(d string) int { k, _ := strconv.Atoi(labDir.FindStringSubmatch(d + "/")[2]); return k }
+	slices.SortFunc(dirs, func(a, b string) int {
+		return cmp.Or(strings.Compare(filepath.Dir(a), filepath.Dir(b)), cmp.Compare(number(a), number(b)))
+	})
+	for _, d := range dirs {
+		labs = append(labs, series[d])
 	}
 	return labs, secs
 }

@@ -88,7 +88,7 @@ func TestMakePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.MaxRounds != 60 || !(p.NeedRounds < 60) || !(p.ReachablePct < 2) || !strings.Contains(PlanText(p), "allows 60 rounds") {
+	if p.MaxRounds != 60 || p.NeedRounds >= 60 || !(p.ReachablePct < 2) || !strings.Contains(PlanText(p), "allows 60 rounds") {
 		t.Errorf("an ample budget: plan %+v: %s", p, PlanText(p))
 	}
 	// A budget the pilot has used up.

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/tare-dev/tare/internal/record"
@@ -30,7 +31,9 @@ import (
 // estimate, each round a window of W seconds starting S seconds after the previous one. For each design
 // it prints the spread of a round's difference within phases (pooled over every start offset of the
 // series), the rounds that fit in the budget and the smallest change they detect with 80% power, as %
-// of a share's CPU. It shows which window and which spacing of windows a concurrent experiment needs.
+// of a share's CPU, and the estimate's spread over the start offsets against its standard error (an A/A:
+// a spread well above the se is a bias, not noise). It shows which window and which spacing of windows a
+// concurrent experiment needs, and which to avoid.
 func designs(o options) error {
 	rec, within := o.designsFrom, ""
 	if rec == "" {
@@ -54,7 +57,7 @@ func designs(o options) error {
 	}
 	fmt.Printf("\nconcurrent designs replayed on %d idle labs measured %d s at 1 s (%s): two shares swapping every round, %s budget\n",
 		len(labs), secs, rec, o.budget)
-	fmt.Printf("%5s %7s %15s %7s %16s %10s %14s\n", "labs", "window", "start to start", "rounds", "sd of difference", "share", "detects (80%)")
+	fmt.Printf("%5s %7s %15s %7s %16s %10s %14s %22s\n", "labs", "window", "start to start", "rounds", "sd of difference", "share", "detects (80%)", "estimate's spread / se")
 	ks := []int{16, 24, 32}
 	if n := len(labs) / 2 * 2; !slices.Contains(ks, n) {
 		ks = append(ks, n)
@@ -68,7 +71,7 @@ func designs(o options) error {
 			if !ok {
 				continue
 			}
-			fmt.Printf("%5d %6ds %14ds %7d %15.2fm %9.1fm %13.2f%%\n", k, d.w, d.s, x.rounds, x.sd, x.base, x.mdePct)
+			fmt.Printf("%5d %6ds %14ds %7d %15.2fm %9.1fm %13.2f%% %9.2fm / %.2fm\n", k, d.w, d.s, x.rounds, x.sd, x.base, x.mdePct, x.spread, x.se)
 		}
 	}
 	return nil
@@ -159,6 +162,10 @@ type replayed struct {
 	rounds   int
 	sd, base float64 // m
 	mdePct   float64
+	// spread is the estimate's standard deviation over the start offsets (an A/A's: its truth is 0) and
+	// se its mean standard error: well above 1 for spread/se, the design claims more than it has (a
+	// periodic work locked to the rotation biases it).
+	spread, se float64
 }
 
 // replay runs the design (window w s, windows s s apart, rounds that fit budget s) on the labs' series
@@ -191,6 +198,7 @@ func replay(labs [][]float64, w, s, budget int) (replayed, bool) {
 		return m
 	}
 	var v float64
+	var ests, ses []float64
 	pooled, df := 0, 0
 	for off := 0; off < s && off+n*s <= len(odd); off++ {
 		d, ph := make([]float64, n), make([]int, n)
@@ -206,6 +214,7 @@ func replay(labs [][]float64, w, s, budget int) (replayed, bool) {
 			continue
 		}
 		v += e.SD * e.SD
+		ests, ses = append(ests, e.Mean), append(ses, e.SE)
 		pooled++
 		df = e.DF
 	}
@@ -216,5 +225,5 @@ func replay(labs [][]float64, w, s, budget int) (replayed, bool) {
 	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}
 	se := sd * math.Sqrt(1/float64((n+1)/2)+1/float64(n/2)) / 2
 	mde := (t.Quantile(0.975) + t.Quantile(0.8)) * se
-	return replayed{rounds: n, sd: sd, base: base, mdePct: 100 * mde / base}, true
+	return replayed{rounds: n, sd: sd, base: base, mdePct: 100 * mde / base, spread: stat.StdDev(ests, nil), se: stat.Mean(ses, nil)}, true
 }

@@ -133,16 +133,6 @@ func (r *Runner) round(ctx context.Context, ts []*Trial) error {
 		return ctx.Err()
 	case <-time.After(spec.Warmup.Duration):
 	}
-	// The window starts a whole number of periods after the first one.
-	if r.tick0.IsZero() {
-		r.tick0 = time.Now()
-		r.say("  windows start a whole number of %s periods apart (the control plane's loops then fall at the same point of every window)", lt.Period.Duration)
-	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(time.Until(nextTick(r.tick0, time.Now(), lt.Period.Duration))):
-	}
 	lead := ts[0]
 	res, rates, err := r.record(ctx, lead, cls, false)
 	if err != nil {
@@ -221,13 +211,4 @@ func ofLabs(samples []sample.Sample, procs []lab.Process, marks []string, pids [
 		}
 	}
 	return keep, nil
-}
-
-// nextTick is the first time at or after now that lies a whole number of periods after t0.
-func nextTick(t0, now time.Time, period time.Duration) time.Time {
-	if period <= 0 || !now.After(t0) {
-		return t0
-	}
-	n := (now.Sub(t0) + period - 1) / period
-	return t0.Add(n * period)
 }

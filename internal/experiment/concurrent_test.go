@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/sample"
@@ -82,19 +81,7 @@ func TestConcurrentDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.concurrent() || !slices.Equal(s.Metrics, concurrentMetrics) || s.guardDeployment() || s.Target.Lab.Period.Duration != time.Minute {
-		t.Errorf("concurrent %v, metrics %v, guard deployment %v, period %s", s.concurrent(), s.Metrics, s.guardDeployment(), s.Target.Lab.Period.Duration)
-	}
-}
-
-func TestNextTick(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	for _, c := range []struct {
-		now  time.Duration
-		want time.Duration
-	}{{0, 0}, {-5 * time.Second, 0}, {time.Nanosecond, time.Minute}, {59 * time.Second, time.Minute}, {time.Minute, time.Minute}, {61 * time.Second, 2 * time.Minute}, {150 * time.Second, 3 * time.Minute}} {
-		if got := nextTick(t0, t0.Add(c.now), time.Minute); !got.Equal(t0.Add(c.want)) {
-			t.Errorf("now t0%+v: next tick t0%+v, want t0%+v", c.now, got.Sub(t0), c.want)
-		}
+	if !s.concurrent() || !slices.Equal(s.Metrics, concurrentMetrics) || s.guardDeployment() {
+		t.Errorf("concurrent %v, metrics %v, guard deployment %v", s.concurrent(), s.Metrics, s.guardDeployment())
 	}
 }

@@ -35,8 +35,6 @@ type Runner struct {
 	Progress io.Writer
 	// Live is the status line on a terminal (nil: none); steps are printed above it.
 	Live *progress.Line
-
-	tick0 time.Time // a concurrent experiment's first window's start: the others keep time with it
 }
 
 // ErrStart says a variant's cluster did not start; the experiment stops there.

@@ -63,18 +63,7 @@ type LabTarget struct {
 	// machine's own drift hits every variant alike and cancels in their difference. Needs replicas, a
 	// multiple of the variants' count and at least two labs a variant, and metrics that split by lab.
 	Concurrent bool `json:"concurrent,omitempty"`
-	// Period, in a concurrent experiment, sets when windows start: a whole number of periods after the
-	// first (default 60 s). The idle control plane's strongest work repeats every 60 s; a window that
-	// starts at the same point of that cycle every round takes each lab's share of it whole or not at
-	// all, the same in every round, so it adds a constant per lab (which the rotation's phases remove)
-	// instead of noise. Windows spaced 26 s apart varied by 7.1m between two shares of 8 labs, 60 s apart
-	// by 1.3m (24 idle labs measured 11 minutes, 2026-11-27).
-	Period Duration `json:"period,omitempty"`
 }
-
-// defaultPeriod is the idle upstream control plane's strongest period, which concurrent windows keep
-// time with (LabTarget.Period).
-const defaultPeriod = time.Minute
 
 // maxReplicas bounds replicas: each is a control plane of about 500 MB and 25-35m idle.
 const maxReplicas = 40
@@ -345,13 +334,6 @@ func (s *Spec) checkConcurrent() error {
 	if lt.Replicas < 2*nv || lt.Replicas%nv != 0 {
 		return fmt.Errorf("target.lab.concurrent: %d replicas for %d variants; each variant runs on an equal share of at least 2 labs, so replicas must be a multiple of %d from %d (e.g. %d)",
 			lt.Replicas, nv, nv, 2*nv, max(2*nv, (lt.Replicas+nv-1)/nv*nv))
-	}
-	if lt.Period.Duration == 0 {
-		lt.Period.Duration = defaultPeriod
-	}
-	if lt.Period.Duration < 0 || s.Window.Duration >= lt.Period.Duration {
-		return fmt.Errorf("target.lab.period %s: windows start a whole number of periods apart, so the window (%s) must be shorter than the period (default %s, the control plane's strongest period)",
-			lt.Period.Duration, s.Window.Duration, defaultPeriod)
 	}
 	if s.MDE > 0 && s.PilotRounds < nv+1 {
 		return fmt.Errorf("target.lab.concurrent: pilot_rounds %d: the noise is seen within the rotation's %d phases (one a variant), which needs at least %d rounds (default %d)", s.PilotRounds, nv, nv+1, 2*nv+1)

@@ -44,7 +44,6 @@ func TestParseErrors(t *testing.T) {
 		{"concurrent node busy", base + "target: {lab: {replicas: 4, concurrent: true, control_plane_only: true}}\nvariants: [{name: a}, {name: b}]\nmetrics: [node-busy]\n", "whole node's"},
 		{"concurrent primary node busy", base + "target: {lab: {replicas: 4, concurrent: true, control_plane_only: true}}\nvariants: [{name: a}, {name: b}]\nprimary: node-busy\n", "whole node's"},
 		{"concurrent primary ready", base + "target: {lab: {replicas: 4, concurrent: true, control_plane_only: true}}\nvariants: [{name: a}, {name: b}]\nprimary: ready-seconds\n", "needs a node"},
-		{"concurrent window beyond the period", base + "target: {lab: {replicas: 4, concurrent: true, control_plane_only: true, period: 5s}}\nvariants: [{name: a}, {name: b}]\n", "shorter than the period"},
 		{"concurrent guard deployment", base + "target: {lab: {replicas: 4, concurrent: true, control_plane_only: true}}\nvariants: [{name: a}, {name: b}]\nguard: {deployment: true}\n", "needs a node"},
 		{"replicas and kwok", base + "target: {lab: {replicas: 2, control_plane_only: true}}\nvariants: [{name: a}, {name: b, set: [kwok.v=2]}]\n", "restart alone"},
 	} {

@@ -182,9 +182,8 @@ func Pairs(trials []Trial, baseline, variant, metric string) (rounds []int, diff
 // bounds for the looks' information fractions (pairs over MaxRounds), and stops at the first look whose z
 // reaches its bound (changed) or whose repeated interval lies within ±MDEPct of Base (no-change).
 func SequentialFor(p Plan, trials []Trial, baseline, variant, metric string, alpha float64) Sequential {
-	s := Sequential{Variant: variant, Method: SequentialMethod, Decision: Undecided,
+	s := Sequential{Variant: variant, Method: p.Method(), Decision: Undecided,
 		Mean: Num(math.NaN()), Lo: Num(math.NaN()), Hi: Num(math.NaN()), MeanPct: Num(math.NaN()), LoPct: Num(math.NaN()), HiPct: Num(math.NaN()), ReachedPct: Num(math.NaN())}
-	s.Method = p.Method()
 	rounds, diffs := Pairs(trials, baseline, variant, metric)
 	s.Pairs = len(diffs)
 	if len(diffs) > 0 {

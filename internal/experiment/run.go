@@ -504,7 +504,7 @@ func (r *Runner) upReplicas(ctx context.Context, up lab.UpOptions, dirs []string
 	}
 	// A concurrent experiment's shares are measured at the same moment, so a burst in step across its
 	// labs hits every share alike and cancels in their difference (12 labs probed here: the difference
-	// of 20 s windows as steady in step as spread): its labs start back to back.
+	// of 20 s windows as steady in step as spread): its labs start without a stagger, a few at once.
 	if r.Store.Spec.concurrent() {
 		return r.upTogether(ctx, up, dirs)
 	}

@@ -130,8 +130,8 @@ func (s *Sampler) creditExits(smp *Sample, recs []kernel.ExitRecord) {
 			}
 			continue
 		}
-		if s.seq == 0 {
-			continue // ended before the window opened
+		if s.baseDone[r.PID] {
+			continue // ended before the window opened: the baseline booked it (baselineExits)
 		}
 		s.addTransient(smp, r)
 	}

@@ -1,6 +1,10 @@
 package sample
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/tare-dev/tare/internal/kernel"
+)
 
 // The child-CPU ledger. When a parent reaps a child, the kernel adds the child's whole CPU to the parent's
 // cutime+cstime: the child's own utime+stime and, recursively, its own cutime+cstime (every descendant it
@@ -131,51 +135,88 @@ func (s *Sampler) unseenChildren(smp *Sample, st *procState) int64 {
 	return info.ID
 }
 
-// settleLedgers reads, with taskstats, the cutime of followed processes whose children ended recently, and
-// drops ledgers of processes tare no longer follows (or never did) after a few samples.
-func (s *Sampler) settleLedgers(smp *Sample) {
+// ledgerReadings reads, with taskstats, the cutime of followed processes whose children ended recently. The
+// sample drains the exit notifications before and after it: the kernel sends a child's notification before
+// the child can be reaped, so every reap the reading holds has its notification in one of the two drains,
+// and the children of the first have torn down by the time they are reaped. With one drain before the
+// reading, a child that ended and was reaped in between is in its parent's cutime and not in the ledger:
+// its whole tree is credited to the parent's last child, and taken back a sample later (on a busy build,
+// 700m in one sample and the rest of the window short of it). With one drain after it, the teardown of
+// the children it holds is credited a sample late, past the window's end for the last one.
+func (s *Sampler) ledgerReadings() []pendingCut {
+	var cuts []pendingCut
 	for pid, l := range s.ledgers {
 		st, ok := s.procs[pid]
-		if !ok {
+		if !ok || (l.checks <= 0 && l.expected == 0) {
+			continue // not followed (dropped in settleLedgers), or a negative balance waiting for a reap
+		}
+		if stat := s.readStat(pid); stat != nil {
+			cuts = append(cuts, pendingCut{st, stat.ChildTimeNs()})
+		}
+	}
+	return cuts
+}
+
+// settleLedgers books the readings ledgerReadings took, for the processes still followed once the exits are
+// credited, and drops ledgers of processes tare no longer follows (or never did) after a few samples.
+// Ledgers opened by the second drain are read at the next sample: the balance is cumulative.
+func (s *Sampler) settleLedgers(smp *Sample, cuts []pendingCut) {
+	for pid, l := range s.ledgers {
+		if _, ok := s.procs[pid]; !ok {
 			l.stale++
 			if l.stale > ledgerChecks {
 				delete(s.ledgers, pid)
 			}
-			continue
 		}
-		if l.checks <= 0 && l.expected == 0 {
-			continue // a negative balance waiting for a reap: read again when a child ends
+	}
+	for _, c := range cuts {
+		if s.procs[c.st.info.Key.PID] == c.st {
+			s.settle(smp, c.st, c.cut)
 		}
-		stat := s.readStat(pid)
-		if stat == nil {
-			continue
-		}
-		s.settle(smp, st, stat.ChildTimeNs())
 	}
 }
 
-// baselineExits closes the baseline sample: processes that ended while it listed /proc were either listed
-// (their notification is kept for the next sample, which settles them as usual) or not: those ended before
-// the window, and count as baseline. Their parent's cutime holds them once reaped: a zombie is expected in
-// it; for one already reaped the parent's baseline is read again.
+// baselineExits closes the baseline sample. Processes that ended around it were either listed alive (their
+// notification is kept for the next sample, which settles them as usual), listed as zombies (sampleNew put
+// them in their parent's ledger), or not listed at all: those ended before the window, and count as
+// baseline. Each end is booked once: a zombie listed and then drained, or drained twice, would be expected
+// twice in its parent's cutime, and the negative balance would swallow the next children's CPU (a build's
+// teardown credits, 100m on a busy node). A zombie not listed is expected in its parent's cutime; for one
+// already reaped, the parent's cutime is read again and settled as the baseline: what it gained is dropped,
+// what it still expects (zombies listed and not yet reaped) waits. Exits drained before the listing are of
+// processes that ended before it: a listed process under the same PID is another one.
 func (s *Sampler) baselineExits() {
-	recs, err := s.exits.Drain()
-	if err != nil {
-		s.warnOnce("drain", err.Error())
+	recs := s.drainExits()
+	early := mergeExits(s.earlyExits)
+	s.earlyExits = nil
+	for _, r := range early {
+		s.baselineEnd(r, false)
 	}
 	for _, r := range mergeExits(recs) {
-		if _, ok := s.procs[r.PID]; ok {
+		s.baselineEnd(r, true)
+	}
+}
+
+// baselineEnd books one exit met while the baseline sample was taken; listed says that /proc was listed
+// before the exit was drained.
+func (s *Sampler) baselineEnd(r kernel.ExitRecord, listed bool) {
+	if _, ok := s.procs[r.PID]; ok {
+		if listed {
 			s.heldExits = append(s.heldExits, r)
-			continue
 		}
-		if stat := s.readStat(r.PID); stat != nil && stat.State == 'Z' {
-			s.childEnded(r.PPID, 0, stat.OwnTimeNs(), stat.ChildTimeNs())
-			continue
-		}
-		if parent, ok := s.procs[r.PPID]; ok {
-			if stat := s.readStat(r.PPID); stat != nil {
-				parent.lastCut = stat.ChildTimeNs()
-			}
+		return
+	}
+	if s.baseDone[r.PID] {
+		return
+	}
+	s.baseDone[r.PID] = true
+	if stat := s.readStat(r.PID); stat != nil && stat.State == 'Z' {
+		s.childEnded(r.PPID, 0, stat.OwnTimeNs(), stat.ChildTimeNs())
+		return
+	}
+	if parent, ok := s.procs[r.PPID]; ok {
+		if stat := s.readStat(r.PPID); stat != nil {
+			s.settle(nil, parent, stat.ChildTimeNs())
 		}
 	}
 }

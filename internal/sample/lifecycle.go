@@ -73,7 +73,8 @@ func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
 	if id.Stat.State == 'Z' {
 		// A zombie: ended, waiting for its parent to reap it. At the baseline its CPU was spent before the
 		// window, and the reap will add it to the parent's cutime; later, its exit was already settled.
-		if s.seq == 0 {
+		if s.seq == 0 && !s.baseDone[pid] {
+			s.baseDone[pid] = true // its notification, drained later, is not booked again (baselineExits)
 			s.childEnded(id.Stat.PPID, 0, id.Stat.OwnTimeNs(), id.Stat.ChildTimeNs())
 		}
 		return
@@ -116,7 +117,9 @@ func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
 	}
 	s.procs[pid] = st
 	smp.New = append(smp.New, *info)
-	if info.BornSeq > 0 && (s.ts == nil || s.ledgers[pid] != nil) {
+	// Without taskstats a parent's cutime is read at every sighting. With it, a new process whose children
+	// already ended has its ledger read at the next sample, before that sample's drain (ledgerReadings).
+	if info.BornSeq > 0 && s.ts == nil {
 		s.cuts = append(s.cuts, pendingCut{st, id.Stat.ChildTimeNs()})
 	}
 	if detail && !id.Kernel {

@@ -63,6 +63,8 @@ type Sampler struct {
 	reapedBy     map[int]int64       // parent PID -> synthetic process of children tare never saw (ledger.go)
 	ledgers      map[int]*ledger     // PID -> its cutime+cstime account (ledger.go)
 	heldExits    []kernel.ExitRecord // exits of listed processes met while closing the baseline sample
+	earlyExits   []kernel.ExitRecord // exits drained before the baseline sample listed /proc
+	baseDone     map[int]bool        // PIDs whose end the baseline booked (ledger.go): a late notification is not news
 	ending       []*procState        // processes found gone during this sample's pass (ledger.go)
 	cuts         []pendingCut        // cutime readings of this pass, booked after the ended processes
 	nextID       int64
@@ -114,7 +116,7 @@ func New(ctx context.Context, opts Options, warn func(string)) (*Sampler, error)
 		}
 	}
 	s := &Sampler{opts: opts, pfs: pfs, node: node, res: res, procs: map[int]*procState{}, recent: map[int]recentExit{},
-		reapedBy: map[int]int64{}, ledgers: map[int]*ledger{}, denied: map[string]int{}, warned: map[string]bool{}, warn: warn}
+		reapedBy: map[int]int64{}, ledgers: map[int]*ledger{}, baseDone: map[int]bool{}, denied: map[string]int{}, warned: map[string]bool{}, warn: warn}
 	detailEvery := max(1, int(opts.Detail/opts.Interval))
 	s.idleEvery = max(1, int(time.Second/opts.Interval))
 	s.stuck = kernel.BlockingReads(opts.ProcRoot).View()
@@ -269,17 +271,19 @@ func (s *Sampler) sample(final bool) (Sample, error) {
 		smp.Elapsed = now.Sub(s.lastTime)
 	}
 	if s.exits != nil {
-		recs, err := s.exits.Drain()
-		if err != nil {
-			s.warnOnce("drain", err.Error())
-			s.drainErrs++ // the rest of that read is lost: list /proc at the next chance
+		s.heldExits = append(s.heldExits, s.drainExits()...)
+		recs := s.heldExits
+		s.heldExits = nil
+		if s.seq == 0 {
+			s.earlyExits = recs // settled with the baseline, once /proc is listed (baselineExits)
+		} else {
+			// The ledgers are read between two drains (ledger.go): every reap a reading holds has its
+			// notification in one of them.
+			s.creditExits(&smp, mergeExits(recs))
+			cuts := s.ledgerReadings()
+			s.creditExits(&smp, mergeExits(s.drainExits()))
+			s.settleLedgers(&smp, cuts)
 		}
-		recs, s.heldExits = append(s.heldExits, recs...), nil
-		if s.execs != nil {
-			s.execs.Sync() // every exec that preceded these exits is queued by now
-		}
-		s.creditExits(&smp, mergeExits(recs))
-		s.settleLedgers(&smp)
 	}
 	var pids []int
 	list, loss := s.listing(now, detail, final)
@@ -343,11 +347,27 @@ func (s *Sampler) sample(final bool) (Sample, error) {
 			delete(s.recent, pid)
 		}
 	}
+	if s.seq == ledgerChecks {
+		clear(s.baseDone) // a notification this late is another process's under a reused PID
+	}
 	smp.Took = time.Since(now)
 	smp.Procs = coalesce(smp.Procs)
 	s.seq++
 	s.lastTime = now
 	return smp, nil
+}
+
+// drainExits reads the exit notifications queued so far, with the command lines of their execs.
+func (s *Sampler) drainExits() []kernel.ExitRecord {
+	recs, err := s.exits.Drain()
+	if err != nil {
+		s.warnOnce("drain", err.Error())
+		s.drainErrs++ // the rest of that read is lost: list /proc at the next chance
+	}
+	if s.execs != nil {
+		s.execs.Sync() // every exec that preceded these exits is queued by now
+	}
+	return recs
 }
 
 // coalesce merges rows for the same process (an exit remainder and a teardown credit, say) into one.

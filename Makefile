@@ -88,12 +88,13 @@ bench-audit:
 # bench-experiment: where the control plane's CPU noise comes from (16 min of one idle lab), which concurrent
 # designs remove it (24 idle labs measured 11 min, every design replayed on them), then 10 experiments
 # with a planted 2% change in control-plane CPU and 20 A/A, interleaved, each --mde 2% --budget 10m on 16
-# control-plane-only labs, the variants at once on 8 each (concurrent): how often each is found (exact binomial
+# control-plane-only labs, the variants at once on 8 each, dealt at random every round, 114 s windows
+# (concurrent, the lab-level estimate): how often each is found (exact binomial
 # intervals) and the wall time. About 5 hours; BENCH_EXPERIMENT='-planted 2 -aa 2' for a
 # short run, '-noise 0 -designs 0' to skip the noise and the designs, '-replicas 1 -concurrent=false'
 # for one lab.
 bench-experiment: build
-	$(GO) run ./bench/experiment -tare ./$(BIN) -designs 11m -replicas 16 -concurrent $(BENCH_EXPERIMENT)
+	$(GO) run ./bench/experiment -tare ./$(BIN) -designs 11m -replicas 16 -concurrent -window 114s $(BENCH_EXPERIMENT)
 
 # bench-agent: tare agent beside prometheus-node-exporter and prometheus-process-exporter, each scraped every
 # 15 s for 5 minutes, on the node as it is and then with 8 short processes started a second: CPU and peak

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,8 +28,9 @@ import (
 // designs (-designs D, or -designs-from a recording): N idle control-plane-only labs (-designs-labs),
 // started four at a time as a concurrent experiment starts them, measured by tare for D at 1 s; from the
 // recording each lab's control-plane CPU second by second, and concurrent designs replayed on it: two
-// shares (the odd and the even labs of the first K) swapping every round, the rotation's phases'
-// estimate, each round a window of W seconds starting S seconds after the previous one. For each design
+// shares (the odd and the even labs of the first K) swapping every round with the rotation's phases'
+// estimate, and shares dealt at random every round with the lab-level estimate (what tare experiment
+// runs), each round a window of W seconds starting S seconds after the previous one. For each design
 // it prints the spread of a round's difference within phases (pooled over every start offset of the
 // series), the rounds that fit in the budget and the smallest change they detect with 80% power, as %
 // of a share's CPU, and the estimate's spread over the start offsets against its standard error (an A/A:
@@ -57,7 +59,7 @@ func designs(o options) error {
 	}
 	fmt.Printf("\nconcurrent designs replayed on %d idle labs measured %d s at 1 s (%s): two shares swapping every round, %s budget\n",
 		len(labs), secs, rec, o.budget)
-	fmt.Printf("%5s %7s %15s %7s %16s %10s %14s %22s\n", "labs", "window", "start to start", "rounds", "sd of difference", "share", "detects (80%)", "estimate's spread / se")
+	fmt.Printf("%5s %7s %15s %7s %-22s %16s %10s %14s %22s\n", "labs", "window", "start to start", "rounds", "shares, estimate", "sd of difference", "share", "detects (80%)", "estimate's spread / se")
 	ks := []int{16, 24, 32}
 	if n := len(labs) / 2 * 2; !slices.Contains(ks, n) {
 		ks = append(ks, n)
@@ -67,11 +69,16 @@ func designs(o options) error {
 			continue
 		}
 		for _, d := range []struct{ w, s int }{{10, 16}, {20, 26}, {20, 20}, {40, 46}, {60, 66}, {27, 30}, {20, 60}, {45, 60}, {54, 60}, {114, 120}} {
-			x, ok := replay(labs[:k], d.w, d.s, int(o.budget.Seconds()))
-			if !ok {
-				continue
+			for _, m := range []struct {
+				name string
+				f    func([][]float64, int, int, int) (replayed, bool)
+			}{{"rotating, phases", replay}, {"dealt, lab-level", replayLabs}} {
+				x, ok := m.f(labs[:k], d.w, d.s, int(o.budget.Seconds()))
+				if !ok {
+					continue
+				}
+				fmt.Printf("%5d %6ds %14ds %7d %-22s %15.2fm %9.1fm %13.2f%% %9.2fm / %.2fm\n", k, d.w, d.s, x.rounds, m.name, x.sd, x.base, x.mdePct, x.spread, x.se)
 			}
-			fmt.Printf("%5d %6ds %14ds %7d %15.2fm %9.1fm %13.2f%% %9.2fm / %.2fm\n", k, d.w, d.s, x.rounds, x.sd, x.base, x.mdePct, x.spread, x.se)
 		}
 	}
 	return nil
@@ -226,4 +233,57 @@ func replay(labs [][]float64, w, s, budget int) (replayed, bool) {
 	se := sd * math.Sqrt(1/float64((n+1)/2)+1/float64(n/2)) / 2
 	mde := (t.Quantile(0.975) + t.Quantile(0.8)) * se
 	return replayed{rounds: n, sd: sd, base: base, mdePct: 100 * mde / base, spread: stat.StdDev(ests, nil), se: stat.Mean(ses, nil)}, true
+}
+
+// replayLabs runs the design as tare experiment does (window w s, windows s s apart, the rounds that fit
+// budget s): every round the labs dealt at random to two equal shares, the lab-level estimate
+// (stats.LabEffect) on each lab's window means, from every start offset in [0, s) with a few deals each.
+// sd is the estimate's one-round noise on a share's sum (its SD times the labs in a share), as a plan
+// takes it.
+func replayLabs(labs [][]float64, w, s, budget int) (replayed, bool) {
+	n := budget / s
+	if w > s || n < 2 || len(labs) < 4 {
+		return replayed{}, false
+	}
+	share := len(labs) / 2
+	var base float64
+	for k := range share {
+		for _, x := range labs[2*k] {
+			base += x / float64(len(labs[2*k]))
+		}
+	}
+	rng := rand.New(rand.NewPCG(uint64(w), uint64(s)))
+	var v float64
+	var ests, ses []float64
+	df := 0
+	for off := 0; off < s && off+n*s <= len(labs[0]); off++ {
+		for range 4 {
+			var obs []stats.LabObs
+			for r := range n {
+				perm := rng.Perm(len(labs))
+				for i, k := range perm {
+					var m float64
+					for _, x := range labs[k][off+r*s : off+r*s+w] {
+						m += x / float64(w)
+					}
+					obs = append(obs, stats.LabObs{Lab: k, Round: r, Treated: i%2 == 1, Y: m})
+				}
+			}
+			e := stats.LabEffect(obs)
+			if e.DF < 1 {
+				continue
+			}
+			v += e.SD * e.SD
+			ests, ses = append(ests, e.Mean*float64(share)), append(ses, e.SE*float64(share))
+			df = e.DF
+		}
+	}
+	if len(ests) == 0 {
+		return replayed{}, false
+	}
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}
+	se := stat.Mean(ses, nil)
+	mde := (t.Quantile(0.975) + t.Quantile(0.8)) * se
+	return replayed{rounds: n, sd: math.Sqrt(v/float64(len(ests))) * float64(share), base: base, mdePct: 100 * mde / base,
+		spread: stat.StdDev(ests, nil), se: se}, true
 }

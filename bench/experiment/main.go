@@ -59,7 +59,7 @@ func main() {
 	flag.DurationVar(&o.budget, "budget", 10*time.Minute, "each experiment's --budget")
 	flag.DurationVar(&o.window, "window", 20*time.Second, "measured window per trial")
 	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "warm-up per trial (the labs serve every trial: nothing restarts)")
-	flag.IntVar(&o.pilotRounds, "pilot-rounds", 5, "pilot rounds")
+	flag.IntVar(&o.pilotRounds, "pilot-rounds", 0, "pilot rounds (0: the spec's default, 3, or 2 for a concurrent experiment)")
 	flag.StringVar(&o.profile, "profile", "upstream", "lab profile")
 	flag.IntVar(&o.replicas, "replicas", 1, "labs side by side in each experiment (target.lab.replicas; above 1: control-plane-only labs, the planted burner beside the first)")
 	flag.BoolVar(&o.concurrent, "concurrent", false, "with -replicas K (even, from 4): the variants at once, each on K/2 of the labs (target.lab.concurrent), the planted burner beside each lab of its share")
@@ -144,16 +144,19 @@ func run(o options) error {
 		if o.replicas > 1 {
 			target = fmt.Sprintf("{lab: {profile: %s, control_plane_only: true, replicas: %d, concurrent: %t}}", o.profile, o.replicas, o.concurrent)
 		}
+		pilot := ""
+		if o.pilotRounds > 0 {
+			pilot = fmt.Sprintf("pilot_rounds: %d\n", o.pilotRounds)
+		}
 		spec := filepath.Join(dir, fmt.Sprintf("run-%02d.yaml", i))
 		if err := os.WriteFile(spec, []byte(fmt.Sprintf(`name: bench-%s
 target: %s
 warmup: %s
 window: %s
 primary: control-plane-cpu
-pilot_rounds: %d
 guard: {deployment: false, api_latency: false}
 variants: [{name: a, baseline: true}, %s]
-`, kind, target, o.warmup, o.window, o.pilotRounds, second)), 0o644); err != nil {
+%s`, kind, target, o.warmup, o.window, second, pilot)), 0o644); err != nil {
 			return err
 		}
 		oc, err := experiment(o, spec, filepath.Join(dir, fmt.Sprintf("out-%02d", i)), kind)
@@ -231,12 +234,16 @@ func report(o options, all []outcome, plantedMC float64) {
 	design := "one lab"
 	switch {
 	case o.concurrent:
-		design = fmt.Sprintf("%d control-plane-only labs, the variants at once on %d each (concurrent)", o.replicas, o.replicas/2)
+		design = fmt.Sprintf("%d control-plane-only labs, the variants at once on %d each, dealt at random every round (concurrent; the lab-level estimate)", o.replicas, o.replicas/2)
 	case o.replicas > 1:
 		design = fmt.Sprintf("%d control-plane-only labs switched together (replicas)", o.replicas)
 	}
-	fmt.Printf("\nsequential experiments on the %s lab, %s: --mde %g%% --budget %s, windows of %s after %s of warm-up, %d pilot rounds\n",
-		o.profile, design, o.mde, o.budget, o.window, o.warmup, o.pilotRounds)
+	pilot := "the spec's default pilot"
+	if o.pilotRounds > 0 {
+		pilot = fmt.Sprintf("%d pilot rounds", o.pilotRounds)
+	}
+	fmt.Printf("\nsequential experiments on the %s lab, %s: --mde %g%% --budget %s, windows of %s after %s of warm-up, %s\n",
+		o.profile, design, o.mde, o.budget, o.window, o.warmup, pilot)
 	fmt.Printf("planted %.3fm (%g%%): found %s; repeated interval held it %s\n", plantedMC, o.mde, rate(found, len(pl)), rate(covered, len(pl)))
 	fmt.Printf("A/A: significant %s (want at most 5%%)\n", rate(fp, len(aa)))
 	if len(took) > 0 {

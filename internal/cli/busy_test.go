@@ -1,16 +1,22 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tare-dev/tare/internal/record"
+	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/testenv"
 	"github.com/tare-dev/tare/internal/testload"
 )
@@ -47,14 +53,15 @@ func TestMeasureBusyNode(t *testing.T) {
 		for i, b := range burners {
 			traces[i] = testload.TraceUsage(b.usage)
 		}
-		s := measureJSON(t, "--duration", "6s", "--interval", "500ms")
+		rec := filepath.Join(t.TempDir(), "window.db")
+		s := measureJSON(t, "--duration", "6s", "--interval", "500ms", "--record", rec)
 		for _, tr := range traces {
 			tr.Stop()
 		}
 		r := s.Reconcile
 		t.Logf("window %d: %s", window, r.Explanation)
 		if !r.WithinTolerance {
-			t.Errorf("window %d does not reconcile: %s\nwarnings: %+v\nlimitations: %q", window, r.Explanation, r.Warnings, s.Meta.Limitations)
+			t.Errorf("window %d does not reconcile: %s\nwarnings: %+v\nlimitations: %q\n%s", window, r.Explanation, r.Warnings, s.Meta.Limitations, offBySample(t, rec))
 		}
 		for i, b := range burners {
 			truth, ok := traces[i].Between(s.Window.Start, s.Window.End)
@@ -76,6 +83,48 @@ func TestMeasureBusyNode(t *testing.T) {
 			t.Fatal("the build loop has not completed one build: the node was not busy the way the test means")
 		}
 	}
+}
+
+// offBySample says, from a window's recording, how far each sample's process credits fall from the node's
+// task time over the same interval, and which processes were credited most in the sample furthest off:
+// where a window that does not reconcile went wrong.
+func offBySample(t *testing.T, path string) string {
+	t.Helper()
+	r, err := record.Read(context.Background(), path)
+	if err != nil {
+		return err.Error()
+	}
+	infos := map[int64]sample.ProcInfo{}
+	var b strings.Builder
+	worst, worstOff := -1, 0.0
+	for i, smp := range r.Samples {
+		for _, p := range smp.New {
+			infos[p.ID] = p
+		}
+		if i == 0 {
+			continue
+		}
+		var procs uint64
+		for _, p := range smp.Procs {
+			procs += p.CPUNs
+		}
+		off := float64(smp.Node.TasksCPUNs-r.Samples[i-1].Node.TasksCPUNs)/1e6 - float64(procs)/1e6
+		fmt.Fprintf(&b, "sample %d: node - processes %+.1f ms\n", smp.Seq, off)
+		if math.Abs(off) > math.Abs(worstOff) {
+			worst, worstOff = i, off
+		}
+	}
+	if worst < 0 {
+		return b.String()
+	}
+	ps := slices.Clone(r.Samples[worst].Procs)
+	slices.SortFunc(ps, func(a, b sample.ProcSample) int { return cmp.Compare(b.CPUNs, a.CPUNs) })
+	for _, p := range ps[:min(12, len(ps))] {
+		in := infos[p.ID]
+		fmt.Fprintf(&b, "  sample %d: %.1f ms to %d %s (ppid %d, born %d, exited %d, seen %v)\n", r.Samples[worst].Seq, float64(p.CPUNs)/1e6,
+			in.Key.PID, in.Cmdline, in.PPID, in.BornSeq, in.ExitSeq, in.Seen)
+	}
+	return b.String()
 }
 
 // startBuildLoop writes a small C project and rebuilds it with make -j4 in a loop until the test ends (or

@@ -23,8 +23,10 @@ import (
 // of the second variant's share, named kube-scheduler so that it counts in the control plane. Every round
 // measures both variants in one window; each trial counts only its share's labs and run commands, so the
 // difference of a round's trials is the two burners (ground truth: the load's own regulation, not the
-// counter tare reads) while each trial alone is a share's idle control planes. The shares rotate: over
-// the two rounds the burner ran beside each lab once. Afterwards no lab is left.
+// counter tare reads) while each trial alone is a share's idle control planes. The shares are dealt at
+// random every round: each trial's labs, lab by lab, are those its run command started beside (as the
+// command itself wrote down), a burner's lab reads the burner and its idle control plane, an idle lab
+// only the latter. Afterwards no lab is left.
 func TestExperimentConcurrent(t *testing.T) {
 	requireLab(t)
 	self, err := os.Executable()
@@ -66,14 +68,13 @@ variants:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var beside []int
+	var beside []int // the labs the burner ran beside: round 1's two, then round 2's
 	for _, f := range strings.Fields(string(b)) {
 		k, _ := strconv.Atoi(f)
 		beside = append(beside, k)
 	}
-	slices.Sort(beside)
-	if !slices.Equal(beside, []int{1, 2, 3, 4}) {
-		t.Errorf("the burner ran beside labs %v over two rounds, want each of 1-4 once (the shares rotate)", beside)
+	if len(beside) != 4 {
+		t.Fatalf("the burner started beside labs %v, want two a round over two rounds", beside)
 	}
 	r := decodeResults(t, stdout)
 	byRound := map[int]map[string]float64{}
@@ -91,6 +92,28 @@ variants:
 		byRound[tr.Round][tr.Variant] = tr.Metrics["control-plane-cpu"]
 		if rate := tr.Metrics["api-requests"]; !(rate > 0) {
 			t.Errorf("trial %d: no API request rate of its share (%v)", tr.Seq, rate)
+		}
+		var labs []int
+		for _, l := range tr.Labs {
+			labs = append(labs, l.Lab)
+			cpu := l.Metrics["control-plane-cpu"]
+			t.Logf("round %d, %s, lab %d: control plane %.1fm", tr.Round, tr.Variant, l.Lab, cpu)
+			if tr.Variant == "burner" && math.Abs(cpu-burnMC) > 0.2*burnMC+60 {
+				t.Errorf("round %d, lab %d: %.1fm, want its burner's %gm (±20%%) and an idle control plane (under 60m)", tr.Round, l.Lab, cpu, burnMC)
+			}
+			if tr.Variant == "idle" && !(cpu > 2 && cpu < 0.5*burnMC) {
+				t.Errorf("round %d, lab %d: %.1fm, want an idle control plane (no burner's %gm)", tr.Round, l.Lab, cpu, burnMC)
+			}
+		}
+		slices.Sort(labs)
+		if tr.Variant == "burner" && tr.Round >= 1 && tr.Round <= 2 {
+			want := slices.Sorted(slices.Values(beside[2*(tr.Round-1) : 2*tr.Round]))
+			if !slices.Equal(labs, want) {
+				t.Errorf("round %d: the burner's trial holds labs %v, its run command ran beside %v", tr.Round, labs, want)
+			}
+		}
+		if len(labs) != 2 {
+			t.Errorf("trial %d (%s): labs %v, want its share's 2", tr.Seq, tr.Variant, labs)
 		}
 	}
 	if len(byRound) != 2 {

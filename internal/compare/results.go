@@ -24,6 +24,15 @@ type Trial struct {
 	Recording string             `json:"recording,omitempty"`
 	// Warnings are what went wrong in the window without stopping it, each with its sample.
 	Warnings []session.Warning `json:"warnings,omitempty"`
+	// Labs, in a concurrent experiment, are the metrics of each lab of the trial's share (Metrics are
+	// their sums): the lab-level estimate (Plan.Labs) reads them.
+	Labs []LabMetrics `json:"labs,omitempty"`
+}
+
+// LabMetrics are one lab's metrics in a concurrent experiment's trial; Lab is its number, from 1.
+type LabMetrics struct {
+	Lab     int                `json:"lab"`
+	Metrics map[string]float64 `json:"metrics"`
 }
 
 // Design is what the analysis needs to know of an experiment.

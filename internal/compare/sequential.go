@@ -33,11 +33,11 @@ type Plan struct {
 	// NeedRounds are the rounds that detect MDEPct with 80% power at Sigma.
 	NeedRounds int    `json:"need_rounds,omitempty"`
 	Pilot      string `json:"pilot"` // where Sigma came from: "the first N rounds" or an earlier experiment
-	// Phases, in a concurrent experiment (variants side by side on shares of the labs that rotate every
-	// round), is the number of variants: a round's difference carries its shares' own offsets, fixed by
-	// the round's phase (round mod Phases), and the estimate is the mean of the phases' means with the
-	// noise taken within phases (stats.PhaseMean). 0 or 1: one phase, the plain paired mean.
-	Phases int `json:"phases,omitempty"`
+	// Labs, in a concurrent experiment (variants side by side on shares of the labs, dealt anew every
+	// round), is the number of labs in a share: the estimate is the lab-level regression on every lab's
+	// value in every round (stats.LabEffect: a level for each lab and each round) times Labs, a share's
+	// difference. 0: the plain mean of the rounds' paired differences.
+	Labs int `json:"labs,omitempty"`
 }
 
 // Power is the power plans are made for.
@@ -94,8 +94,8 @@ const SequentialMethod = stats.SpendingName + "; paired by round, the t of the m
 
 // Method names the plan's sequential method in the output.
 func (p Plan) Method() string {
-	if p.Phases > 1 {
-		return SequentialMethod + PhaseMethod
+	if p.Labs > 0 {
+		return SequentialMethod + LabMethod
 	}
 	return SequentialMethod
 }
@@ -117,24 +117,53 @@ func (p Plan) BudgetText() string {
 	return fmt.Sprintf("the budget (%s) allows %d rounds, which detect ±%.1f%%%s: an answer as clear as asked stops early", budget, p.MaxRounds, p.ReachablePct, need)
 }
 
-// PhaseMethod is added to SequentialMethod in a concurrent experiment.
-const PhaseMethod = "; the rotation's phases' offsets removed (mean of the phases' means, noise within phases)"
+// LabMethod is added to SequentialMethod in a concurrent experiment.
+const LabMethod = "; the estimate from every lab's value in every round, each lab's and each round's level removed (two-way fixed effects), times the labs in a share"
 
-// phasesOf are the rounds' phases under p (nil with one phase).
-func (p Plan) phasesOf(rounds []int) []int {
-	if p.Phases <= 1 {
-		return nil
+// estimator gives the plan's estimate of variant - baseline in metric from the first n of rounds (the
+// rounds both finished, in order; Pairs): the paired differences' mean, or in a concurrent experiment the
+// lab-level regression on those rounds' labs.
+func (p Plan) estimator(trials []Trial, baseline, variant, metric string, rounds []int, diffs []float64) func(n int) stats.Estimate {
+	if p.Labs <= 0 {
+		return func(n int) stats.Estimate { return stats.PhaseMean(diffs[:n], nil, 1) }
 	}
-	ph := make([]int, len(rounds))
-	for i, r := range rounds {
-		ph[i] = r % p.Phases
+	in := map[int]bool{}
+	for _, r := range rounds {
+		in[r] = true
 	}
-	return ph
+	var obs []stats.LabObs
+	for _, t := range trials {
+		if t.Status != "ok" || !in[t.Round] || (t.Variant != baseline && t.Variant != variant) {
+			continue
+		}
+		for _, l := range t.Labs {
+			if v, ok := l.Metrics[metric]; ok {
+				obs = append(obs, stats.LabObs{Lab: l.Lab, Round: t.Round, Treated: t.Variant == variant, Y: v})
+			}
+		}
+	}
+	scale := float64(p.Labs)
+	return func(n int) stats.Estimate {
+		if n <= 0 {
+			return stats.LabEffect(nil)
+		}
+		last := rounds[n-1]
+		var upto []stats.LabObs
+		for _, o := range obs {
+			if o.Round <= last {
+				upto = append(upto, o)
+			}
+		}
+		e := stats.LabEffect(upto)
+		e.Mean, e.SE, e.SD = e.Mean*scale, e.SE*scale, e.SD*scale
+		return e
+	}
 }
 
-// Estimate is the plan's estimate of the mean difference from diffs of rounds.
-func (p Plan) Estimate(rounds []int, diffs []float64) stats.Estimate {
-	return stats.PhaseMean(diffs, p.phasesOf(rounds), p.Phases)
+// Estimate is the plan's estimate of variant - baseline in metric from every round both finished.
+func (p Plan) Estimate(trials []Trial, baseline, variant, metric string) stats.Estimate {
+	rounds, diffs := Pairs(trials, baseline, variant, metric)
+	return p.estimator(trials, baseline, variant, metric, rounds, diffs)(len(rounds))
 }
 
 // Pairs are the differences variant - baseline of metric in the rounds where both finished, by round.
@@ -190,7 +219,8 @@ func SequentialFor(p Plan, trials []Trial, baseline, variant, metric string, alp
 		sr := stats.SignedRank(diffs, alpha)
 		s.SignedRank = &sr
 	}
-	if e := p.Estimate(rounds, diffs); e.DF >= 1 {
+	est := p.estimator(trials, baseline, variant, metric, rounds, diffs)
+	if e := est(len(rounds)); e.DF >= 1 {
 		s.ReachedPct = Num(pctOf(stats.PairedMDE(len(diffs), e.SD, alpha, Power, p.Inflation), p.Base))
 		s.Reached = float64(s.ReachedPct) <= p.MDEPct
 	}
@@ -215,7 +245,7 @@ func SequentialFor(p Plan, trials []Trial, baseline, variant, metric string, alp
 	}
 	effect := p.MDEPct / 100 * p.Base
 	for k, i := range at[:len(fr)] {
-		l := stats.LookAtEstimate(p.Estimate(rounds[:i+1], diffs[:i+1]), fr[k], g.Bounds[k])
+		l := stats.LookAtEstimate(est(i+1), fr[k], g.Bounds[k])
 		s.Looks = append(s.Looks, Look{Round: rounds[i], Pairs: i + 1, Fraction: Num(fr[k]), Mean: Num(l.Mean), Z: Num(l.Z), Bound: Num(l.Bound), Lo: Num(l.Lo), Hi: Num(l.Hi)})
 		s.Mean, s.Lo, s.Hi = Num(l.Mean), Num(l.Lo), Num(l.Hi)
 		switch {

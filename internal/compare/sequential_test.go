@@ -135,41 +135,64 @@ func TestSequentialDecisions(t *testing.T) {
 	}
 }
 
-// phasedTrials are pairedTrials of a concurrent experiment whose two shares of labs differ by offset:
-// the shares rotate every round, so the offset adds to b's trials in even rounds and to a's in odd ones.
-func phasedTrials(rng *rand.Rand, rounds int, base, shift, sd, offset float64) []Trial {
-	out := pairedTrials(rng, rounds, base, shift, sd)
-	for i := range out {
-		if (out[i].Round%2 == 0) == (out[i].Variant == "b") {
-			out[i].Metrics["control-plane-cpu"] += offset
+// labTrials are the trials of a concurrent experiment of 2·share labs: lab k has its own level (levels,
+// one per lab), each round a level of its own (what the machine does to every lab) and each lab's window
+// its noise sd; every round deals the labs to a and b at random, share each, and b adds shift to each of
+// its labs. A trial's metric is its share's sum, with each lab's value in Labs.
+func labTrials(rng *rand.Rand, rounds, share int, levels []float64, shift, sd float64) []Trial {
+	var out []Trial
+	for r := 1; r <= rounds; r++ {
+		common := rng.NormFloat64() * sd
+		perm := rng.Perm(2 * share)
+		for vi, v := range []string{"a", "b"} {
+			t := Trial{Seq: len(out) + 1, Round: r, Variant: v, Status: "ok", Metrics: map[string]float64{}}
+			for _, k := range perm[vi*share : (vi+1)*share] {
+				x := levels[k] + common + rng.NormFloat64()*sd
+				if v == "b" {
+					x += shift
+				}
+				t.Metrics["control-plane-cpu"] += x
+				t.Labs = append(t.Labs, LabMetrics{Lab: k + 1, Metrics: map[string]float64{"control-plane-cpu": x}})
+			}
+			out = append(out, t)
 		}
 	}
 	return out
 }
 
-// The phase estimate, simulated where the truth is known: two shares of labs that differ by twice the
-// noise of a pair swap variants every round. With Phases 2 the plan holds (A/A at alpha, the planted
-// effect found about 80% of the time, the interval holding it); the plain paired mean, whose noise the
-// offset swells, loses most of that power.
-func TestSequentialPhasesSimulated(t *testing.T) {
+// The lab-level estimate, simulated where the truth is known: 16 labs whose own levels differ by four
+// times a window's noise, dealt to the variants at random every round. With Labs 8 the plan holds (A/A at
+// alpha, the planted 2% found about 80% of the time, the interval holding it); the plain paired mean of
+// the shares' sums, whose noise the labs' levels swell, finds it far less often.
+func TestSequentialLabsSimulated(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a Monte Carlo of 3,000 experiments")
 	}
-	const base, sd, alpha, mdePct = 100.0, 3.0, 0.05, 2.0
-	sigmaD := sd * math.Sqrt(2)
-	offset := 2 * sigmaD
-	p := sized(Plan{MDEPct: mdePct, Base: base, Sigma: sigmaD, FirstLook: 5, Inflation: 1, Phases: 2}, alpha)
-	plain := p
-	plain.Phases = 0
+	const share, sd, alpha, mdePct = 8, 1.0, 0.05, 2.0
 	rng := rand.New(rand.NewPCG(20261127, 9))
+	levels := make([]float64, 2*share)
+	for k := range levels {
+		levels[k] = 30 + 4*sd*rng.NormFloat64()
+	}
+	base := 0.0
+	for _, l := range levels {
+		base += l / 2
+	}
+	// The plan's sigma as a pilot would see it: the lab-level estimate's one-round noise, from many rounds.
+	probe := Plan{Labs: share}
+	sigma := probe.Estimate(labTrials(rng, 400, share, levels, 0, sd), "a", "b", "control-plane-cpu").SD
+	p := sized(Plan{MDEPct: mdePct, Base: base, Sigma: sigma, FirstLook: 2, Inflation: 1, Labs: share}, alpha)
+	plain := p
+	plain.Labs = 0
+	shift := mdePct / 100 * base / share // per lab: the share's sum moves by 2% of base
 	const runs = 1000
 	var aaFalse, hits, covered, plainHits int
 	for range runs {
-		s := SequentialFor(p, phasedTrials(rng, p.MaxRounds, base, 0, sd, offset), "a", "b", "control-plane-cpu", alpha)
+		s := SequentialFor(p, labTrials(rng, p.MaxRounds, share, levels, 0, sd), "a", "b", "control-plane-cpu", alpha)
 		if s.Decision == Changed {
 			aaFalse++
 		}
-		planted := phasedTrials(rng, p.MaxRounds, base, mdePct/100*base, sd, offset)
+		planted := labTrials(rng, p.MaxRounds, share, levels, shift, sd)
 		s = SequentialFor(p, planted, "a", "b", "control-plane-cpu", alpha)
 		if s.Decision == Changed && s.Mean > 0 {
 			hits++
@@ -182,8 +205,8 @@ func TestSequentialPhasesSimulated(t *testing.T) {
 		}
 	}
 	se := func(q float64) float64 { return 3 * math.Sqrt(q*(1-q)/runs) }
-	t.Logf("plan %d rounds; A/A false positives %d/%d; planted found %d/%d (plain paired mean %d/%d); interval held it %d/%d",
-		p.MaxRounds, aaFalse, runs, hits, runs, plainHits, runs, covered, runs)
+	t.Logf("plan %d rounds (sigma %.3f of base %.1f); A/A false positives %d/%d; planted found %d/%d (plain paired mean %d/%d); interval held it %d/%d",
+		p.MaxRounds, sigma, base, aaFalse, runs, hits, runs, plainHits, runs, covered, runs)
 	if rate := float64(aaFalse) / runs; rate > alpha+se(alpha) {
 		t.Errorf("A/A: %.3f significant, want at most %.2f", rate, alpha)
 	}
@@ -193,10 +216,10 @@ func TestSequentialPhasesSimulated(t *testing.T) {
 	if rate := float64(covered) / runs; rate < 1-alpha-se(1-alpha) {
 		t.Errorf("repeated interval held the effect in %.3f, want at least %.2f", rate, 1-alpha)
 	}
-	if plainHits >= hits {
-		t.Errorf("the plain paired mean found the effect %d times, the phase estimate %d: the offset should cost it power", plainHits, hits)
+	if plainHits*2 >= hits {
+		t.Errorf("the plain paired mean found the effect %d times, the lab-level estimate %d: the labs' levels should cost it most of its power", plainHits, hits)
 	}
-	if s := SequentialFor(p, phasedTrials(rng, 10, base, 0, sd, offset), "a", "b", "control-plane-cpu", alpha); !strings.Contains(s.Method, "phases") {
-		t.Errorf("method %q does not say the phases were removed", s.Method)
+	if s := SequentialFor(p, labTrials(rng, 4, share, levels, 0, sd), "a", "b", "control-plane-cpu", alpha); !strings.Contains(s.Method, "fixed effects") {
+		t.Errorf("method %q does not say each lab's level was removed", s.Method)
 	}
 }

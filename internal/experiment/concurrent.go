@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,18 +18,38 @@ import (
 // A concurrent experiment (target.lab.concurrent) runs every variant of a round at the same time, each on
 // its share of the replicas, and measures them in one window: what the machine does to every lab at once
 // (its memory speed drifting, a neighbour's build, a burst of interrupts) hits the variants alike and
-// cancels in their difference, which one lab a trial, or replicas switched together, cannot do. Lab k
-// runs variant (k + round) mod V, so the shares rotate: over V rounds every lab runs every variant once,
-// and a lab's own level (its etcd's size, its bursts' phase) cancels too. A trial is then one variant's
-// share in one round's window, its metrics summed over the share's labs from the processes of those labs
-// (ofLabs: as the labs' states record them, or whose command line names a lab's directory) and of the run
-// commands started beside them.
+// cancels. Each round deals the labs to the variants anew, at random in equal shares (seeded with the
+// spec's seed, so --resume deals the same): a lab's own level (its etcd's size, the phase of its periodic
+// work) is then measured on every variant in turn and removed by the lab-level estimate
+// (stats.LabEffect), and, unlike shares that rotate in a fixed order, no lab's periodic work can keep
+// landing on the same variant. A trial is one variant's share in one round's window: its metrics summed
+// over the share's labs, and lab by lab (Trial.Labs), from the processes of those labs (ofLabs: as the
+// labs' states record them, or whose command line names a lab's directory) and of the run commands
+// started beside them.
 
 // concurrent says whether the spec runs a round's variants at once, each on its share of the replicas.
 func (s *Spec) concurrent() bool { return s.Target.Lab != nil && s.Target.Lab.Concurrent }
 
-// variantOf is the index (in spec.Variants) of the variant lab k runs in round, of v variants.
-func variantOf(k, round, v int) int { return (k + round) % v }
+// dealLabs is the variant (index in the spec's variants, of v) each of labs labs runs in round: a random
+// permutation of the labs, seeded by the spec's seed and the round, dealt to the variants in turn, so
+// each variant gets labs/v of them.
+func dealLabs(seed uint64, round, labs, v int) []int {
+	// PCG's first outputs barely differ for states that barely do: the round is mixed in first.
+	perm := rand.New(rand.NewPCG(mix(seed^mix(uint64(round))), mix(uint64(round)+0xdea1))).Perm(labs)
+	out := make([]int, labs)
+	for i, k := range perm {
+		out[k] = i % v
+	}
+	return out
+}
+
+// mix is splitmix64's finaliser: every bit of x moves about half of the result's.
+func mix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
 
 // concurrentMetrics are the metric families a concurrent experiment can split by lab: the processes'
 // and the API servers'. Node busy is the whole machine's, every share's at once.
@@ -65,8 +86,8 @@ func (r *Runner) round(ctx context.Context, ts []*Trial) error {
 		return err
 	}
 	variantAt := make([]Variant, len(dirs))
-	for k := range dirs {
-		variantAt[k] = spec.Variants[variantOf(k, round, nv)]
+	for k, v := range dealLabs(spec.Seed, round, len(dirs), nv) {
+		variantAt[k] = spec.Variants[v]
 	}
 	since := time.Now()
 	if !spec.SharedLab() {
@@ -114,7 +135,7 @@ func (r *Runner) round(ctx context.Context, ts []*Trial) error {
 			}
 		}
 	}
-	runPIDs := map[string][]int{}
+	runPIDs := make([][]int, len(dirs)) // by lab
 	for k, v := range variantAt {
 		t := first[v.Name]
 		if v.Run == "" || t == nil {
@@ -126,7 +147,7 @@ func (r *Runner) round(ctx context.Context, ts []*Trial) error {
 			return err
 		}
 		defer stop()
-		runPIDs[v.Name] = append(runPIDs[v.Name], pid)
+		runPIDs[k] = append(runPIDs[k], pid)
 	}
 	select {
 	case <-ctx.Done():
@@ -138,20 +159,36 @@ func (r *Runner) round(ctx context.Context, ts []*Trial) error {
 	if err != nil {
 		return err
 	}
-	for _, t := range ts {
-		labs := share[t.Variant]
+	// measure is the metrics of the labs at indexes ks, from their processes in the window.
+	measure := func(ks []int) (map[string]float64, error) {
 		var marks []string
 		var procs []lab.Process
-		for _, k := range labs {
+		var pids []int
+		for _, k := range ks {
 			marks = append(marks, dirs[k]+string(filepath.Separator))
 			procs = append(procs, sts[k].Processes...)
+			pids = append(pids, runPIDs[k]...)
 		}
-		keep, err := ofLabs(res.Samples, procs, marks, runPIDs[t.Variant])
+		keep, err := ofLabs(res.Samples, procs, marks, pids)
 		if err != nil {
-			return fmt.Errorf("variant %s: %w", t.Variant, err)
+			return nil, err
 		}
 		sum := summary.Build(res.Meta, res.Samples, summary.Options{Keep: func(p sample.ProcInfo) bool { return keep[p.ID] }})
-		t.Metrics = compare.Measure(sum, rates.perMinute(labs), spec.Metrics)
+		return compare.Measure(sum, rates.perMinute(ks), spec.Metrics), nil
+	}
+	for _, t := range ts {
+		labs := share[t.Variant]
+		if t.Metrics, err = measure(labs); err != nil {
+			return fmt.Errorf("variant %s: %w", t.Variant, err)
+		}
+		t.Labs = t.Labs[:0]
+		for _, k := range labs {
+			m, err := measure([]int{k})
+			if err != nil {
+				return fmt.Errorf("variant %s, lab %d: %w", t.Variant, k+1, err)
+			}
+			t.Labs = append(t.Labs, compare.LabMetrics{Lab: k + 1, Metrics: m})
+		}
 		t.Recording, t.Warnings = lead.Recording, lead.Warnings
 	}
 	return nil

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -9,17 +10,28 @@ import (
 	"github.com/tare-dev/tare/internal/sample"
 )
 
-func TestVariantOfRotates(t *testing.T) {
-	for _, tc := range []struct{ labs, variants int }{{4, 2}, {12, 2}, {6, 3}, {12, 4}} {
-		// Every round gives each variant an equal share; over V rounds each lab runs every variant once.
-		runs := make([]map[int]int, tc.labs)
+// Every round deals each variant an equal share, the same for the same seed and round (--resume), other
+// deals in other rounds; over many rounds each lab runs every variant about equally often, and the labs
+// running a variant in one round are no guide to the next (no fixed rotation).
+func TestDealLabs(t *testing.T) {
+	for _, tc := range []struct {
+		labs, variants int
+		seed           uint64
+	}{{4, 2, 0}, {4, 2, 42}, {16, 2, 1}, {6, 3, 7}, {12, 4, 1 << 40}} {
+		const rounds = 400
+		runs := make([][]int, tc.labs)
 		for k := range runs {
-			runs[k] = map[int]int{}
+			runs[k] = make([]int, tc.variants)
 		}
-		for round := 1; round <= tc.variants; round++ {
+		same := 0
+		var prev []int
+		for round := 1; round <= rounds; round++ {
+			deal := dealLabs(tc.seed, round, tc.labs, tc.variants)
+			if !slices.Equal(deal, dealLabs(tc.seed, round, tc.labs, tc.variants)) {
+				t.Fatalf("%d labs, %d variants, round %d: two deals differ", tc.labs, tc.variants, round)
+			}
 			share := make([]int, tc.variants)
-			for k := range tc.labs {
-				v := variantOf(k, round, tc.variants)
+			for k, v := range deal {
 				share[v]++
 				runs[k][v]++
 			}
@@ -28,11 +40,24 @@ func TestVariantOfRotates(t *testing.T) {
 					t.Errorf("%d labs, %d variants, round %d: variant %d has %d labs", tc.labs, tc.variants, round, v, n)
 				}
 			}
-		}
-		for k, m := range runs {
-			if len(m) != tc.variants {
-				t.Errorf("%d labs, %d variants: lab %d ran %v over %d rounds", tc.labs, tc.variants, k, m, tc.variants)
+			if slices.Equal(deal, prev) {
+				same++
 			}
+			prev = deal
+		}
+		// Each lab runs a variant in about 1/v of the rounds: binomial, within 5 standard deviations.
+		p := 1 / float64(tc.variants)
+		sd := math.Sqrt(rounds * p * (1 - p))
+		for k, r := range runs {
+			for v, n := range r {
+				if math.Abs(float64(n)-rounds*p) > 5*sd {
+					t.Errorf("%d labs, %d variants: lab %d ran variant %d in %d of %d rounds", tc.labs, tc.variants, k, v, n, rounds)
+				}
+			}
+		}
+		// A deal repeats the one before with chance 1/6 for 4 labs and 2 variants, less with more labs.
+		if same > rounds/4 {
+			t.Errorf("%d labs, %d variants: %d rounds dealt as the one before", tc.labs, tc.variants, same)
 		}
 	}
 }

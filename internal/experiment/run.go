@@ -429,7 +429,7 @@ func (r *Runner) ensureLabs(ctx context.Context, up lab.UpOptions, dirs []string
 		how = "every trial; each restarts only " + strings.Join(spec.variedComponents(), ", ")
 	}
 	if spec.concurrent() {
-		how = fmt.Sprintf("every round, each of the %d variants on %d of them at once", len(spec.Variants), len(dirs)/len(spec.Variants))
+		how = fmt.Sprintf("every round, each of the %d variants on %d of them at once, dealt at random", len(spec.Variants), len(dirs)/len(spec.Variants))
 	}
 	if len(dirs) == 1 {
 		r.say("  lab up in %.1f s; it serves %s; settling it for %s", time.Since(start).Seconds(), how, sharedSettle)

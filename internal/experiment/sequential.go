@@ -49,17 +49,17 @@ func MakePlan(spec *Spec, trials []Trial, elapsed time.Duration, source string, 
 		return p, fmt.Errorf("the pilot (%s) has no positive baseline median of %s to take %.1f%% of", source, primary, p.MDEPct)
 	}
 	if spec.concurrent() {
-		p.Phases = len(d.Variants)
+		p.Labs = spec.Target.Lab.Replicas / len(d.Variants)
 	}
 	p.Sigma = math.NaN()
 	rounds := 0
 	for _, v := range d.Variants[1:] {
-		rs, diffs := compare.Pairs(trials, d.Variants[0], v, primary)
-		e := p.Estimate(rs, diffs)
+		_, diffs := compare.Pairs(trials, d.Variants[0], v, primary)
+		e := p.Estimate(trials, d.Variants[0], v, primary)
 		if e.DF < 1 {
 			need := "at least 2 are needed to see the noise"
-			if p.Phases > 1 {
-				need = fmt.Sprintf("a concurrent experiment needs at least %d, one more than its %d variants, with every phase of the rotation in them, to see the noise", p.Phases+1, p.Phases)
+			if p.Labs > 0 {
+				need = "a concurrent experiment needs at least 2, with labs that ran both, and each lab's value in them, to see the noise"
 			}
 			return p, fmt.Errorf("the pilot (%s) has %d complete round(s) of %s against %s: %s", source, len(diffs), v, d.Variants[0], need)
 		}
@@ -146,8 +146,8 @@ func inflation(p compare.Plan, alpha float64) float64 {
 func PlanText(p compare.Plan) string {
 	s := fmt.Sprintf("plan: ±%.1f%% of %.4g with 80%% power takes up to %d rounds, about %s at %s a round (looks from round %d; noise of one pair %.3g, from %s)",
 		p.MDEPct, p.Base, p.MaxRounds, seconds(float64(p.MaxRounds)*p.RoundSeconds), seconds(p.RoundSeconds), p.FirstLook, p.Sigma, p.Pilot)
-	if p.Phases > 1 {
-		s += fmt.Sprintf("\nthe shares rotate over the labs every round: each of the %d phases' offsets is removed, and the noise taken within phases", p.Phases)
+	if p.Labs > 0 {
+		s += fmt.Sprintf("\nthe labs are dealt to the variants at random every round, %d a share: the estimate is every lab's value in every round with each lab's and each round's level removed", p.Labs)
 	}
 	if b := p.BudgetText(); b != "" {
 		s += "\n" + b

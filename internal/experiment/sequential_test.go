@@ -4,7 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -152,14 +152,7 @@ func TestStoreKeepsPlan(t *testing.T) {
 // PlanFromPilot plans from a real experiment captured on the lab (leader election on and off).
 func TestPlanFromPilot(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	old, err := os.ReadFile("../cli/testdata/experiment/experiment.db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(StorePath(dir), old, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := oldStoreDir(t)
 	pf, err := PlanFromPilot(ctx, seqSpec(t, ""), dir)
 	if err != nil {
 		t.Fatal(err)
@@ -174,56 +167,55 @@ func TestPlanFromPilot(t *testing.T) {
 	}
 }
 
-// A concurrent experiment's plan takes the noise within the rotation's phases: an offset between the
-// shares of labs (added to b in even rounds, to a in odd ones) does not count as noise.
+// A concurrent experiment's plan takes the noise from every lab's value in every round with each lab's
+// level removed: labs 10 apart (far more than a window's noise of 1) do not count as noise. Its pilot is
+// 2 rounds by default; one round cannot show the noise.
 func TestMakePlanConcurrent(t *testing.T) {
 	const lab = "target: {lab: {replicas: 4, concurrent: true, control_plane_only: true}}\n"
 	spec, err := Parse([]byte("name: c\nwindow: 10s\nmde: 2%\n" + lab + "variants: [{name: a}, {name: b}]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if spec.PilotRounds != 5 {
-		t.Errorf("default pilot %d rounds, want 5 (two of each phase, and one)", spec.PilotRounds)
+	if spec.PilotRounds != 2 {
+		t.Errorf("default pilot %d rounds, want 2", spec.PilotRounds)
 	}
-	if _, err := Parse([]byte("name: c\nwindow: 10s\nmde: 2%\npilot_rounds: 2\n" + lab + "variants: [{name: a}, {name: b}]\n")); err == nil || !strings.Contains(err.Error(), "at least 3") {
-		t.Errorf("a 2-round pilot: %v", err)
-	}
-	trials := pilot(7, 1, 0)
-	for i := range trials {
-		if (trials[i].Round%2 == 0) == (trials[i].Variant == "b") {
-			trials[i].Metrics["control-plane-cpu"] += 10
+	rng := rand.New(rand.NewPCG(8, 9))
+	start := time.Unix(1e9, 0)
+	var trials []Trial
+	for r := 1; r <= 3; r++ {
+		deal := dealLabs(spec.Seed, r, 4, 2)
+		for vi, v := range []string{"a", "b"} {
+			tr := Trial{Seq: len(trials) + 1, Round: r, Variant: v, Status: "ok", Started: start.Add(time.Duration(r) * time.Minute), Metrics: map[string]float64{}}
+			for k, d := range deal {
+				if d != vi {
+					continue
+				}
+				x := 50 + 10*float64(k) + rng.NormFloat64()
+				tr.Metrics["control-plane-cpu"] += x
+				tr.Labs = append(tr.Labs, compare.LabMetrics{Lab: k + 1, Metrics: map[string]float64{"control-plane-cpu": x}})
+			}
+			trials = append(trials, tr)
 		}
 	}
-	p, err := MakePlan(spec, trials, 7*time.Minute, "the first 7 rounds", true)
+	p, err := MakePlan(spec, trials, 3*time.Minute, "the first 3 rounds", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// By hand: each phase's differences about their own mean, pooled over n - 2 degrees of freedom.
-	rounds, diffs := compare.Pairs(trials, "a", "b", "control-plane-cpu")
-	var ss float64
-	for ph := range 2 {
-		var xs []float64
-		for i, r := range rounds {
-			if r%2 == ph {
-				xs = append(xs, diffs[i])
-			}
-		}
-		m := 0.0
-		for _, x := range xs {
-			m += x / float64(len(xs))
-		}
-		for _, x := range xs {
-			ss += (x - m) * (x - m)
-		}
+	// A share of 2 labs, each with noise 1: the sum's difference has noise about 2 a round.
+	if p.Labs != 2 || !(p.Sigma > 0) || p.Sigma > 8 {
+		t.Errorf("plan %+v: want 2 labs a share and a sigma near 2, the labs' levels (10 apart) left out", p)
 	}
-	want := math.Sqrt(ss / 5)
-	if p.Phases != 2 || math.Abs(p.Sigma-want) > 1e-9 || p.Sigma > 3 {
-		t.Errorf("plan %+v: want 2 phases and sigma %v (the offset of 10 left out)", p, want)
+	if !strings.Contains(PlanText(p), "each lab's") {
+		t.Errorf("plan text %q does not say each lab's level is removed", PlanText(p))
 	}
-	if !strings.Contains(PlanText(p), "phases") {
-		t.Errorf("plan text %q does not name the phases", PlanText(p))
+	if _, err := MakePlan(spec, trials[:2], time.Minute, "x", true); err == nil || !strings.Contains(err.Error(), "at least 2") {
+		t.Errorf("a 1-round pilot: %v", err)
 	}
-	if _, err := MakePlan(spec, trials[:4], time.Minute, "x", true); err == nil || !strings.Contains(err.Error(), "at least 3") {
-		t.Errorf("a 2-round pilot: %v", err)
+	plain := slices.Clone(trials)
+	for i := range plain {
+		plain[i].Labs = nil
+	}
+	if _, err := MakePlan(spec, plain, time.Minute, "x", true); err == nil || !strings.Contains(err.Error(), "each lab's value") {
+		t.Errorf("a pilot without the labs' values: %v", err)
 	}
 }

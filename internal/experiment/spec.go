@@ -33,7 +33,7 @@ type Spec struct {
 	Variants    []Variant `json:"variants,omitempty"`
 	Sweep       *Sweep    `json:"sweep,omitempty"`
 	// MDE makes the experiment sequential (sequential.go): the change of the primary metric to detect
-	// with 80% power. A pilot of PilotRounds rounds (default 3, in a concurrent experiment 2×variants+1;
+	// with 80% power. A pilot of PilotRounds rounds (default 3, in a concurrent experiment 2;
 	// trials is then not used) measures the noise, tare plans the rounds that detect MDE (within Budget,
 	// when given), and it stops as soon as the answer is clear.
 	MDE         Percent  `json:"mde,omitempty"`
@@ -58,8 +58,8 @@ type LabTarget struct {
 	// variant at once, so that a window measures all of them: the labs' own noise is independent and
 	// adds up by its square root while a variant's change adds up whole. 0 or 1: one lab.
 	Replicas int `json:"replicas,omitempty"`
-	// Concurrent runs a round's variants at the same time, each on its share of the replicas (lab k runs
-	// variant (k + round) mod V, so the shares rotate), measured in one window (concurrent.go): the
+	// Concurrent runs a round's variants at the same time, each on its share of the replicas (dealt at
+	// random every round), measured in one window (concurrent.go): the
 	// machine's own drift hits every variant alike and cancels in their difference. Needs replicas, a
 	// multiple of the variants' count and at least two labs a variant, and metrics that split by lab.
 	Concurrent bool `json:"concurrent,omitempty"`
@@ -186,8 +186,8 @@ func (s *Spec) check() error {
 		if s.PilotRounds == 0 {
 			s.PilotRounds = defaultPilotRounds
 			if s.concurrent() {
-				// The noise is seen within the rotation's phases (one a variant): two rounds of each, and one more.
-				s.PilotRounds = 2*len(s.Variants) + 1
+				// Every lab's value in two rounds already shows the noise (stats.LabEffect).
+				s.PilotRounds = 2
 			}
 		}
 		if s.PilotRounds < 2 {
@@ -334,9 +334,6 @@ func (s *Spec) checkConcurrent() error {
 	if lt.Replicas < 2*nv || lt.Replicas%nv != 0 {
 		return fmt.Errorf("target.lab.concurrent: %d replicas for %d variants; each variant runs on an equal share of at least 2 labs, so replicas must be a multiple of %d from %d (e.g. %d)",
 			lt.Replicas, nv, nv, 2*nv, max(2*nv, (lt.Replicas+nv-1)/nv*nv))
-	}
-	if s.MDE > 0 && s.PilotRounds < nv+1 {
-		return fmt.Errorf("target.lab.concurrent: pilot_rounds %d: the noise is seen within the rotation's %d phases (one a variant), which needs at least %d rounds (default %d)", s.PilotRounds, nv, nv+1, 2*nv+1)
 	}
 	if s.guardDeployment() {
 		return fmt.Errorf("target.lab.concurrent: the guard Deployment needs a node; set guard.deployment: false")

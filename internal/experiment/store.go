@@ -49,6 +49,15 @@ CREATE TABLE IF NOT EXISTS trial_warnings (
   kind       TEXT NOT NULL,     -- source, skipped, sink
   message    TEXT NOT NULL
 );`
+	// labsSchema, like warningsSchema, came after version 1 as a table of its own: a concurrent trial's
+	// metrics lab by lab (files without it read as trials without them).
+	labsSchema = `
+CREATE TABLE IF NOT EXISTS trial_labs (
+  seq        INTEGER NOT NULL,  -- the trial
+  started_ns INTEGER NOT NULL,  -- the trial's start, as in trials
+  lab        INTEGER NOT NULL,  -- the lab's number, from 1
+  metrics    TEXT NOT NULL      -- JSON object: metric -> value
+);`
 )
 
 // Store is an open experiment file.
@@ -109,7 +118,7 @@ func Plan(spec *Spec) []Trial {
 }
 
 func (st *Store) init(ctx context.Context, plan []Trial) error {
-	if _, err := st.db.ExecContext(ctx, storeSchema+warningsSchema); err != nil {
+	if _, err := st.db.ExecContext(ctx, storeSchema+warningsSchema+labsSchema); err != nil {
 		return err
 	}
 	spec, err := json.Marshal(st.Spec)
@@ -200,36 +209,87 @@ func (st *Store) load(ctx context.Context, meta record.FileMeta) ([]Trial, error
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	return out, st.loadWarnings(ctx, out)
+	if err := st.loadWarnings(ctx, out); err != nil {
+		return nil, err
+	}
+	return out, st.loadLabs(ctx, out)
 }
 
 // loadWarnings gives each trial the warnings saved with it (none in files from before the table).
 func (st *Store) loadWarnings(ctx context.Context, trials []Trial) error {
+	return st.eachRow(ctx, "trial_warnings", "SELECT seq, started_ns, sample, kind, message FROM trial_warnings ORDER BY rowid", trials,
+		func(ix trialIndex, rows *sql.Rows) error {
+			var seq int
+			var started int64
+			var w session.Warning
+			if err := rows.Scan(&seq, &started, &w.Seq, &w.Kind, &w.Message); err != nil {
+				return err
+			}
+			if t := ix.at(seq, started); t != nil {
+				t.Warnings = append(t.Warnings, w)
+			}
+			return nil
+		})
+}
+
+// trialIndex finds a row's trial by its seq and start.
+type trialIndex map[int]*Trial
+
+// at is the trial seq if it started at started (Unix ns); nil for a row of an earlier run of the trial
+// (another start) or of no trial.
+func (ix trialIndex) at(seq int, started int64) *Trial {
+	if t := ix[seq]; t != nil && started == startedNs(t.Started) {
+		return t
+	}
+	return nil
+}
+
+// eachRow runs query on table, one of those added after version 1 (a file without it has no rows), and
+// hands each row to read with the trials' index, to scan it and find its trial.
+func (st *Store) eachRow(ctx context.Context, table, query string, trials []Trial, read func(trialIndex, *sql.Rows) error) error {
 	var n int
-	if err := st.db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'trial_warnings'").Scan(&n); err != nil || n == 0 {
+	if err := st.db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", table).Scan(&n); err != nil || n == 0 {
 		return err
 	}
-	bySeq := map[int]*Trial{}
+	idx := trialIndex{}
 	for i := range trials {
-		bySeq[trials[i].Seq] = &trials[i]
+		idx[trials[i].Seq] = &trials[i]
 	}
-	rows, err := st.db.QueryContext(ctx, "SELECT seq, started_ns, sample, kind, message FROM trial_warnings ORDER BY rowid")
+	rows, err := st.db.QueryContext(ctx, query)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var seq int
-		var started int64
-		var w session.Warning
-		if err := rows.Scan(&seq, &started, &w.Seq, &w.Kind, &w.Message); err != nil {
+		if err := read(idx, rows); err != nil {
 			return err
-		}
-		if t := bySeq[seq]; t != nil && started == startedNs(t.Started) {
-			t.Warnings = append(t.Warnings, w)
 		}
 	}
 	return rows.Err()
+}
+
+// loadLabs gives each concurrent trial its labs' metrics saved with it (none in files from before the
+// table).
+func (st *Store) loadLabs(ctx context.Context, trials []Trial) error {
+	return st.eachRow(ctx, "trial_labs", "SELECT seq, started_ns, lab, metrics FROM trial_labs ORDER BY seq, lab", trials,
+		func(ix trialIndex, rows *sql.Rows) error {
+			var seq int
+			var started int64
+			var m string
+			l := compare.LabMetrics{}
+			if err := rows.Scan(&seq, &started, &l.Lab, &m); err != nil {
+				return err
+			}
+			t := ix.at(seq, started)
+			if t == nil {
+				return nil
+			}
+			if err := json.Unmarshal([]byte(m), &l.Metrics); err != nil {
+				return fmt.Errorf("trial %d lab %d metrics: %w", seq, l.Lab, err)
+			}
+			t.Labs = append(t.Labs, l)
+			return nil
+		})
 }
 
 // Save writes (or rewrites) one trial, with its warnings.
@@ -265,6 +325,21 @@ func (st *Store) Save(ctx context.Context, t Trial) (err error) {
 	}
 	for _, w := range t.Warnings {
 		if _, err = tx.ExecContext(ctx, "INSERT INTO trial_warnings VALUES(?,?,?,?,?)", t.Seq, started, w.Seq, string(w.Kind), w.Message); err != nil {
+			return err
+		}
+	}
+	if _, err = tx.ExecContext(ctx, labsSchema); err != nil {
+		return err
+	}
+	if _, err = tx.ExecContext(ctx, "DELETE FROM trial_labs WHERE seq = ?", t.Seq); err != nil {
+		return err
+	}
+	for _, l := range t.Labs {
+		var lm []byte
+		if lm, err = json.Marshal(orEmpty(l.Metrics)); err != nil {
+			return err
+		}
+		if _, err = tx.ExecContext(ctx, "INSERT INTO trial_labs VALUES(?,?,?,?)", t.Seq, started, l.Lab, string(lm)); err != nil {
 			return err
 		}
 	}

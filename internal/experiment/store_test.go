@@ -12,17 +12,27 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tare-dev/tare/internal/compare"
 	"github.com/tare-dev/tare/internal/record"
 	"github.com/tare-dev/tare/internal/session"
 	"github.com/tare-dev/tare/internal/warning"
 )
 
-// TestStoreKeepsTrialWarnings: a trial's window warnings survive the experiment file, including one
-// written before the warnings table (the experiment captured on the lab): it reads as trials without
-// warnings, takes them on the next save, and the results list them with their trial and sample.
-func TestStoreKeepsTrialWarnings(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
+// oldStore opens a copy of the experiment captured on the lab before the warnings and labs tables.
+func oldStore(t *testing.T) (string, *Store, []Trial) {
+	t.Helper()
+	dir := oldStoreDir(t)
+	st, trials, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, st, trials
+}
+
+// oldStoreDir is a directory holding a copy of the experiment captured on the lab (leader election on and
+// off), from before the warnings and labs tables.
+func oldStoreDir(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	old, err := os.ReadFile("../cli/testdata/experiment/experiment.db")
 	if err != nil {
@@ -31,25 +41,39 @@ func TestStoreKeepsTrialWarnings(t *testing.T) {
 	if err := os.WriteFile(StorePath(dir), old, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st, trials, err := Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return dir
+}
+
+// TestStoreKeepsTrialWarnings: a trial's window warnings, and a concurrent trial's metrics lab by lab,
+// survive the experiment file, including one written before their tables (the experiment captured on
+// the lab): it reads as trials without them, takes them on the next save (rows of an earlier run of a
+// trial are not the current run's), and the results list the warnings with their trial and sample.
+func TestStoreKeepsTrialWarnings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir, st, trials := oldStore(t)
 	for _, tr := range trials {
-		if len(tr.Warnings) > 0 {
-			t.Errorf("trial %d of a file without the table has warnings %v", tr.Seq, tr.Warnings)
+		if len(tr.Warnings) > 0 || len(tr.Labs) > 0 {
+			t.Errorf("trial %d of a file without the tables has warnings %v, labs %v", tr.Seq, tr.Warnings, tr.Labs)
 		}
 	}
 	want := []session.Warning{
 		{Seq: 0, Kind: session.Source, Message: "reading node resources: gone"},
 		{Seq: 4, Kind: session.SinkFailed, Message: "disk full; measuring on without it"},
 	}
-	trials[1].Warnings = want
+	labs := []compare.LabMetrics{
+		{Lab: 3, Metrics: map[string]float64{"control-plane-cpu": 31.5, "api-requests": 120}},
+		{Lab: 7, Metrics: map[string]float64{"control-plane-cpu": 28.25}},
+	}
+	trials[1].Warnings, trials[1].Labs = want, labs
 	if err := st.Save(ctx, trials[1]); err != nil {
 		t.Fatal(err)
 	}
-	// A row of an earlier run of trial 3 (another start) is not the current run's.
+	// Rows of an earlier run of trial 3 (another start) are not the current run's.
 	if _, err := st.db.ExecContext(ctx, "INSERT INTO trial_warnings VALUES(?,?,?,?,?)", 3, 1, 2, "source", "stale"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.db.ExecContext(ctx, "INSERT INTO trial_labs VALUES(?,?,?,?)", 3, 1, 2, `{"control-plane-cpu": 1}`); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
@@ -62,8 +86,11 @@ func TestStoreKeepsTrialWarnings(t *testing.T) {
 	if diff := cmp.Diff(want, again[1].Warnings); diff != "" {
 		t.Errorf("trial 2's warnings read back (-want +got):\n%s", diff)
 	}
-	if len(again[2].Warnings) > 0 {
-		t.Errorf("trial 3 took a stale row: %v", again[2].Warnings)
+	if diff := cmp.Diff(labs, again[1].Labs); diff != "" {
+		t.Errorf("trial 2's labs read back (-want +got):\n%s", diff)
+	}
+	if len(again[2].Warnings) > 0 || len(again[2].Labs) > 0 {
+		t.Errorf("trial 3 took a stale row: %v %v", again[2].Warnings, again[2].Labs)
 	}
 	res := Analyze(st.Spec, st.Plan, again)
 	for _, w := range []warning.Warning{

@@ -177,36 +177,42 @@ func (s *Sampler) settleLedgers(smp *Sample, cuts []pendingCut) {
 }
 
 // baselineExits closes the baseline sample. Processes that ended around it were either listed alive (their
-// notification is kept for the next sample, which settles them as usual), listed as zombies (sampleNew put
-// them in their parent's ledger), or not listed at all: those ended before the window, and count as
-// baseline. Each end is booked once: a zombie listed and then drained, or drained twice, would be expected
-// twice in its parent's cutime, and the negative balance would swallow the next children's CPU (a build's
-// teardown credits, 100m on a busy node). A zombie not listed is expected in its parent's cutime; for one
-// already reaped, the parent's cutime is read again and settled as the baseline: what it gained is dropped,
-// what it still expects (zombies listed and not yet reaped) waits. Exits drained before the listing are of
-// processes that ended before it: a listed process under the same PID is another one.
+// notification is kept for the next sample, which settles them as usual), listed as zombies, or not
+// listed at all: those ended before the window, and count as baseline. Each end is booked once (a zombie
+// listed and then drained, or drained twice, would be expected twice in its parent's cutime, and the
+// negative balance would swallow the next children's CPU: a build's teardown credits, 100m on a busy
+// node), and only once the whole listing is done: PIDs wrap (pid_max is 32768 on small machines), so a
+// child can be listed before its parent, whose first reading would otherwise drop the expectation and
+// count the reap as new CPU (a build's whole tree, −170m). A zombie still unreaped is expected in its
+// parent's cutime; for an end already reaped, the parent's cutime is read again and settled as the
+// baseline: what it gained is dropped, what it still expects waits. Exits drained before the listing are
+// of processes that ended before it: a listed process under the same PID is another one.
 func (s *Sampler) baselineExits() {
 	recs := s.drainExits()
 	early := mergeExits(s.earlyExits)
 	s.earlyExits = nil
+	for _, r := range s.baseZombies {
+		s.baselineEnd(r, false, true)
+	}
+	s.baseZombies = nil
 	for _, r := range early {
-		s.baselineEnd(r, false)
+		s.baselineEnd(r, false, false)
 	}
 	for _, r := range mergeExits(recs) {
-		s.baselineEnd(r, true)
+		s.baselineEnd(r, true, false)
 	}
 }
 
-// baselineEnd books one exit met while the baseline sample was taken; listed says that /proc was listed
-// before the exit was drained.
-func (s *Sampler) baselineEnd(r kernel.ExitRecord, listed bool) {
+// baselineEnd books one end met while the baseline sample was taken: an exit notification (listed says
+// that /proc was listed before it was drained) or a zombie the listing found.
+func (s *Sampler) baselineEnd(r kernel.ExitRecord, listed, zombie bool) {
 	if _, ok := s.procs[r.PID]; ok {
 		if listed {
 			s.heldExits = append(s.heldExits, r)
 		}
 		return
 	}
-	if s.baseDone[r.PID] {
+	if s.baseDone[r.PID] && !zombie {
 		return
 	}
 	s.baseDone[r.PID] = true

@@ -72,10 +72,11 @@ func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
 	}
 	if id.Stat.State == 'Z' {
 		// A zombie: ended, waiting for its parent to reap it. At the baseline its CPU was spent before the
-		// window, and the reap will add it to the parent's cutime; later, its exit was already settled.
+		// window, booked once the listing is done (baselineExits: its parent may come later in the
+		// listing); later, its exit was already settled.
 		if s.seq == 0 && !s.baseDone[pid] {
-			s.baseDone[pid] = true // its notification, drained later, is not booked again (baselineExits)
-			s.childEnded(id.Stat.PPID, 0, id.Stat.OwnTimeNs(), id.Stat.ChildTimeNs())
+			s.baseDone[pid] = true // its notification, drained later, is not booked again
+			s.baseZombies = append(s.baseZombies, kernel.ExitRecord{PID: pid, PPID: id.Stat.PPID})
 		}
 		return
 	}

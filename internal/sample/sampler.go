@@ -65,6 +65,7 @@ type Sampler struct {
 	heldExits    []kernel.ExitRecord // exits of listed processes met while closing the baseline sample
 	earlyExits   []kernel.ExitRecord // exits drained before the baseline sample listed /proc
 	baseDone     map[int]bool        // PIDs whose end the baseline booked (ledger.go): a late notification is not news
+	baseZombies  []kernel.ExitRecord // zombies the baseline listed, booked when it ends (ledger.go)
 	ending       []*procState        // processes found gone during this sample's pass (ledger.go)
 	cuts         []pendingCut        // cutime readings of this pass, booked after the ended processes
 	nextID       int64

@@ -117,6 +117,16 @@ func (p Plan) BudgetText() string {
 	return fmt.Sprintf("the budget (%s) allows %d rounds, which detect ±%.1f%%%s: an answer as clear as asked stops early", budget, p.MaxRounds, p.ReachablePct, need)
 }
 
+// DF is the degrees of freedom the plan's estimate has after n rounds: n - 1 for the paired mean; for the
+// lab-level estimate (two variants' 2·Labs labs each round, a level for each lab and each round),
+// (2·Labs - 1)(n - 1) - 1.
+func (p Plan) DF(n int) int {
+	if p.Labs > 0 {
+		return (2*p.Labs-1)*(n-1) - 1
+	}
+	return n - 1
+}
+
 // LabMethod is added to SequentialMethod in a concurrent experiment.
 const LabMethod = "; the estimate from every lab's value in every round, each lab's and each round's level removed (two-way fixed effects), times the labs in a share"
 
@@ -221,7 +231,7 @@ func SequentialFor(p Plan, trials []Trial, baseline, variant, metric string, alp
 	}
 	est := p.estimator(trials, baseline, variant, metric, rounds, diffs)
 	if e := est(len(rounds)); e.DF >= 1 {
-		s.ReachedPct = Num(pctOf(stats.PairedMDE(len(diffs), e.SD, alpha, Power, p.Inflation), p.Base))
+		s.ReachedPct = Num(pctOf(stats.RoundsMDE(len(diffs), e.DF, e.SD, alpha, Power, p.Inflation), p.Base))
 		s.Reached = float64(s.ReachedPct) <= p.MDEPct
 	}
 	// The looks: the rounds of the schedule that completed a pair, in round order.

@@ -70,7 +70,7 @@ func MakePlan(spec *Spec, trials []Trial, elapsed time.Duration, source string, 
 	}
 	p.RoundSeconds = elapsed.Seconds() / float64(max(rounds, 1))
 	effect := p.MDEPct / 100 * p.Base
-	n := stats.PairedRounds(effect, p.Sigma, spec.Alpha, compare.Power, 1, roundLimit)
+	n := stats.Rounds(effect, p.Sigma, spec.Alpha, compare.Power, 1, roundLimit, p.DF)
 	// The looks (every round from FirstLook) set the inflation, which sets the rounds: settle both.
 	for range 4 {
 		if n > roundLimit {
@@ -79,7 +79,7 @@ func MakePlan(spec *Spec, trials []Trial, elapsed time.Duration, source string, 
 		p.MaxRounds = max(n, p.FirstLook)
 		p.LookEvery = lookEvery(p.FirstLook, p.MaxRounds)
 		p.Inflation = inflation(p, spec.Alpha)
-		next := stats.PairedRounds(effect, p.Sigma, spec.Alpha, compare.Power, p.Inflation, roundLimit)
+		next := stats.Rounds(effect, p.Sigma, spec.Alpha, compare.Power, p.Inflation, roundLimit, p.DF)
 		if next == n {
 			break
 		}
@@ -115,7 +115,7 @@ func MakePlan(spec *Spec, trials []Trial, elapsed time.Duration, source string, 
 			p.FirstLook = min(p.FirstLook, fit)
 			p.LookEvery = lookEvery(p.FirstLook, p.MaxRounds)
 			p.Inflation = inflation(p, spec.Alpha)
-			p.ReachablePct = 100 * stats.PairedMDE(fit, p.Sigma, spec.Alpha, compare.Power, p.Inflation) / p.Base
+			p.ReachablePct = 100 * stats.RoundsMDE(fit, p.DF(fit), p.Sigma, spec.Alpha, compare.Power, p.Inflation) / p.Base
 		}
 	}
 	return p, nil

@@ -62,3 +62,19 @@ func TestLabEffectEdges(t *testing.T) {
 		t.Errorf("two rounds of four labs, each +2 on the variant: %+v, want effect 2 with 8-4-1-1 = 2 df", e)
 	}
 }
+
+// RoundsMDE takes the t's degrees of freedom apart from the rounds (scipy: (t.ppf(0.975, df) +
+// t.ppf(0.8, df))·2/√(4/1.1)); with df = n - 1 it is PairedMDE.
+func TestRoundsMDE(t *testing.T) {
+	for _, c := range []struct {
+		df   int
+		want float64
+	}{{14, 3.1598947913195774}, {3, 4.364008262704102}} {
+		if got := RoundsMDE(4, c.df, 2, 0.05, 0.8, 1.1); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("df %d: %.12g, scipy %.12g", c.df, got, c.want)
+		}
+	}
+	if RoundsMDE(4, 3, 2, 0.05, 0.8, 1.1) != PairedMDE(4, 2, 0.05, 0.8, 1.1) || !math.IsInf(RoundsMDE(4, 0, 1, 0.05, 0.8, 1), 1) {
+		t.Error("RoundsMDE at n - 1 degrees of freedom is not PairedMDE, or no degree of freedom is not +Inf")
+	}
+}

@@ -14,10 +14,17 @@ import (
 
 // PairedMDE is the smallest true mean difference n pairs detect with the given power; +Inf below 2 pairs.
 func PairedMDE(n int, sigma, alpha, power, inflation float64) float64 {
-	if n < 2 {
+	return RoundsMDE(n, n-1, sigma, alpha, power, inflation)
+}
+
+// RoundsMDE is PairedMDE for an estimate whose noise is seen with df degrees of freedom rather than n - 1: n
+// rounds of sigma each, the t's quantiles at df (the lab-level estimate sees many labs a round, LabEffect).
+// +Inf when n or df is below 1.
+func RoundsMDE(n, df int, sigma, alpha, power, inflation float64) float64 {
+	if n < 1 || df < 1 {
 		return math.Inf(1)
 	}
-	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}
 	return (t.Quantile(1-alpha/2) + t.Quantile(power)) * sigma / math.Sqrt(float64(n)/inflation)
 }
 
@@ -25,16 +32,22 @@ func PairedMDE(n int, sigma, alpha, power, inflation float64) float64 {
 // PairedMDE(n) <= effect, at least 2; 0 when effect is not positive or sigma is not finite, and limit+1
 // when not even limit pairs do.
 func PairedRounds(effect, sigma, alpha, power, inflation float64, limit int) int {
+	return Rounds(effect, sigma, alpha, power, inflation, limit, func(n int) int { return n - 1 })
+}
+
+// Rounds is PairedRounds for an estimate with df(n) degrees of freedom after n rounds (RoundsMDE).
+func Rounds(effect, sigma, alpha, power, inflation float64, limit int, df func(n int) int) int {
 	if !(effect > 0) || math.IsNaN(sigma) || math.IsInf(sigma, 0) {
 		return 0
 	}
-	if PairedMDE(limit, sigma, alpha, power, inflation) > effect {
+	mde := func(n int) float64 { return RoundsMDE(n, df(n), sigma, alpha, power, inflation) }
+	if mde(limit) > effect {
 		return limit + 1
 	}
-	lo, hi := 2, limit // PairedMDE falls with n: find the first n at or below effect
+	lo, hi := 2, limit // the MDE falls with n: find the first n at or below effect
 	for lo < hi {
 		mid := (lo + hi) / 2
-		if PairedMDE(mid, sigma, alpha, power, inflation) <= effect {
+		if mde(mid) <= effect {
 			hi = mid
 		} else {
 			lo = mid + 1

@@ -14,14 +14,18 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/tare-dev/tare/internal/compare"
@@ -47,6 +51,7 @@ type options struct {
 	designs        time.Duration
 	designsLabs    int
 	designsFrom    string
+	keep           string
 }
 
 func main() {
@@ -71,6 +76,7 @@ func main() {
 	flag.DurationVar(&o.designs, "designs", 0, "first, measure -designs-labs idle labs this long and replay concurrent designs on them (0: skip)")
 	flag.IntVar(&o.designsLabs, "designs-labs", 24, "labs for -designs")
 	flag.StringVar(&o.designsFrom, "designs-from", "", "replay the designs on this tare recording of labs (directories lab-K) instead of measuring")
+	flag.StringVar(&o.keep, "keep", "", "keep each experiment's files (spec, experiment.db) under this directory (default: a temporary one, removed)")
 	flag.Parse()
 	if o.designs > 0 || o.designsFrom != "" {
 		if err := designs(o); err != nil {
@@ -91,8 +97,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: -concurrent needs -replicas K, even and at least 4 (each variant on K/2 labs)")
 		os.Exit(2)
 	}
-	if err := run(o); err != nil {
+	// Ctrl-C or a kill reaches tare experiment as its own interrupt: it stops its labs and keeps its
+	// trials; the runs finished so far are reported.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
+		stop()
 		os.Exit(1)
 	}
 }
@@ -111,12 +122,18 @@ type outcome struct {
 	took     time.Duration
 }
 
-func run(o options) error {
-	dir, err := os.MkdirTemp("", "tare-bench-exp-")
-	if err != nil {
+func run(ctx context.Context, o options) error {
+	dir := o.keep
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "tare-bench-exp-")
+		if err != nil {
+			return err
+		}
+		defer func() { _ = os.RemoveAll(tmp) }()
+		dir = tmp
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	defer func() { _ = os.RemoveAll(dir) }()
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -159,7 +176,12 @@ variants: [{name: a, baseline: true}, %s]
 %s`, kind, target, o.warmup, o.window, second, pilot)), 0o644); err != nil {
 			return err
 		}
-		oc, err := experiment(o, spec, filepath.Join(dir, fmt.Sprintf("out-%02d", i)), kind)
+		oc, err := experiment(ctx, o, spec, filepath.Join(dir, fmt.Sprintf("out-%02d", i)), kind)
+		if ctx.Err() != nil {
+			fmt.Printf("\ninterrupted during run %d (%s): the %d runs before it\n", i+1, kind, len(all))
+			report(o, all, plantedMC)
+			return errors.New("interrupted")
+		}
 		if err != nil {
 			return err
 		}
@@ -175,9 +197,15 @@ variants: [{name: a, baseline: true}, %s]
 	return nil
 }
 
-func experiment(o options, spec, out, kind string) (outcome, error) {
+func experiment(ctx context.Context, o options, spec, out, kind string) (outcome, error) {
 	start := time.Now()
-	cmd := exec.Command(o.tare, "experiment", spec, "--out", out, "-o", "json", "--mde", fmt.Sprintf("%g%%", o.mde), "--budget", o.budget.String())
+	cmd := exec.CommandContext(ctx, o.tare, "experiment", spec, "--out", out, "-o", "json", "--mde", fmt.Sprintf("%g%%", o.mde), "--budget", o.budget.String())
+	// Interrupted, the experiment gets one SIGINT (it stops its labs and keeps its trials), and a minute
+	// to do so before it is killed. Its own process group: a terminal's Ctrl-C reaches only this bench,
+	// since a second interrupt would make tare quit at once and leave its labs.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = time.Minute
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -207,6 +235,9 @@ func count(all []outcome, kind string) []outcome {
 
 func report(o options, all []outcome, plantedMC float64) {
 	rate := func(k, n int) string {
+		if n == 0 {
+			return "none run"
+		}
 		lo, hi := stats.BinomialCI(k, n, 0.95)
 		return fmt.Sprintf("%d/%d (%.0f%%, 95%% interval %.0f–%.0f%%)", k, n, 100*float64(k)/float64(max(n, 1)), 100*lo, 100*hi)
 	}

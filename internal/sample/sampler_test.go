@@ -2,6 +2,8 @@ package sample
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -115,20 +117,37 @@ func TestSamplerExitAndPIDReuse(t *testing.T) {
 // startWithPID tries to start "sleep 31" with the given PID through /proc/sys/kernel/ns_last_pid.
 func startWithPID(pid int) (*exec.Cmd, bool) {
 	for range 20 {
-		if os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0o644) != nil {
+		c, err := startAtPID(pid, func(got int) bool { return got == pid }, "sleep", "31")
+		if err != nil {
 			return nil, false
 		}
-		c := exec.Command("sleep", "31")
-		if err := c.Start(); err != nil {
-			return nil, false
-		}
-		if c.Process.Pid == pid {
+		if c != nil {
 			return c, true
 		}
-		_ = c.Process.Kill()
-		_ = c.Wait()
 	}
 	return nil, false
+}
+
+var errNoPIDChoice = errors.New("cannot choose the next PID")
+
+// startAtPID starts name with args as the next PID after pid-1 (written to /proc/sys/kernel/ns_last_pid)
+// and keeps it when ok accepts the PID it got: another process may take that PID first, then the command
+// is killed and reaped and startAtPID returns nil. An error: the next PID cannot be chosen or the
+// command cannot start.
+func startAtPID(pid int, ok func(int) bool, name string, args ...string) (*exec.Cmd, error) {
+	if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0o644); err != nil {
+		return nil, fmt.Errorf("%w: %w", errNoPIDChoice, err)
+	}
+	c := exec.Command(name, args...)
+	if err := c.Start(); err != nil {
+		return nil, err
+	}
+	if ok(c.Process.Pid) {
+		return c, nil
+	}
+	_ = c.Process.Kill()
+	_ = c.Wait()
+	return nil, nil
 }
 
 func TestCoalesce(t *testing.T) {

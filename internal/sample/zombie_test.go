@@ -2,9 +2,9 @@ package sample
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
-	"strconv"
 	"testing"
 	"time"
 
@@ -84,18 +84,16 @@ func startBelow(t *testing.T, below int) *exec.Cmd {
 		if pid >= below {
 			break
 		}
-		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0o644); err != nil {
-			testenv.Unavailable(t, "cannot choose the next PID: %v", err)
+		c, err := startAtPID(pid, func(got int) bool { return got < below }, "sh", "-c", "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done")
+		if errors.Is(err, errNoPIDChoice) {
+			testenv.Unavailable(t, "%v", err)
 		}
-		c := exec.Command("sh", "-c", "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done")
-		if err := c.Start(); err != nil {
+		if err != nil {
 			t.Fatal(err)
 		}
-		if c.Process.Pid < below {
+		if c != nil {
 			return c
 		}
-		_ = c.Process.Kill()
-		_ = c.Wait()
 	}
 	testenv.Unavailable(t, "no free PID below this process's")
 	return nil

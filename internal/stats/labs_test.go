@@ -63,15 +63,31 @@ func TestLabEffectEdges(t *testing.T) {
 	}
 }
 
-// RoundsMDE takes the t's degrees of freedom apart from the rounds (scipy: (t.ppf(0.975, df) +
-// t.ppf(0.8, df))·2/√(4/1.1)); with df = n - 1 it is PairedMDE.
+// RoundsMDE takes the t's degrees of freedom apart from the rounds (12 cases against scipy); with df = n - 1
+// it is PairedMDE.
 func TestRoundsMDE(t *testing.T) {
+	// scipy 1.17.1: (t.ppf(1 - alpha/2, df) + t.ppf(power, df)) * sigma / sqrt(n / inflation)
 	for _, c := range []struct {
-		df   int
-		want float64
-	}{{14, 3.1598947913195774}, {3, 4.364008262704102}} {
-		if got := RoundsMDE(4, c.df, 2, 0.05, 0.8, 1.1); math.Abs(got-c.want) > 1e-9 {
-			t.Errorf("df %d: %.12g, scipy %.12g", c.df, got, c.want)
+		n, df                          int
+		sigma, alpha, power, inflation float64
+		want                           float64
+	}{
+		{4, 14, 2, 0.05, 0.8, 1.1, 3.1598947913195774},
+		{4, 3, 2, 0.05, 0.8, 1.1, 4.364008262704102},
+		{2, 1, 1, 0.05, 0.8, 1, 9.957892521561483},
+		{3, 29, 5.5, 0.05, 0.8, 1, 9.206900215856358},
+		{5, 60, 1.3, 0.05, 0.9, 1.21, 2.107918943715713},
+		{8, 105, 0.7, 0.01, 0.8, 1.05, 0.8796143841978976},
+		{2, 14, 3, 0.1, 0.8, 1, 5.57772528977905},
+		{10, 9, 2, 0.05, 0.8, 1, 1.9894274700193468},
+		{6, 75, 4.2, 0.05, 0.95, 1.3, 7.150442930155873},
+		{1, 1, 1, 0.05, 0.8, 1, 14.082586656645868},
+		{12, 341, 0.9, 0.05, 0.8, 1.1, 0.7655896954221826},
+		{3, 2, 10, 0.2, 0.5, 1, 10.88662107903635},
+	} {
+		got := RoundsMDE(c.n, c.df, c.sigma, c.alpha, c.power, c.inflation)
+		if math.Abs(got-c.want) > 1e-9*c.want {
+			t.Errorf("%+v: %.12g, scipy %.12g", c, got, c.want)
 		}
 	}
 	if RoundsMDE(4, 3, 2, 0.05, 0.8, 1.1) != PairedMDE(4, 2, 0.05, 0.8, 1.1) || !math.IsInf(RoundsMDE(4, 0, 1, 0.05, 0.8, 1), 1) {

@@ -100,10 +100,10 @@ func main() {
 	// Ctrl-C or a kill reaches tare experiment as its own interrupt: it stops its labs and keeps its
 	// trials; the runs finished so far are reported.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil {
+	err := run(ctx, o)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
-		stop()
 		os.Exit(1)
 	}
 }

@@ -38,6 +38,9 @@ type Plan struct {
 	// value in every round (stats.LabEffect: a level for each lab and each round) times Labs, a share's
 	// difference. 0: the plain mean of the rounds' paired differences.
 	Labs int `json:"labs,omitempty"`
+	// Shares is the number of variants the labs are dealt to in a concurrent experiment (0: two, as in
+	// plans stored before it was kept).
+	Shares int `json:"shares,omitempty"`
 }
 
 // Power is the power plans are made for.
@@ -117,14 +120,22 @@ func (p Plan) BudgetText() string {
 	return fmt.Sprintf("the budget (%s) allows %d rounds, which detect ±%.1f%%%s: an answer as clear as asked stops early", budget, p.MaxRounds, p.ReachablePct, need)
 }
 
-// DF is the degrees of freedom the plan's estimate has after n rounds: n - 1 for the paired mean; for the
-// lab-level estimate (two variants' 2·Labs labs each round, a level for each lab and each round),
-// (2·Labs - 1)(n - 1) - 1.
+// DF is the degrees of freedom the plan's estimate has after n rounds: n - 1 for the paired mean. The
+// lab-level estimate of one variant against the baseline sees their 2·Labs values a round and takes a
+// level for each of those rounds and each lab that ran either: 2·Labs·n - n - labs seen. With two
+// variants every lab runs one of them every round, (2·Labs - 1)(n - 1) - 1; with V shares a lab runs
+// one of the two in a round with chance 2/V, so the labs seen are on average V·Labs·(1 - (1 - 2/V)^n),
+// and DF is that average's figure, rounded.
 func (p Plan) DF(n int) int {
-	if p.Labs > 0 {
-		return (2*p.Labs-1)*(n-1) - 1
+	if p.Labs <= 0 {
+		return n - 1
 	}
-	return n - 1
+	if n < 1 {
+		return 0
+	}
+	v := max(p.Shares, 2)
+	seen := float64(v*p.Labs) * (1 - math.Pow(1-2/float64(v), float64(n)))
+	return max(int(math.Round(float64((2*p.Labs-1)*n)-seen)), 0)
 }
 
 // LabMethod is added to SequentialMethod in a concurrent experiment.

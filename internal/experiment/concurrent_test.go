@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tare-dev/tare/internal/compare"
 	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/sample"
+	"github.com/tare-dev/tare/internal/stats"
 )
 
 // Every round deals each variant an equal share, the same for the same seed and round (--resume), other
@@ -108,5 +110,43 @@ func TestConcurrentDefaults(t *testing.T) {
 	}
 	if !s.concurrent() || !slices.Equal(s.Metrics, concurrentMetrics) || s.guardDeployment() {
 		t.Errorf("concurrent %v, metrics %v, guard deployment %v", s.concurrent(), s.Metrics, s.guardDeployment())
+	}
+}
+
+// TestPlanDFDealt: the plan's degrees of freedom for the lab-level estimate are those the estimate has on
+// labs dealt as a concurrent experiment deals them (where the effect is identified: some lab ran both):
+// exactly with two variants, on average (within one, over many seeds) with three and four.
+func TestPlanDFDealt(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ shares, labs int }{{2, 2}, {2, 8}, {3, 2}, {3, 4}, {4, 4}} {
+		p := compare.Plan{Labs: c.labs, Shares: c.shares}
+		for n := 2; n <= 8; n++ {
+			const seeds = 300
+			sum, ok, lo, hi := 0, 0, math.MaxInt, 0
+			for seed := range uint64(seeds) {
+				var obs []stats.LabObs
+				for r := 1; r <= n; r++ {
+					for k, v := range dealLabs(seed, r, c.labs*c.shares, c.shares) {
+						if v < 2 { // the baseline (0) and the first variant (1)
+							obs = append(obs, stats.LabObs{Lab: k, Round: r, Treated: v == 1, Y: float64(k*r%7) + float64(v)})
+						}
+					}
+				}
+				e := stats.LabEffect(obs)
+				if math.IsNaN(e.Mean) {
+					continue // no lab switched between the two: nothing to estimate, whatever the df
+				}
+				sum, ok = sum+e.DF, ok+1
+				lo, hi = min(lo, e.DF), max(hi, e.DF)
+			}
+			mean := float64(sum) / float64(ok)
+			t.Logf("%d labs a share, %d variants, %d rounds: df %.2f on average (%d-%d, %d of %d identified), the plan's %d", c.labs, c.shares, n, mean, lo, hi, ok, seeds, p.DF(n))
+			if c.shares == 2 && (lo != p.DF(n) || hi != p.DF(n)) {
+				t.Errorf("%d labs a share, 2 variants, %d rounds: the estimate's df %d-%d, the plan's %d", c.labs, n, lo, hi, p.DF(n))
+			}
+			if math.Abs(mean-float64(p.DF(n))) > 1 {
+				t.Errorf("%d labs a share, %d variants, %d rounds: the estimate's df %.2f on average, the plan's %d", c.labs, c.shares, n, mean, p.DF(n))
+			}
+		}
 	}
 }

@@ -49,7 +49,7 @@ func MakePlan(spec *Spec, trials []Trial, elapsed time.Duration, source string, 
 		return p, fmt.Errorf("the pilot (%s) has no positive baseline median of %s to take %.1f%% of", source, primary, p.MDEPct)
 	}
 	if spec.concurrent() {
-		p.Labs = spec.Target.Lab.Replicas / len(d.Variants)
+		p.Labs, p.Shares = spec.Target.Lab.Replicas/len(d.Variants), len(d.Variants)
 	}
 	p.Sigma = math.NaN()
 	rounds := 0

@@ -136,18 +136,25 @@ func (r *Runner) round(ctx context.Context, ts []*Trial) error {
 		}
 	}
 	runPIDs := make([][]int, len(dirs)) // by lab
+	var runs []runAt
+	var runLab []int
 	for k, v := range variantAt {
 		t := first[v.Name]
 		if v.Run == "" || t == nil {
 			continue
 		}
 		log := filepath.Join(r.Store.Dir, fmt.Sprintf("trial-%03d-run-%d.log", t.Seq, k+1))
-		pid, stop, err := startRun(ctx, v, log, sts[k].Kubeconfig, k+1)
+		runs, runLab = append(runs, runAt{v: v, logPath: log, kubeconfig: sts[k].Kubeconfig, replica: k + 1}), append(runLab, k)
+	}
+	if len(runs) > 0 {
+		pids, stop, err := startRuns(ctx, runs)
 		if err != nil {
 			return err
 		}
 		defer stop()
-		runPIDs[k] = append(runPIDs[k], pid)
+		for i, pid := range pids {
+			runPIDs[runLab[i]] = append(runPIDs[runLab[i]], pid)
+		}
 	}
 	select {
 	case <-ctx.Done():

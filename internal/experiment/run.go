@@ -343,17 +343,19 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 		if len(kcs) == 0 {
 			kcs = []string{""}
 		}
+		runs := make([]runAt, len(kcs))
 		for k, kc := range kcs {
 			log := fmt.Sprintf("trial-%03d-run.log", t.Seq)
 			if len(kcs) > 1 {
 				log = fmt.Sprintf("trial-%03d-run-%d.log", t.Seq, k+1)
 			}
-			_, stop, err := startRun(ctx, v, filepath.Join(r.Store.Dir, log), kc, k+1)
-			if err != nil {
-				return err
-			}
-			defer stop()
+			runs[k] = runAt{v: v, logPath: filepath.Join(r.Store.Dir, log), kubeconfig: kc, replica: k + 1}
 		}
+		_, stop, err := startRuns(ctx, runs)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	select {
 	case <-ctx.Done():

@@ -7,62 +7,116 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
 
-// startRun starts a variant's run command in a process group of its own, its output in logPath, and
-// returns what stops it: SIGTERM to the group, SIGKILL 2 s later if anything is left. The shell also dies
-// with tare (Pdeathsig) should tare be killed before it can stop the group. The command has
-// TARE_VARIANT, TARE_REPLICA (which of the labs it runs beside, from 1) and, when kubeconfig is not empty
-// (a lab target), KUBECONFIG in its environment. pid is the shell's (its process group's).
-func startRun(ctx context.Context, v Variant, logPath, kubeconfig string, replica int) (pid int, stop func(), err error) {
-	log, err := os.Create(logPath)
-	if err != nil {
-		return 0, nil, fmt.Errorf("variant %s: run: %w", v.Name, err)
+// runAt is one run command to start: the variant's, beside one lab (replica, from 1, with that lab's
+// kubeconfig; empty for the commands target), its output in logPath.
+type runAt struct {
+	v          Variant
+	logPath    string
+	kubeconfig string
+	replica    int
+}
+
+// runSettle is how long a run command must live to count as started: one that exits sooner (a typo, a
+// missing program) is an error of the trial, not a quiet variant that measures like the baseline.
+const runSettle = 200 * time.Millisecond
+
+// startRuns starts the run commands, each in a process group of its own, waits runSettle once for all of
+// them, and returns their shells' PIDs (their process groups') in order and what stops them all at once:
+// SIGTERM to each group, SIGKILL 2 s later if anything is left. The shells also die with tare
+// (Pdeathsig) should tare be killed before it can stop the groups. Each command has TARE_VARIANT,
+// TARE_REPLICA and, with a kubeconfig, KUBECONFIG in its environment. On an error nothing is left
+// running.
+func startRuns(ctx context.Context, runs []runAt) (pids []int, stop func(), err error) {
+	var started []*runProc
+	stopAll := func() {
+		var wg sync.WaitGroup
+		for _, p := range started {
+			wg.Add(1)
+			go func() { defer wg.Done(); p.stop() }()
+		}
+		wg.Wait()
 	}
-	cmd := exec.Command("sh", "-c", v.Run)
-	cmd.Env = append(os.Environ(), "TARE_VARIANT="+v.Name, "TARE_REPLICA="+strconv.Itoa(replica))
-	if kubeconfig != "" {
-		cmd.Env = append(cmd.Env, "KUBECONFIG="+kubeconfig)
+	for _, r := range runs {
+		p, err := launchRun(r)
+		if err != nil {
+			stopAll()
+			return nil, nil, err
+		}
+		started = append(started, p)
+	}
+	select {
+	case <-time.After(runSettle):
+	case <-ctx.Done():
+	}
+	for _, p := range started {
+		select {
+		case err := <-p.done:
+			p.done <- err // stop reads it again
+			stopAll()
+			b, _ := os.ReadFile(p.r.logPath)
+			if err == nil {
+				err = errors.New("it exited at once")
+			}
+			return nil, nil, fmt.Errorf("variant %s: run %q: %w: %s", p.r.v.Name, p.r.v.Run, err, tail(string(b)))
+		default:
+		}
+	}
+	for _, p := range started {
+		pids = append(pids, p.cmd.Process.Pid)
+	}
+	return pids, stopAll, nil
+}
+
+// runProc is one started run command.
+type runProc struct {
+	r    runAt
+	cmd  *exec.Cmd
+	log  *os.File
+	done chan error // the shell's exit, once
+}
+
+func launchRun(r runAt) (*runProc, error) {
+	log, err := os.Create(r.logPath)
+	if err != nil {
+		return nil, fmt.Errorf("variant %s: run: %w", r.v.Name, err)
+	}
+	cmd := exec.Command("sh", "-c", r.v.Run)
+	cmd.Env = append(os.Environ(), "TARE_VARIANT="+r.v.Name, "TARE_REPLICA="+strconv.Itoa(r.replica))
+	if r.kubeconfig != "" {
+		cmd.Env = append(cmd.Env, "KUBECONFIG="+r.kubeconfig)
 	}
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		log.Close()
-		return 0, nil, fmt.Errorf("variant %s: run %q: %w", v.Name, v.Run, err)
+		return nil, fmt.Errorf("variant %s: run %q: %w", r.v.Name, r.v.Run, err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	// A command that fails at once (a typo, a missing program) is an error of the trial, not a quiet
-	// variant that measures like the baseline.
-	select {
-	case err := <-done:
-		log.Close()
-		b, _ := os.ReadFile(logPath)
-		if err == nil {
-			err = errors.New("it exited at once")
+	p := &runProc{r: r, cmd: cmd, log: log, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait() }()
+	return p, nil
+}
+
+// stop ends the command's process group: SIGTERM, and SIGKILL for what is left 2 s later.
+func (p *runProc) stop() {
+	pg := -p.cmd.Process.Pid
+	_ = syscall.Kill(pg, syscall.SIGTERM)
+	wait := func() {
+		select {
+		case err := <-p.done:
+			_ = err // killed: the exit status says only that
+			p.done <- nil
+		case <-time.After(2 * time.Second):
 		}
-		return 0, nil, fmt.Errorf("variant %s: run %q: %w: %s", v.Name, v.Run, err, tail(string(b)))
-	case <-time.After(200 * time.Millisecond):
-	case <-ctx.Done():
 	}
-	return cmd.Process.Pid, func() {
-		pg := -cmd.Process.Pid
-		_ = syscall.Kill(pg, syscall.SIGTERM)
-		wait := func() {
-			select {
-			case err := <-done:
-				_ = err // killed: the exit status says only that
-				done <- nil
-			case <-time.After(2 * time.Second):
-			}
-		}
-		wait()
-		_ = syscall.Kill(pg, syscall.SIGKILL) // what the group left behind, the shell gone or not
-		wait()
-		log.Close()
-	}, nil
+	wait()
+	_ = syscall.Kill(pg, syscall.SIGKILL) // what the group left behind, the shell gone or not
+	wait()
+	p.log.Close()
 }
 
 func tail(s string) string {

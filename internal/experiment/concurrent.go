@@ -80,7 +80,7 @@ func (r *Runner) round(ctx context.Context, ts []*Trial) error {
 	if err != nil {
 		return err
 	}
-	up := lab.UpOptions{Dir: r.LabDir(), Profile: lt.Profile, Sets: base, ControlPlaneOnly: true, BinDir: lt.BinDir}
+	up := r.upOptions(lt, base, true)
 	sts, err := r.ensureLabs(ctx, up, dirs)
 	if err != nil {
 		return err

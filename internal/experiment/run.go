@@ -385,7 +385,7 @@ func (r *Runner) labFor(ctx context.Context, lt *LabTarget, sets []lab.Tuning) (
 	spec := r.Store.Spec
 	varied := spec.variedComponents()
 	shared, retune := spec.SharedLab(), lab.CanRetune(varied)
-	up := lab.UpOptions{Dir: r.LabDir(), Profile: lt.Profile, Sets: sets, ControlPlaneOnly: lt.ControlPlaneOnly, BinDir: lt.BinDir}
+	up := r.upOptions(lt, sets, lt.ControlPlaneOnly)
 	if !shared && !retune {
 		start := time.Now()
 		st, err := lab.Up(ctx, up)
@@ -412,6 +412,14 @@ func (r *Runner) labFor(ctx context.Context, lt *LabTarget, sets []lab.Tuning) (
 		return nil, false, time.Time{}, err
 	}
 	return sts, false, since, nil
+}
+
+// upOptions are how the experiment starts its labs (from the first one's directory, LabDir). The labs are
+// the experiment's: they end with it even when it is killed (SIGKILL, the OOM killer), so that no lab is
+// left holding memory and ports; --resume starts them again.
+func (r *Runner) upOptions(lt *LabTarget, sets []lab.Tuning, controlPlaneOnly bool) lab.UpOptions {
+	return lab.UpOptions{Dir: r.LabDir(), Profile: lt.Profile, Sets: sets, ControlPlaneOnly: controlPlaneOnly, BinDir: lt.BinDir,
+		StopWithCaller: true}
 }
 
 // ensureLabs returns the running labs in dirs, or, when they are not running (the first trial, a resume)

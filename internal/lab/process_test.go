@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(leaderExitsEnv) != "" {
 		leaderExits()
 	}
+	if dir := os.Getenv(upRetuneEnv); dir != "" {
+		upRetuneHelper(dir)
+	}
 	os.Exit(m.Run())
 }
 

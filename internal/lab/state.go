@@ -39,6 +39,9 @@ type State struct {
 	Steps         []Step            `json:"steps,omitempty"`
 	Tunings       []Tuning          `json:"tunings,omitempty"`
 	Paused        *PauseState       `json:"paused,omitempty"` // set from the start of tare lab pause to the end of unpause
+	// StopWithCaller is UpOptions.StopWithCaller: the components a retune restarts get it too, so they
+	// also end with the process that restarted them.
+	StopWithCaller bool `json:"stop_with_caller,omitempty"`
 }
 
 // components lists the lab components the lab runs (UpOptions.components).

@@ -135,7 +135,7 @@ func (r *Runner) round(ctx context.Context, ts []*Trial) error {
 			}
 		}
 	}
-	runPIDs := make([][]int, len(dirs)) // by lab
+	runShells := make([][]sample.ProcKey, len(dirs)) // by lab
 	var runs []runAt
 	var runLab []int
 	for k, v := range variantAt {
@@ -147,13 +147,13 @@ func (r *Runner) round(ctx context.Context, ts []*Trial) error {
 		runs, runLab = append(runs, runAt{v: v, logPath: log, kubeconfig: sts[k].Kubeconfig, replica: k + 1}), append(runLab, k)
 	}
 	if len(runs) > 0 {
-		pids, stop, err := startRuns(ctx, runs)
+		shells, stop, err := startRuns(ctx, runs)
 		if err != nil {
 			return err
 		}
 		defer stop()
-		for i, pid := range pids {
-			runPIDs[runLab[i]] = append(runPIDs[runLab[i]], pid)
+		for i, sh := range shells {
+			runShells[runLab[i]] = append(runShells[runLab[i]], sh)
 		}
 	}
 	select {
@@ -170,13 +170,13 @@ func (r *Runner) round(ctx context.Context, ts []*Trial) error {
 	measure := func(ks []int) (map[string]float64, error) {
 		var marks []string
 		var procs []lab.Process
-		var pids []int
+		var shells []sample.ProcKey
 		for _, k := range ks {
 			marks = append(marks, dirs[k]+string(filepath.Separator))
 			procs = append(procs, sts[k].Processes...)
-			pids = append(pids, runPIDs[k]...)
+			shells = append(shells, runShells[k]...)
 		}
-		keep, err := ofLabs(res.Samples, procs, marks, pids)
+		keep, err := ofLabs(res.Samples, procs, marks, shells)
 		if err != nil {
 			return nil, err
 		}
@@ -203,10 +203,11 @@ func (r *Runner) round(ctx context.Context, ts []*Trial) error {
 
 // ofLabs picks the processes of a share of labs from a window's samples: the labs' own (procs, by PID
 // and start time as their states record them, exact even where a command line could not be read; or a
-// command line naming one of the labs' directories, marks, each ending in a separator), those started as
-// one of pids (the run commands beside them), and their descendants. A lab process the window never saw
+// command line naming one of the labs' directories, marks, each ending in a separator), the run commands'
+// shells beside them (by PID and start time; a start time of 0 matches the PID alone), and their
+// descendants. A lab process the window never saw
 // is an error: the share would be measured short.
-func ofLabs(samples []sample.Sample, procs []lab.Process, marks []string, pids []int) (map[int64]bool, error) {
+func ofLabs(samples []sample.Sample, procs []lab.Process, marks []string, shells []sample.ProcKey) (map[int64]bool, error) {
 	infos := map[int64]sample.ProcInfo{}
 	seen := map[int][]uint64{} // PID: the start times the window saw
 	for _, smp := range samples {
@@ -230,7 +231,10 @@ func ofLabs(samples []sample.Sample, procs []lab.Process, marks []string, pids [
 		return nil, fmt.Errorf("the window's recording lacks %s of the share's labs: the share is not measured whole", strings.Join(missing, ", "))
 	}
 	own := func(p sample.ProcInfo) bool {
-		if lp, ok := labProc[p.Key.PID]; (ok && started(lp, p.Key.Start)) || slices.Contains(pids, p.Key.PID) {
+		if lp, ok := labProc[p.Key.PID]; ok && started(lp, p.Key.Start) {
+			return true
+		}
+		if slices.ContainsFunc(shells, func(k sample.ProcKey) bool { return k.PID == p.Key.PID && (k.Start == 0 || k.Start == p.Key.Start) }) {
 			return true
 		}
 		for _, m := range marks {

@@ -80,9 +80,10 @@ func TestOfLabs(t *testing.T) {
 	}}, {New: []sample.ProcInfo{
 		proc(8, 107, 5, "sleep 1"), // a grandchild born later
 		proc(9, 108, 2, "kube-apiserver child"),
+		{ID: 11, Key: sample.ProcKey{PID: 103, Start: 5000}, Cmdline: "unrelated"}, // the run shell's PID, reused
 	}}}
 	labs := []lab.Process{{Name: "etcd", PID: 100, StartTicks: 1000}, {Name: "kube-apiserver", PID: 109, StartTicks: 1090}}
-	got, err := ofLabs(samples, labs, []string{"/x/lab/", "/x/lab-2/"}, []int{103})
+	got, err := ofLabs(samples, labs, []string{"/x/lab/", "/x/lab-2/"}, []sample.ProcKey{{PID: 103, Start: 1030}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func TestOfLabs(t *testing.T) {
 	}
 	slices.Sort(ids)
 	if want := []int64{1, 2, 4, 5, 8, 9, 10}; !slices.Equal(ids, want) {
-		t.Errorf("kept %v, want %v (lab-12 is not lab-1's or lab-2's; the run command's tree is; a lab process by PID and start)", ids, want)
+		t.Errorf("kept %v, want %v (lab-12 is not lab-1's or lab-2's; the run command's tree is, not its PID reused; a lab process by PID and start)", ids, want)
 	}
 	// A lab process the window never saw (another start time: a restart the state does not know).
 	_, err = ofLabs(samples, append(labs, lab.Process{Name: "kube-scheduler", PID: 102, StartTicks: 7}), nil, nil)

@@ -10,6 +10,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tare-dev/tare/internal/kernel"
+	"github.com/tare-dev/tare/internal/sample"
 )
 
 // runAt is one run command to start: the variant's, beside one lab (replica, from 1, with that lab's
@@ -26,12 +29,13 @@ type runAt struct {
 const runSettle = 200 * time.Millisecond
 
 // startRuns starts the run commands, each in a process group of its own, waits runSettle once for all of
-// them, and returns their shells' PIDs (their process groups') in order and what stops them all at once:
+// them, and returns their shells (PID, their process groups', and start time: a PID alone could be
+// another process's by the window's end) in order and what stops them all at once:
 // SIGTERM to each group, SIGKILL 2 s later if anything is left. The shells also die with tare
 // (Pdeathsig) should tare be killed before it can stop the groups. Each command has TARE_VARIANT,
 // TARE_REPLICA and, with a kubeconfig, KUBECONFIG in its environment. On an error nothing is left
 // running.
-func startRuns(ctx context.Context, runs []runAt) (pids []int, stop func(), err error) {
+func startRuns(ctx context.Context, runs []runAt) (shells []sample.ProcKey, stop func(), err error) {
 	var started []*runProc
 	stopAll := func() {
 		var wg sync.WaitGroup
@@ -67,15 +71,16 @@ func startRuns(ctx context.Context, runs []runAt) (pids []int, stop func(), err 
 		}
 	}
 	for _, p := range started {
-		pids = append(pids, p.cmd.Process.Pid)
+		shells = append(shells, p.key)
 	}
-	return pids, stopAll, nil
+	return shells, stopAll, nil
 }
 
 // runProc is one started run command.
 type runProc struct {
 	r    runAt
 	cmd  *exec.Cmd
+	key  sample.ProcKey // the shell's PID and start time (0 when its stat could not be read)
 	log  *os.File
 	done chan error // the shell's exit, once
 }
@@ -96,7 +101,11 @@ func launchRun(r runAt) (*runProc, error) {
 		log.Close()
 		return nil, fmt.Errorf("variant %s: run %q: %w", r.v.Name, r.v.Run, err)
 	}
-	p := &runProc{r: r, cmd: cmd, log: log, done: make(chan error, 1)}
+	p := &runProc{r: r, cmd: cmd, log: log, done: make(chan error, 1), key: sample.ProcKey{PID: cmd.Process.Pid}}
+	// Read before Wait can reap it: a child's start time is set at fork and kept through exec.
+	if st, err := kernel.ReadProcStat("/proc", p.key.PID); err == nil {
+		p.key.Start = st.Starttime
+	}
 	go func() { p.done <- cmd.Wait() }()
 	return p, nil
 }

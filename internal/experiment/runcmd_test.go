@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
 // alive says whether a process other than a zombie has the PID.
@@ -36,23 +38,29 @@ func TestStartRuns(t *testing.T) {
 		runs = append(runs, runAt{v: Variant{Name: "b", Run: run}, logPath: filepath.Join(dir, "run-"+strconv.Itoa(k)+".log"),
 			kubeconfig: "/kc-" + strconv.Itoa(k), replica: k})
 	}
-	pids, stop, err := startRuns(context.Background(), runs)
+	shells, stop, err := startRuns(context.Background(), runs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pids) != 3 {
-		t.Fatalf("pids %v, want 3", pids)
+	if len(shells) != 3 {
+		t.Fatalf("shells %v, want 3", shells)
 	}
-	for k, pid := range pids {
+	for k, sh := range shells {
+		pid := sh.PID
 		if !alive(pid) {
 			t.Errorf("run %d (PID %d) is not running after the start", k+1, pid)
 		}
 		if pgid, err := syscall.Getpgid(pid); err != nil || pgid != pid {
 			t.Errorf("run %d: process group %d (%v), want its own (%d)", k+1, pgid, err, pid)
 		}
+		// The start time the shell is matched by is its own, from its stat.
+		if st, err := kernel.ReadProcStat("/proc", pid); err != nil || st.Starttime != sh.Start {
+			t.Errorf("run %d: start %d, its stat says %d (%v)", k+1, sh.Start, st.Starttime, err)
+		}
 	}
 	stop()
-	for k, pid := range pids {
+	for k, sh := range shells {
+		pid := sh.PID
 		if alive(pid) {
 			t.Errorf("run %d (PID %d) still runs after stop", k+1, pid)
 		}

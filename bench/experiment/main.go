@@ -97,9 +97,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: -concurrent needs -replicas K, even and at least 4 (each variant on K/2 labs)")
 		os.Exit(2)
 	}
-	// Ctrl-C or a kill reaches tare experiment as its own interrupt: it stops its labs and keeps its
-	// trials; the runs finished so far are reported.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Ctrl-C, a kill or a hang-up reaches tare experiment as its own interrupt: it stops its labs and
+	// keeps its trials; the runs finished so far are reported. A second one ends the bench at once, and
+	// tare with it (below).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	go func() { <-ctx.Done(); stop() }()
 	err := run(ctx, o)
 	stop()
 	if err != nil {
@@ -202,8 +204,11 @@ func experiment(ctx context.Context, o options, spec, out, kind string) (outcome
 	cmd := exec.CommandContext(ctx, o.tare, "experiment", spec, "--out", out, "-o", "json", "--mde", fmt.Sprintf("%g%%", o.mde), "--budget", o.budget.String())
 	// Interrupted, the experiment gets one SIGINT (it stops its labs and keeps its trials), and a minute
 	// to do so before it is killed. Its own process group: a terminal's Ctrl-C reaches only this bench,
-	// since a second interrupt would make tare quit at once and leave its labs.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// since a second interrupt would make tare quit at once, skipping its labs' orderly stop. Should the
+	// bench die, tare gets SIGINT (its death signal, the process's: no goroutine here locks its thread).
+	// The kernel sends it again as the bench's threads go (tried: twice), so tare quits at once; its
+	// labs end with it (an experiment's components die with tare).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGINT}
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = time.Minute
 	var stdout, stderr bytes.Buffer

@@ -140,6 +140,9 @@ func TestPlanDFDealt(t *testing.T) {
 				sum, ok = sum+e.DF, ok+1
 				lo, hi = min(lo, e.DF), max(hi, e.DF)
 			}
+			if ok == 0 {
+				t.Fatalf("%d labs a share, %d variants, %d rounds: no seed identified the effect", c.labs, c.shares, n)
+			}
 			mean := float64(sum) / float64(ok)
 			t.Logf("%d labs a share, %d variants, %d rounds: df %.2f on average (%d-%d, %d of %d identified), the plan's %d", c.labs, c.shares, n, mean, lo, hi, ok, seeds, p.DF(n))
 			if c.shares == 2 && (lo != p.DF(n) || hi != p.DF(n)) {

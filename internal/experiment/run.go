@@ -415,8 +415,9 @@ func (r *Runner) labFor(ctx context.Context, lt *LabTarget, sets []lab.Tuning) (
 }
 
 // upOptions are how the experiment starts its labs (from the first one's directory, LabDir). The labs are
-// the experiment's: they end with it even when it is killed (SIGKILL, the OOM killer), so that no lab is
-// left holding memory and ports; --resume starts them again.
+// the experiment's: their components end with it even when it is killed (SIGKILL, the OOM killer), so
+// that a control-plane-only lab leaves nothing holding memory and ports (a lab with a node keeps its pods
+// and network until --resume or tare lab down); --resume starts them again.
 func (r *Runner) upOptions(lt *LabTarget, sets []lab.Tuning, controlPlaneOnly bool) lab.UpOptions {
 	return lab.UpOptions{Dir: r.LabDir(), Profile: lt.Profile, Sets: sets, ControlPlaneOnly: controlPlaneOnly, BinDir: lt.BinDir,
 		StopWithCaller: true}

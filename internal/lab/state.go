@@ -39,9 +39,10 @@ type State struct {
 	Steps         []Step            `json:"steps,omitempty"`
 	Tunings       []Tuning          `json:"tunings,omitempty"`
 	Paused        *PauseState       `json:"paused,omitempty"` // set from the start of tare lab pause to the end of unpause
-	// StopWithCaller is UpOptions.StopWithCaller: the components a retune restarts get it too, so they
-	// also end with the process that restarted them.
-	StopWithCaller bool `json:"stop_with_caller,omitempty"`
+	// Caller is the PID of the process that started the lab with UpOptions.StopWithCaller (0: none): the
+	// components a retune by that process restarts end with it too. A retune by any other process (tare
+	// lab retune on such a lab) starts them without, so they do not end with a short-lived command.
+	Caller int `json:"stop_with_caller_pid,omitempty"`
 }
 
 // components lists the lab components the lab runs (UpOptions.components).

@@ -48,8 +48,9 @@ func upRetuneHelper(dir string) {
 }
 
 // TestStopWithCallerAfterRetune: a lab started with StopWithCaller (an experiment's) ends when the process
-// that started it is killed with SIGKILL, the component a retune restarted too. Ground truth: the lab's
-// recorded processes, by PID and start time, gone from /proc.
+// that started it is killed with SIGKILL, the component its own retune restarted too; a component another
+// process's retune restarted does not end with either. Ground truth: the lab's recorded processes, by PID
+// and start time, in /proc.
 func TestStopWithCallerAfterRetune(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real lab")
@@ -98,6 +99,29 @@ func TestStopWithCallerAfterRetune(t *testing.T) {
 	if !retuned || len(procs) < 4 {
 		t.Fatalf("running %+v: want etcd, the API server, the controller manager and a scheduler other than PID %d", procs, old)
 	}
+	// A retune by another process (this one: tare lab retune on the experiment's lab) restarts the
+	// controller manager without the death signal: it must not end with that short-lived process, nor
+	// with the lab's starter.
+	if _, err := Retune(ctx, dir, []Tuning{{Component: component.Scheduler, Flag: "v", Value: "2"},
+		{Component: component.ControllerManager, Flag: "v", Value: "2"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	st, err = LoadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var byOther Process
+	procs = procs[:0]
+	for _, p := range st.Running() {
+		if p.Name == component.ControllerManager {
+			byOther = p
+		} else {
+			procs = append(procs, p)
+		}
+	}
+	if byOther.PID == 0 {
+		t.Fatal("no controller manager running after the retune")
+	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	left := procs
@@ -111,5 +135,8 @@ func TestStopWithCallerAfterRetune(t *testing.T) {
 	}
 	for _, p := range left {
 		t.Errorf("%s (PID %d) still runs 30 s after the process that started it was killed", p.Name, p.PID)
+	}
+	if !alive(byOther) {
+		t.Errorf("the controller manager another process restarted (PID %d) ended with the lab's starter", byOther.PID)
 	}
 }

@@ -136,7 +136,10 @@ func Up(ctx context.Context, opts UpOptions) (_ *State, err error) {
 	l.last = l.start
 	l.st = &State{Version: stateVersion, Dir: dir, Profile: opts.Profile, ControlOnly: opts.ControlPlaneOnly,
 		APIServerOnly: opts.APIServerOnly, KwokNodes: opts.KwokNodes, PortOffset: opts.PortOffset, Started: l.start, Tunings: tunings,
-		NetnsBefore: netnsNames(), StopWithCaller: opts.StopWithCaller}
+		NetnsBefore: netnsNames()}
+	if opts.StopWithCaller {
+		l.st.Caller = os.Getpid()
+	}
 	if !opts.ControlPlaneOnly {
 		l.st.Sysctls = readSysctls()
 		l.st.MadeDirs = absentDirs(machineDirs)

@@ -90,7 +90,7 @@ bench-audit:
 # with a planted 2% change in control-plane CPU and 20 A/A, interleaved, each --mde 2% --budget 10m on 16
 # control-plane-only labs, the variants at once on 8 each, dealt at random every round, 114 s windows
 # (concurrent, the lab-level estimate): how often each is found (exact binomial
-# intervals) and the wall time. About 5 hours; BENCH_EXPERIMENT='-planted 2 -aa 2' for a
+# intervals) and the wall time. About 3.5 hours (the 30 experiments 5-10 min each); BENCH_EXPERIMENT='-planted 2 -aa 2' for a
 # short run, '-noise 0 -designs 0' to skip the noise and the designs, '-replicas 1 -concurrent=false'
 # for one lab.
 bench-experiment: build

@@ -137,14 +137,13 @@ func (r *Runner) round(ctx context.Context, ts []*Trial) error {
 	}
 	runShells := make([][]sample.ProcKey, len(dirs)) // by lab
 	var runs []runAt
-	var runLab []int
 	for k, v := range variantAt {
 		t := first[v.Name]
 		if v.Run == "" || t == nil {
 			continue
 		}
 		log := filepath.Join(r.Store.Dir, fmt.Sprintf("trial-%03d-run-%d.log", t.Seq, k+1))
-		runs, runLab = append(runs, runAt{v: v, logPath: log, kubeconfig: sts[k].Kubeconfig, replica: k + 1}), append(runLab, k)
+		runs = append(runs, runAt{v: v, logPath: log, kubeconfig: sts[k].Kubeconfig, replica: k + 1})
 	}
 	if len(runs) > 0 {
 		shells, stop, err := startRuns(ctx, runs)
@@ -152,8 +151,9 @@ func (r *Runner) round(ctx context.Context, ts []*Trial) error {
 			return err
 		}
 		defer stop()
-		for i, sh := range shells {
-			runShells[runLab[i]] = append(runShells[runLab[i]], sh)
+		for i, sh := range shells { // in the order of runs, each beside lab replica - 1
+			k := runs[i].replica - 1
+			runShells[k] = append(runShells[k], sh)
 		}
 	}
 	select {

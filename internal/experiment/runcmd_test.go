@@ -15,13 +15,8 @@ import (
 
 // alive says whether a process other than a zombie has the PID.
 func alive(pid int) bool {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] != 'Z'
+	st, err := kernel.ReadProcStat("/proc", pid)
+	return err == nil && st.State != 'Z'
 }
 
 // TestStartRuns: run commands beside three labs start together, each with its replica in the environment

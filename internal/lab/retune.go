@@ -311,7 +311,7 @@ func Changed(from, to []Tuning) []string {
 // resume is the lab of a running state, for starting components in it again.
 func resume(st *State) (*lab, error) {
 	l := &lab{opts: UpOptions{Dir: st.Dir, Profile: st.Profile, ControlPlaneOnly: st.ControlOnly, KwokNodes: st.KwokNodes,
-		StopWithCaller: st.Caller != 0 && st.Caller == os.Getpid()},
+		StopWithCaller: st.Caller == os.Getpid()},
 		st: st, p: paths{st.Dir}, bin: binaries{paths: map[string]string{}}, start: time.Now()}
 	l.last = l.start
 	for _, p := range st.Processes {

@@ -16,13 +16,18 @@ import (
 )
 
 // upRetuneEnv makes the test binary start a control-plane-only lab with StopWithCaller in the directory it
-// names, retune the lab's scheduler, print "ready OLD-SCHEDULER-PID" and wait: the caller a
+// names, retune the lab's scheduler (schedulerAlone), print "ready OLD-SCHEDULER-PID" and wait: the caller a
 // StopWithCaller lab ends with.
 const upRetuneEnv = "TARE_LAB_TEST_UP_RETUNE"
 
 // stopWithCallerOffset moves the test lab's ports away from the single-node labs other tests start and
 // from the replicas an experiment runs (offsets 0 to 1500).
 const stopWithCallerOffset = 4000
+
+// schedulerAlone is the helper's retune: a scheduler without leader election, which does not end when the
+// API server goes (one that leads would, once its lease lapsed, death signal or not), and keeps its
+// watches on the API server open until it ends.
+var schedulerAlone = Tuning{Component: component.Scheduler, Flag: "leader-elect", Value: "false"}
 
 func upRetuneHelper(dir string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -38,7 +43,7 @@ func upRetuneHelper(dir string) {
 			old = p.PID
 		}
 	}
-	if _, err := Retune(ctx, dir, []Tuning{{Component: component.Scheduler, Flag: "v", Value: "2"}}, nil); err != nil {
+	if _, err := Retune(ctx, dir, []Tuning{schedulerAlone}, nil); err != nil {
 		fmt.Println("retune:", err)
 		os.Exit(3)
 	}
@@ -99,11 +104,11 @@ func TestStopWithCallerAfterRetune(t *testing.T) {
 	if !retuned || len(procs) < 4 {
 		t.Fatalf("running %+v: want etcd, the API server, the controller manager and a scheduler other than PID %d", procs, old)
 	}
-	// A retune by another process (this one: tare lab retune on the experiment's lab) restarts the
-	// controller manager without the death signal: it must not end with that short-lived process, nor
-	// with the lab's starter.
-	if _, err := Retune(ctx, dir, []Tuning{{Component: component.Scheduler, Flag: "v", Value: "2"},
-		{Component: component.ControllerManager, Flag: "v", Value: "2"}}, nil); err != nil {
+	// A retune by another process (this one: tare lab retune on the experiment's lab) restarts etcd
+	// without the death signal: it must not end with that short-lived process, nor with the lab's
+	// starter. (etcd, not a client of the API server: a client left running keeps its watches open and
+	// holds the API server's graceful shutdown for up to a minute.)
+	if _, err := Retune(ctx, dir, []Tuning{schedulerAlone, {Component: component.Etcd, Flag: "snapshot-count", Value: "5000"}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	st, err = LoadState(dir)
@@ -113,14 +118,14 @@ func TestStopWithCallerAfterRetune(t *testing.T) {
 	var byOther Process
 	procs = procs[:0]
 	for _, p := range st.Running() {
-		if p.Name == component.ControllerManager {
+		if p.Name == component.Etcd {
 			byOther = p
 		} else {
 			procs = append(procs, p)
 		}
 	}
 	if byOther.PID == 0 {
-		t.Fatal("no controller manager running after the retune")
+		t.Fatal("no etcd running after the retune")
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
@@ -137,6 +142,6 @@ func TestStopWithCallerAfterRetune(t *testing.T) {
 		t.Errorf("%s (PID %d) still runs 30 s after the process that started it was killed", p.Name, p.PID)
 	}
 	if !alive(byOther) {
-		t.Errorf("the controller manager another process restarted (PID %d) ended with the lab's starter", byOther.PID)
+		t.Errorf("the etcd another process restarted (PID %d) ended with the lab's starter", byOther.PID)
 	}
 }

@@ -94,15 +94,35 @@ func record(t *testing.T, ctx context.Context, d time.Duration) (*Raw, *Symboliz
 	return raw, sym
 }
 
+// startKernelWork runs dd copying /dev/zero to /dev/null (nearly all of its time in the kernel) until the
+// test ends: on a quiet node a 5 s profile may hold no kernel sample at all (CI saw none), and the kernel
+// frames' symbolization is under test.
+func startKernelWork(t *testing.T) {
+	t.Helper()
+	dd, err := exec.LookPath("dd")
+	if err != nil {
+		testenv.Unavailable(t, "dd (coreutils) is needed for the kernel's share of the profile")
+	}
+	cmd := exec.Command(dd, "if=/dev/zero", "of=/dev/null", "bs=1M")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+}
+
 // TestRecordBurner samples the node while a C program with a known hot function burns one CPU: its
 // samples name tare_hot_spin, their share of the node matches the burner's own CPU time, kernel frames
-// are named, and go tool pprof reads the profile.
+// (dd's copies beside it) are named, and go tool pprof reads the profile.
 func TestRecordBurner(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the burner's share against its own CPU time runs in the pass without the race detector, one package at a time")
 	}
 	testenv.NeedRoot(t, "sampling every CPU needs CAP_PERFMON")
 	pid := startBurner(t, buildBurner(t))
+	startKernelWork(t)
 	before := cpuTicks(t, pid)
 	raw, sym := record(t, context.Background(), 5*time.Second)
 	after := cpuTicks(t, pid)

@@ -146,7 +146,7 @@ func (r *Runner) round(ctx context.Context, ts []*Trial) error {
 		runs = append(runs, runAt{v: v, logPath: log, kubeconfig: sts[k].Kubeconfig, replica: k + 1})
 	}
 	if len(runs) > 0 {
-		shells, stop, err := startRuns(ctx, runs)
+		shells, stop, err := startRuns(ctx, r.Store.Dir, runs)
 		if err != nil {
 			return err
 		}

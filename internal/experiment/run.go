@@ -109,6 +109,9 @@ func (r *Runner) Run(ctx context.Context, trials []Trial) ([]Trial, error) {
 	var runErr error
 	began, ran := time.Now(), 0
 	defer r.Live.Done()
+	if pids := stopLeftoverRuns("/proc", r.Store.Dir); len(pids) > 0 {
+		r.say("stopped %d processes an earlier tare left of this experiment's run commands (PIDs %v)", len(pids), pids)
+	}
 	for i := 0; i < len(trials); i++ { // a sequential experiment adds rounds after its pilot
 		t := &trials[i]
 		if t.Status == "ok" || t.Status == StatusStopped {
@@ -351,7 +354,7 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 			}
 			runs[k] = runAt{v: v, logPath: filepath.Join(r.Store.Dir, log), kubeconfig: kc, replica: k + 1}
 		}
-		_, stop, err := startRuns(ctx, runs)
+		_, stop, err := startRuns(ctx, r.Store.Dir, runs)
 		if err != nil {
 			return err
 		}

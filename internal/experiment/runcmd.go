@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
@@ -28,25 +27,22 @@ type runAt struct {
 // missing program) is an error of the trial, not a quiet variant that measures like the baseline.
 const runSettle = 200 * time.Millisecond
 
+// runKillGrace is how long a run command's processes have after SIGTERM before SIGKILL.
+const runKillGrace = 2 * time.Second
+
 // startRuns starts the run commands, each in a process group of its own, waits runSettle once for all of
 // them, and returns their shells (PID, their process groups', and start time: a PID alone could be
-// another process's by the window's end) in order and what stops them all at once:
-// SIGTERM to each group, SIGKILL 2 s later if anything is left. The shells also die with tare
-// (Pdeathsig) should tare be killed before it can stop the groups. Each command has TARE_VARIANT,
-// TARE_REPLICA and, with a kubeconfig, KUBECONFIG in its environment. On an error nothing is left
-// running.
-func startRuns(ctx context.Context, runs []runAt) (shells []sample.ProcKey, stop func(), err error) {
+// another process's by the window's end) in order and what stops them all at once: SIGTERM to each group
+// and to every process carrying one of the runs' TARE_RUN_ID (those that left the group), SIGKILL
+// runKillGrace later for what is left. The shells also die with tare (Pdeathsig) should tare be killed
+// before it can stop them; StopLeftoverRuns ends what they started, on --resume. Each command has
+// TARE_VARIANT, TARE_REPLICA, TARE_EXPERIMENT (with the experiment's directory, dir), TARE_RUN_ID and,
+// with a kubeconfig, KUBECONFIG in its environment. On an error nothing is left running.
+func startRuns(ctx context.Context, dir string, runs []runAt) (shells []sample.ProcKey, stop func(), err error) {
 	var started []*runProc
-	stopAll := func() {
-		var wg sync.WaitGroup
-		for _, p := range started {
-			wg.Add(1)
-			go func() { defer wg.Done(); p.stop() }()
-		}
-		wg.Wait()
-	}
+	stopAll := func() { stopRuns("/proc", started) }
 	for _, r := range runs {
-		p, err := launchRun(r)
+		p, err := launchRun(r, experimentMark(dir))
 		if err != nil {
 			stopAll()
 			return nil, nil, err
@@ -59,10 +55,10 @@ func startRuns(ctx context.Context, runs []runAt) (shells []sample.ProcKey, stop
 	}
 	for _, p := range started {
 		select {
-		case err := <-p.done:
-			p.done <- err // stop reads it again
+		case <-p.exited:
 			stopAll()
 			b, _ := os.ReadFile(p.r.logPath)
+			err := p.err
 			if err == nil {
 				err = errors.New("it exited at once")
 			}
@@ -78,20 +74,24 @@ func startRuns(ctx context.Context, runs []runAt) (shells []sample.ProcKey, stop
 
 // runProc is one started run command.
 type runProc struct {
-	r    runAt
-	cmd  *exec.Cmd
-	key  sample.ProcKey // the shell's PID and start time (0 when its stat could not be read)
-	log  *os.File
-	done chan error // the shell's exit, once
+	r      runAt
+	id     string // its TARE_RUN_ID
+	cmd    *exec.Cmd
+	key    sample.ProcKey // the shell's PID and start time (0 when its stat could not be read)
+	log    *os.File
+	exited chan struct{} // closed when the shell has exited and err is set
+	err    error
 }
 
-func launchRun(r runAt) (*runProc, error) {
+func launchRun(r runAt, experiment string) (*runProc, error) {
 	log, err := os.Create(r.logPath)
 	if err != nil {
 		return nil, fmt.Errorf("variant %s: run: %w", r.v.Name, err)
 	}
+	id := newRunID()
 	cmd := exec.Command("sh", "-c", r.v.Run)
-	cmd.Env = append(os.Environ(), "TARE_VARIANT="+r.v.Name, "TARE_REPLICA="+strconv.Itoa(r.replica))
+	cmd.Env = append(os.Environ(), "TARE_VARIANT="+r.v.Name, "TARE_REPLICA="+strconv.Itoa(r.replica),
+		envExperiment+"="+experiment, envRunID+"="+id)
 	if r.kubeconfig != "" {
 		cmd.Env = append(cmd.Env, "KUBECONFIG="+r.kubeconfig)
 	}
@@ -101,31 +101,74 @@ func launchRun(r runAt) (*runProc, error) {
 		log.Close()
 		return nil, fmt.Errorf("variant %s: run %q: %w", r.v.Name, r.v.Run, err)
 	}
-	p := &runProc{r: r, cmd: cmd, log: log, done: make(chan error, 1), key: sample.ProcKey{PID: cmd.Process.Pid}}
+	p := &runProc{r: r, id: id, cmd: cmd, log: log, exited: make(chan struct{}), key: sample.ProcKey{PID: cmd.Process.Pid}}
 	// Read before Wait can reap it: a child's start time is set at fork and kept through exec.
 	if st, err := kernel.ReadProcStat("/proc", p.key.PID); err == nil {
 		p.key.Start = st.Starttime
 	}
-	go func() { p.done <- cmd.Wait() }()
+	go func() { p.err = cmd.Wait(); close(p.exited) }()
 	return p, nil
 }
 
-// stop ends the command's process group: SIGTERM, and SIGKILL for what is left 2 s later.
-func (p *runProc) stop() {
-	pg := -p.cmd.Process.Pid
-	_ = syscall.Kill(pg, syscall.SIGTERM)
-	wait := func() {
-		select {
-		case err := <-p.done:
-			_ = err // killed: the exit status says only that
-			p.done <- nil
-		case <-time.After(2 * time.Second):
-		}
+// stopRuns ends the runs: SIGTERM to each run's process group and to the processes that carry its
+// TARE_RUN_ID outside it; once every shell has exited and no such process is left, or runKillGrace on,
+// SIGKILL for what is left (in the groups too: a process that cleared its environment); it returns when
+// the shells are reaped (or a further runKillGrace on).
+func stopRuns(procRoot string, ps []*runProc) {
+	if len(ps) == 0 {
+		return
 	}
-	wait()
-	_ = syscall.Kill(pg, syscall.SIGKILL) // what the group left behind, the shell gone or not
-	wait()
-	p.log.Close()
+	ids := make([]string, len(ps))
+	for i, p := range ps {
+		ids[i] = p.id
+	}
+	marked := func() []sample.ProcKey {
+		var all []sample.ProcKey
+		for _, keys := range markedProcesses(procRoot, envRunID, ids) {
+			all = append(all, keys...)
+		}
+		return all
+	}
+	signalAll := func(sig syscall.Signal) {
+		for _, p := range ps {
+			_ = syscall.Kill(-p.cmd.Process.Pid, sig) // the group, the shell gone or not
+		}
+		signalProcesses(procRoot, marked(), sig)
+	}
+	shellsDone := func() bool {
+		for _, p := range ps {
+			select {
+			case <-p.exited:
+			default:
+				return false
+			}
+		}
+		return true
+	}
+	signalAll(syscall.SIGTERM)
+	if waitUntil(runKillGrace, func() bool { return shellsDone() && len(marked()) == 0 }) {
+		for _, p := range ps { // a process that cleared its environment but stayed in the group
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		}
+	} else {
+		signalAll(syscall.SIGKILL)
+		waitUntil(runKillGrace, shellsDone)
+	}
+	for _, p := range ps {
+		p.log.Close()
+	}
+}
+
+// waitUntil polls done every 50 ms for up to d and says whether it came true.
+func waitUntil(d time.Duration, done func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !done() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
 }
 
 func tail(s string) string {

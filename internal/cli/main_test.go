@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tare-dev/tare/internal/experiment"
 	"github.com/tare-dev/tare/internal/summary"
 	"github.com/tare-dev/tare/internal/testenv"
 	"github.com/tare-dev/tare/internal/testload"
@@ -18,6 +19,7 @@ import (
 const envRunCLI = "TARE_TEST_RUN_CLI"
 
 func TestMain(m *testing.M) {
+	experiment.ReapIfAsked()
 	testload.Main()
 	if os.Getenv(envRunCLI) != "" {
 		if err := Execute(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {

@@ -103,12 +103,24 @@ func (r *Runner) Check(ctx context.Context, userLab string) error {
 
 // Run runs every trial not yet done, in plan order, saving each as it finishes. It stops at the first
 // variant that does not start (ErrStart, with the component's log tail) or when ctx is cancelled; the
-// trials finished so far stay in the store. The labs are stopped in every case.
+// trials finished so far stay in the store. The labs are stopped in every case; should tare die first,
+// its reaper (reaper.go) stops them. Processes an earlier tare left of the run commands are stopped first.
 func (r *Runner) Run(ctx context.Context, trials []Trial) ([]Trial, error) {
 	spec := r.Store.Spec
 	var runErr error
 	began, ran := time.Now(), 0
 	defer r.Live.Done()
+	if spec.Target.Lab != nil {
+		// Released after the labs are down below; should tare die before, the reaper downs them.
+		rp, err := startReaper(ctx, r.Store.Dir, r.labDirs(), r.say)
+		if err != nil && ctx.Err() != nil {
+			return trials, err
+		}
+		if err != nil {
+			r.say("warning: %v; should tare be killed, its labs' processes still end, and tare lab down --dir cleans the rest", err)
+		}
+		defer rp.release()
+	}
 	if pids := stopLeftoverRuns("/proc", r.Store.Dir); len(pids) > 0 {
 		r.say("stopped %d processes an earlier tare left of this experiment's run commands (PIDs %v)", len(pids), pids)
 	}

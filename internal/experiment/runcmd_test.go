@@ -235,10 +235,19 @@ func TestLeftoverRunsAfterKill(t *testing.T) {
 const (
 	helperRunsEnv = "TARE_EXPERIMENT_TEST_RUNS_DIR"
 	helperRunEnv  = "TARE_EXPERIMENT_TEST_RUN"
+	// helperReaperEnv makes the helper start a reaper before its run.
+	helperReaperEnv = "TARE_EXPERIMENT_TEST_REAPER"
 )
 
 func TestMain(m *testing.M) {
+	ReapIfAsked()
 	if dir := os.Getenv(helperRunsEnv); dir != "" {
+		if os.Getenv(helperReaperEnv) != "" {
+			if _, err := startReaper(context.Background(), dir, nil, func(string, ...any) {}); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+		}
 		_, _, err := startRuns(context.Background(), dir, []runAt{{v: Variant{Name: "b", Run: os.Getenv(helperRunEnv)}, logPath: filepath.Join(dir, "helper.log"), replica: 1}})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)

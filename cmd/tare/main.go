@@ -11,11 +11,9 @@ import (
 	"syscall"
 
 	"github.com/tare-dev/tare/internal/cli"
-	"github.com/tare-dev/tare/internal/experiment"
 )
 
 func main() {
-	experiment.ReapIfAsked() // tare started as an experiment's reaper: that, and exit
 	// tare is an agent measuring the node it runs on: one processor is plenty, and with one the runtime
 	// wakes no other thread for each short goroutine (node_exporter does the same). GOMAXPROCS overrides.
 	if os.Getenv("GOMAXPROCS") == "" {

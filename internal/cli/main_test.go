@@ -19,9 +19,8 @@ import (
 const envRunCLI = "TARE_TEST_RUN_CLI"
 
 func TestMain(m *testing.M) {
-	experiment.ReapIfAsked()
 	testload.Main()
-	if os.Getenv(envRunCLI) != "" {
+	if os.Getenv(envRunCLI) != "" || experiment.ReaperAsked() { // tare itself, or an experiment's reaper
 		if err := Execute(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 			os.Exit(1)
 		}

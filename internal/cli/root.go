@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tare-dev/tare/internal/experiment"
 	"github.com/tare-dev/tare/internal/kube"
 
 	"github.com/tare-dev/tare/internal/sample"
@@ -86,6 +87,12 @@ func (g *globalOptions) validate() error {
 
 // Execute runs tare with args and returns the error to report; it has already been printed to stderr.
 func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if code, asked := experiment.Reap(stdin, stdout, stderr); asked { // tare started as an experiment's reaper
+		if code != 0 {
+			return exitError{code: code, err: errors.New("the experiment's reaper failed")}
+		}
+		return nil
+	}
 	s := streams{in: stdin, out: stdout, err: stderr}
 	root := newRoot(s)
 	root.SetArgs(args)

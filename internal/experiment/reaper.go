@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,14 +27,16 @@ import (
 // The components' own death signal (lab.UpOptions.StopWithCaller) ends the processes either way; the
 // reaper does what a signal cannot (a frozen lab, pods, network, processes outside the lab).
 //
-// The reaper is tare's own binary started with reaperEnv set; a binary that can be one calls ReapIfAsked
-// first thing (main, and the TestMain of test binaries that run experiments). It holds DIR/reaper.lock for
-// its life, so that a new tare on the same experiment (--resume) waits until the last one's labs are down.
+// The reaper is tare's own binary started with reaperEnv set; cli.Execute calls Reap first thing, and the
+// TestMain of a test binary that runs experiments sends such a process there too. It holds DIR/reaper.lock
+// for its life, so that a new tare on the same experiment (--resume) waits until the last one's labs are
+// down.
 
 const reaperEnv = "TARE_EXPERIMENT_REAPER"
 
-// reaperReady says this binary called ReapIfAsked at its start and so can serve as a reaper.
-var reaperReady bool
+// reaperReady says this binary has called Reap (not as a reaper), and so would serve as one: a test binary
+// that does not route reapers started by it to Reap would run its tests instead.
+var reaperReady atomic.Bool
 
 // reaperJob is what a reaper cleans: the experiment's directory and its labs' directories.
 type reaperJob struct {
@@ -41,16 +44,18 @@ type reaperJob struct {
 	Labs       []string `json:"labs"`
 }
 
-// ReapIfAsked runs this process as an experiment's reaper, and exits, when tare started it as one;
-// otherwise it returns at once. main and the TestMain of a test binary that runs experiments call it
-// before anything else.
-func ReapIfAsked() {
-	job := os.Getenv(reaperEnv)
-	if job == "" {
-		reaperReady = true
-		return
+// ReaperAsked says this process was started as an experiment's reaper.
+func ReaperAsked() bool { return os.Getenv(reaperEnv) != "" }
+
+// Reap runs this process as an experiment's reaper when tare started it as one (asked), reading tare's
+// word on in, saying it is ready on ready and logging what it did on log, and returns its exit status;
+// otherwise it returns at once. cli.Execute calls it before anything else.
+func Reap(in io.Reader, ready, log io.Writer) (code int, asked bool) {
+	if !ReaperAsked() {
+		reaperReady.Store(true)
+		return 0, false
 	}
-	os.Exit(reap(job, os.Stdin, os.Stdout, os.Stderr))
+	return reap(os.Getenv(reaperEnv), in, ready, log), true
 }
 
 // reap is the reaper's life: lock, say ready, wait for tare's word or its end, and clean up after the end.
@@ -117,10 +122,10 @@ type reaper struct {
 
 // startReaper starts the reaper of the experiment in dir with its labs and waits until it holds the
 // experiment's lock (after an earlier tare's reaper has finished; say is told when that takes a while).
-// It returns nil, nil in a binary that cannot be a reaper (ReapIfAsked not called: a test binary of a
-// package that does not run experiments through the CLI).
+// It returns nil, nil in a binary that cannot be a reaper (Reap not called: a test binary that does not
+// route a reaper to it).
 func startReaper(ctx context.Context, dir string, labs []string, say func(string, ...any)) (*reaper, error) {
-	if !reaperReady {
+	if !reaperReady.Load() {
 		return nil, nil
 	}
 	exe, err := os.Executable()

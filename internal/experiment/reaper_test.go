@@ -67,8 +67,8 @@ func lockWithin(t *testing.T, dir string, d time.Duration) func() {
 // the test to see), and a second tare's reaper waits for the first one's lock, saying so.
 func TestReaperReleased(t *testing.T) {
 	t.Parallel()
-	if !reaperReady {
-		t.Fatal("TestMain did not call ReapIfAsked")
+	if !reaperReady.Load() {
+		t.Fatal("TestMain did not call Reap")
 	}
 	dir := t.TempDir()
 	bystander := exec.Command("sleep", "60")

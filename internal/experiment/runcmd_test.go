@@ -240,7 +240,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	ReapIfAsked()
+	if code, asked := Reap(os.Stdin, os.Stdout, os.Stderr); asked {
+		os.Exit(code)
+	}
 	if dir := os.Getenv(helperRunsEnv); dir != "" {
 		if os.Getenv(helperReaperEnv) != "" {
 			if _, err := startReaper(context.Background(), dir, nil, func(string, ...any) {}); err != nil {

@@ -24,7 +24,7 @@ func TestExperimentKilledMidPause(t *testing.T) {
 target: {lab: {control_plane_only: true}}
 trials: 2
 warmup: 1s
-window: 60s
+window: 20s
 variants: [{name: running}, {name: paused, pause: true}]
 `)
 	out := filepath.Join(t.TempDir(), "killed")
@@ -61,10 +61,13 @@ variants: [{name: running}, {name: paused, pause: true}]
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	<-exited
+	// The reaper's log ends with "done" once every lab is down.
 	var left []lab.Process
+	var log []byte
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		left = paused.Running()
-		if _, err := lab.LoadState(dir); len(left) == 0 && err != nil || time.Now().After(deadline) {
+		log, _ = os.ReadFile(filepath.Join(out, "reaper.log"))
+		if len(left) == 0 && strings.HasSuffix(string(log), " done\n") || time.Now().After(deadline) {
 			break
 		}
 	}
@@ -77,9 +80,8 @@ variants: [{name: running}, {name: paused, pause: true}]
 		_, _ = lab.Down(t.Context(), dir, false)
 	}
 	assertNoLab(t, out)
-	b, _ := os.ReadFile(filepath.Join(out, "reaper.log"))
-	if !strings.Contains(string(b), "tare ended without cleaning up") || !strings.Contains(string(b), "thawed first") {
-		t.Errorf("reaper.log: %q, want the lab stopped after a thaw", b)
+	if !strings.Contains(string(log), "tare ended without cleaning up") || !strings.Contains(string(log), "thawed first") {
+		t.Errorf("reaper.log: %q, want the lab stopped after a thaw", log)
 	}
-	t.Logf("reaper.log:\n%s", b)
+	t.Logf("reaper.log:\n%s", log)
 }

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -23,9 +24,11 @@ import (
 // doing so itself (SIGKILL, the OOM killer, a crash, a second Ctrl-C): it stops the experiment's labs
 // with lab down (thawing a paused one, removing a node's pods and network, as tare would have) and the
 // processes its run commands left. It learns of tare's death by its stdin: a pipe whose write end only
-// tare holds reaches end of file when tare ends; tare writes "done" first when it has cleaned up itself.
-// The components' own death signal (lab.UpOptions.StopWithCaller) ends the processes either way; the
-// reaper does what a signal cannot (a frozen lab, pods, network, processes outside the lab).
+// tare holds (close-on-exec: no other child inherits it) reaches end of file when tare ends; tare writes
+// "done" first when it has cleaned up itself. The components' own death signal (lab.UpOptions.
+// StopWithCaller) ends the processes either way; the reaper does what a signal cannot (a frozen lab, pods,
+// network, processes outside the lab). A kill of tare's whole cgroup (systemd stopping a unit) kills the
+// reaper too.
 //
 // The reaper is tare's own binary started with reaperEnv set; cli.Execute calls Reap first thing, and the
 // TestMain of a test binary that runs experiments sends such a process there too. It holds DIR/reaper.lock
@@ -34,9 +37,12 @@ import (
 
 const reaperEnv = "TARE_EXPERIMENT_REAPER"
 
-// reaperReady says this binary has called Reap (not as a reaper), and so would serve as one: a test binary
-// that does not route reapers started by it to Reap would run its tests instead.
+// reaperReady says this binary has called Reap (not as a reaper), and so would serve as one.
 var reaperReady atomic.Bool
+
+// reaperStartTimeout bounds the wait for a started reaper's first word: a binary that does not route
+// reapers to Reap (a test binary) says nothing.
+const reaperStartTimeout = 10 * time.Second
 
 // reaperJob is what a reaper cleans: the experiment's directory and its labs' directories.
 type reaperJob struct {
@@ -48,19 +54,25 @@ type reaperJob struct {
 func ReaperAsked() bool { return os.Getenv(reaperEnv) != "" }
 
 // Reap runs this process as an experiment's reaper when tare started it as one (asked), reading tare's
-// word on in, saying it is ready on ready and logging what it did on log, and returns its exit status;
-// otherwise it returns at once. cli.Execute calls it before anything else.
-func Reap(in io.Reader, ready, log io.Writer) (code int, asked bool) {
+// word on in, saying it has started and is ready on out and logging what it did on log, and returns its
+// exit status; otherwise it returns at once. cli.Execute calls it before anything else.
+func Reap(in io.Reader, out, log io.Writer) (code int, asked bool) {
 	if !ReaperAsked() {
 		reaperReady.Store(true)
 		return 0, false
 	}
-	return reap(os.Getenv(reaperEnv), in, ready, log), true
+	job := os.Getenv(reaperEnv)
+	_ = os.Unsetenv(reaperEnv) // not for the programs lab down runs
+	return reap(job, in, out, log), true
 }
 
-// reap is the reaper's life: lock, say ready, wait for tare's word or its end, and clean up after the end.
-func reap(jobJSON string, in io.Reader, ready, log io.Writer) int {
-	signal.Ignore(syscall.SIGINT, syscall.SIGHUP) // the terminal's Ctrl-C is tare's to handle
+// reap is the reaper's life: say it started, lock, say ready, wait for tare's word or its end, and clean
+// up after the end.
+func reap(jobJSON string, in io.Reader, out, log io.Writer) int {
+	// Tare handles the terminal's Ctrl-C and a SIGTERM and then releases the reaper; cleaning up must not
+	// stop half-way either. SIGPIPE: a write to tare's end of out after tare died.
+	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGPIPE)
+	fmt.Fprintln(out, "started")
 	var job reaperJob
 	if err := json.Unmarshal([]byte(jobJSON), &job); err != nil || job.Experiment == "" {
 		fmt.Fprintf(log, "tare reaper: bad job %q: %v\n", jobJSON, err)
@@ -72,13 +84,13 @@ func reap(jobJSON string, in io.Reader, ready, log io.Writer) int {
 		return 1
 	}
 	defer unlock()
-	fmt.Fprintln(ready, "ready")
+	fmt.Fprintln(out, "ready")
 	b, _ := io.ReadAll(in) // until tare closes the pipe or ends
 	if strings.TrimSpace(string(b)) == "done" {
 		return 0
 	}
 	fmt.Fprintf(log, "%s tare ended without cleaning up: stopping its run commands' processes and its labs\n", time.Now().Format(time.RFC3339))
-	if pids := stopLeftoverRuns("/proc", job.Experiment); len(pids) > 0 {
+	if pids := stopLeftoverRuns(ownProc, job.Experiment); len(pids) > 0 {
 		fmt.Fprintf(log, "stopped run command processes %v\n", pids)
 	}
 	failed := 0
@@ -90,9 +102,14 @@ func reap(jobJSON string, in io.Reader, ready, log io.Writer) int {
 			failed++
 			fmt.Fprintf(log, "lab %s: %v\n", dir, err)
 		default:
-			fmt.Fprintf(log, "lab %s: stopped %d processes (%d strays)%s\n", dir, len(rep.Stopped), len(rep.Strays), map[bool]string{true: ", thawed first"}[rep.WasPaused])
+			thawed := ""
+			if rep.WasPaused {
+				thawed = ", thawed first"
+			}
+			fmt.Fprintf(log, "lab %s: stopped %d processes (%d strays)%s\n", dir, len(rep.Stopped), len(rep.Strays), thawed)
 		}
 	}
+	fmt.Fprintf(log, "%s done\n", time.Now().Format(time.RFC3339))
 	if failed > 0 {
 		return 1
 	}
@@ -113,6 +130,42 @@ func lockReaper(dir string) (unlock func(), err error) {
 	return func() { f.Close() }, nil
 }
 
+// awaitReaperLock waits, until ctx ends, for the experiment's reaper lock to be free (another tare on the
+// experiment, or an earlier tare's reaper, holds it), saying so after a second; tare calls it when its own
+// reaper could not start, so as not to start labs that an earlier reaper is stopping.
+func awaitReaperLock(ctx context.Context, dir string, say func(string, ...any)) error {
+	got := make(chan error, 1)
+	go func() {
+		unlock, err := lockReaper(dir)
+		if err == nil {
+			unlock()
+		}
+		got <- err
+	}()
+	return waitSaying(ctx, got, dir, say)
+}
+
+// waitSaying waits for got, says after a second what it waits for, and gives up when ctx ends.
+func waitSaying(ctx context.Context, got <-chan error, dir string, say func(string, ...any)) error {
+	slow := time.NewTimer(time.Second)
+	defer slow.Stop()
+	for {
+		select {
+		case err := <-got:
+			return err
+		case <-slow.C:
+			say("waiting for another tare on this experiment, or the reaper of an earlier one, to stop its labs (it holds %s)",
+				filepath.Join(dir, "reaper.lock"))
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// liveReapers holds every started reaper until its release: the write end of a reaper's pipe is an
+// *os.File, which the garbage collector would close, telling the reaper tare had died, were it dropped.
+var liveReapers sync.Map // *reaper -> struct{}
+
 // reaper is a started reaper, to be released when tare has cleaned up itself.
 type reaper struct {
 	cmd   *exec.Cmd
@@ -121,10 +174,13 @@ type reaper struct {
 }
 
 // startReaper starts the reaper of the experiment in dir with its labs and waits until it holds the
-// experiment's lock (after an earlier tare's reaper has finished; say is told when that takes a while).
-// It returns nil, nil in a binary that cannot be a reaper (Reap not called: a test binary that does not
-// route a reaper to it).
+// experiment's lock (after another tare's or an earlier tare's reaper has finished; say is told when that
+// takes a while). It returns nil, nil in a binary that cannot be a reaper (Reap not called: a test binary
+// that does not route a reaper to it).
 func startReaper(ctx context.Context, dir string, labs []string, say func(string, ...any)) (*reaper, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if !reaperReady.Load() {
 		return nil, nil
 	}
@@ -137,7 +193,8 @@ func startReaper(ctx context.Context, dir string, labs []string, say func(string
 	if err != nil {
 		return nil, fmt.Errorf("reaper: %w", err)
 	}
-	cmd := exec.Command(exe)
+	// -test.run=^$: a test binary that does not route the reaper runs no test (tare dispatches first).
+	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), reaperEnv+"="+string(job))
 	cmd.Stderr = log
 	// Its own process group: a Ctrl-C at the terminal reaches tare, which cleans up and releases it.
@@ -157,36 +214,50 @@ func startReaper(ctx context.Context, dir string, labs []string, say func(string
 		return nil, fmt.Errorf("reaper: %w", err)
 	}
 	r := &reaper{cmd: cmd, stdin: stdin, log: log}
-	readyc := make(chan error, 1)
+	liveReapers.Store(r, struct{}{})
+	lines := make(chan string, 2)
 	go func() {
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		if err == nil && strings.TrimSpace(line) != "ready" {
-			err = fmt.Errorf("said %q", line)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
 		}
-		readyc <- err
+		close(lines)
 	}()
-	waiting := time.NewTimer(time.Second)
-	defer waiting.Stop()
-	for {
+	expect := func(word string, timeout <-chan time.Time) error {
 		select {
-		case err := <-readyc:
-			if err != nil {
-				r.release()
-				return nil, fmt.Errorf("reaper did not start (see %s): %w", log.Name(), err)
+		case line, ok := <-lines:
+			if !ok || line != word {
+				return fmt.Errorf("it said %q, not %q (see %s)", line, word, log.Name())
 			}
-			return r, nil
-		case <-waiting.C:
-			say("waiting for the reaper of an earlier tare on this experiment to stop its labs (%s)", filepath.Join(dir, "reaper.lock"))
+			return nil
+		case <-timeout:
+			return fmt.Errorf("it said nothing in %v", reaperStartTimeout)
 		case <-ctx.Done():
-			r.release()
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 	}
+	if err := expect("started", time.After(reaperStartTimeout)); err != nil {
+		r.release(true)
+		return nil, fmt.Errorf("reaper: %w", err)
+	}
+	ready := make(chan error, 1)
+	go func() { ready <- expect("ready", nil) }()
+	if err := waitSaying(ctx, ready, dir, say); err != nil {
+		r.release(true)
+		return nil, fmt.Errorf("reaper: %w", err)
+	}
+	return r, nil
 }
 
-// release tells the reaper tare has cleaned up and waits for it to exit.
-func (r *reaper) release() {
+// release tells the reaper that tare has cleaned up (cleaned) and waits for it to exit; without cleaned
+// (a panic unwinding) it only lets go of the pipe, and the reaper cleans up.
+func (r *reaper) release(cleaned bool) {
 	if r == nil {
+		return
+	}
+	defer liveReapers.Delete(r)
+	if !cleaned {
+		_ = r.stdin.Close()
 		return
 	}
 	_, _ = io.WriteString(r.stdin, "done\n")
@@ -195,7 +266,7 @@ func (r *reaper) release() {
 	go func() { _ = r.cmd.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second): // waiting for an earlier reaper's lock: it has nothing to do now
+	case <-time.After(5 * time.Second): // still waiting for another's lock: it has nothing to do now
 		_ = r.cmd.Process.Kill()
 		<-done
 	}

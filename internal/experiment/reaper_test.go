@@ -28,9 +28,9 @@ func TestReaperAfterKill(t *testing.T) {
 	if err := helper.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { killHelper(helper, dir) })
 	children := readPIDs(t, pids, 2)
-	_ = helper.Process.Kill()
-	_ = helper.Wait()
+	killHelper(helper, "")
 	if left := waitGone(children, 10*time.Second); len(left) > 0 {
 		t.Fatalf("run command processes %v outlived the killed tare by 10 s: the reaper did not stop them", left)
 	}
@@ -86,7 +86,7 @@ func TestReaperReleased(t *testing.T) {
 	second := make(chan *reaper, 1)
 	go func() {
 		r, err := startReaper(context.Background(), dir, nil, func(f string, _ ...any) {
-			if strings.Contains(f, "waiting for the reaper of an earlier tare") {
+			if strings.Contains(f, "waiting for another tare on this experiment, or the reaper of an earlier one") {
 				said.Add(1)
 			}
 		})
@@ -95,24 +95,23 @@ func TestReaperReleased(t *testing.T) {
 		}
 		second <- r
 	}()
-	time.Sleep(1500 * time.Millisecond)
+	if !waitUntil(10*time.Second, func() bool { return said.Load() > 0 }) {
+		t.Fatal("a second reaper did not say it waits for the first one's lock")
+	}
 	select {
 	case <-second:
 		t.Fatal("a second reaper started while the first held the lock")
 	default:
 	}
-	first.release()
+	first.release(true)
 	if first.cmd.ProcessState == nil || !first.cmd.ProcessState.Success() {
 		t.Errorf("released reaper: %v, want exit status 0", first.cmd.ProcessState)
 	}
 	select {
 	case r := <-second:
-		r.release()
+		r.release(true)
 	case <-time.After(10 * time.Second):
 		t.Fatal("the second reaper did not start after the first was released")
-	}
-	if said.Load() == 0 {
-		t.Error("the wait for the earlier reaper was not said")
 	}
 	if !alive(bystander.Process.Pid) {
 		t.Error("a released reaper stopped a process of the experiment")

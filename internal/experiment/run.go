@@ -110,18 +110,23 @@ func (r *Runner) Run(ctx context.Context, trials []Trial) ([]Trial, error) {
 	var runErr error
 	began, ran := time.Now(), 0
 	defer r.Live.Done()
+	// The reaper cleans up should tare die before the end (released once the labs are down below). Without
+	// one, tare still waits for the lock another tare on the experiment, or an earlier one's reaper, holds.
+	var labs []string
 	if spec.Target.Lab != nil {
-		// Released after the labs are down below; should tare die before, the reaper downs them.
-		rp, err := startReaper(ctx, r.Store.Dir, r.labDirs(), r.say)
-		if err != nil && ctx.Err() != nil {
-			return trials, err
-		}
-		if err != nil {
-			r.say("warning: %v; should tare be killed, its labs' processes still end, and tare lab down --dir cleans the rest", err)
-		}
-		defer rp.release()
+		labs = r.labDirs()
 	}
-	if pids := stopLeftoverRuns("/proc", r.Store.Dir); len(pids) > 0 {
+	rp, err := startReaper(ctx, r.Store.Dir, labs, r.say)
+	if err != nil && ctx.Err() == nil {
+		r.say("warning: %v; should tare be killed, its labs' processes still end, and tare lab down --dir cleans the rest", err)
+		err = awaitReaperLock(ctx, r.Store.Dir, r.say)
+	}
+	if err != nil && ctx.Err() == nil {
+		return trials, err
+	}
+	cleaned := false // interrupted: the loop below stops at once and the labs are stopped
+	defer func() { rp.release(cleaned) }()
+	if pids := stopLeftoverRuns(ownProc, r.Store.Dir); len(pids) > 0 { // a tare killed without a reaper
 		r.say("stopped %d processes an earlier tare left of this experiment's run commands (PIDs %v)", len(pids), pids)
 	}
 	for i := 0; i < len(trials); i++ { // a sequential experiment adds rounds after its pilot
@@ -220,6 +225,7 @@ func (r *Runner) Run(ctx context.Context, trials []Trial) ([]Trial, error) {
 			}
 		}
 	}
+	cleaned = true
 	return trials, runErr
 }
 

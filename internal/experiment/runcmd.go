@@ -7,8 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/sample"
@@ -35,12 +38,14 @@ const runKillGrace = 2 * time.Second
 // another process's by the window's end) in order and what stops them all at once: SIGTERM to each group
 // and to every process carrying one of the runs' TARE_RUN_ID (those that left the group), SIGKILL
 // runKillGrace later for what is left. The shells also die with tare (Pdeathsig) should tare be killed
-// before it can stop them; StopLeftoverRuns ends what they started, on --resume. Each command has
-// TARE_VARIANT, TARE_REPLICA, TARE_EXPERIMENT (with the experiment's directory, dir), TARE_RUN_ID and,
-// with a kubeconfig, KUBECONFIG in its environment. On an error nothing is left running.
+// before it can stop them; the experiment's reaper ends what they started. Each command has TARE_VARIANT,
+// TARE_REPLICA, TARE_EXPERIMENT (with the experiment's directory, dir), TARE_RUN_ID and, with a
+// kubeconfig, KUBECONFIG in its environment. On an error nothing is left running. Calls of stop after the
+// first do nothing.
 func startRuns(ctx context.Context, dir string, runs []runAt) (shells []sample.ProcKey, stop func(), err error) {
 	var started []*runProc
-	stopAll := func() { stopRuns("/proc", started) }
+	var once sync.Once
+	stopAll := func() { once.Do(func() { stopRuns(ownProc, started) }) } // once: the shells' PIDs are free after
 	for _, r := range runs {
 		p, err := launchRun(r, experimentMark(dir))
 		if err != nil {
@@ -56,7 +61,7 @@ func startRuns(ctx context.Context, dir string, runs []runAt) (shells []sample.P
 	for _, p := range started {
 		select {
 		case <-p.exited:
-			stopAll()
+			stopAll() // reaps the shell: its status is in p.err
 			b, _ := os.ReadFile(p.r.logPath)
 			err := p.err
 			if err == nil {
@@ -79,8 +84,8 @@ type runProc struct {
 	cmd    *exec.Cmd
 	key    sample.ProcKey // the shell's PID and start time (0 when its stat could not be read)
 	log    *os.File
-	exited chan struct{} // closed when the shell has exited and err is set
-	err    error
+	exited chan struct{} // closed when the shell has exited; it stays a zombie until stopRuns reaps it
+	err    error         // the shell's exit, once reaped
 }
 
 func launchRun(r runAt, experiment string) (*runProc, error) {
@@ -102,60 +107,87 @@ func launchRun(r runAt, experiment string) (*runProc, error) {
 		return nil, fmt.Errorf("variant %s: run %q: %w", r.v.Name, r.v.Run, err)
 	}
 	p := &runProc{r: r, id: id, cmd: cmd, log: log, exited: make(chan struct{}), key: sample.ProcKey{PID: cmd.Process.Pid}}
-	// Read before Wait can reap it: a child's start time is set at fork and kept through exec.
-	if st, err := kernel.ReadProcStat("/proc", p.key.PID); err == nil {
+	// Read before the shell can end: a child's start time is set at fork and kept through exec.
+	if st, err := kernel.ReadProcStat(ownProc, p.key.PID); err == nil {
 		p.key.Start = st.Starttime
 	}
-	go func() { p.err = cmd.Wait(); close(p.exited) }()
+	go func() { waitExit(p.key.PID); close(p.exited) }()
 	return p, nil
 }
 
+// waitExit waits for the child pid to exit without reaping it (WNOWAIT): while it is a zombie its PID,
+// and so its process group's ID, cannot be another process's, and signals to the group stay safe.
+func waitExit(pid int) {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if !errors.Is(err, unix.EINTR) {
+			return
+		}
+	}
+}
+
 // stopRuns ends the runs: SIGTERM to each run's process group and to the processes that carry its
-// TARE_RUN_ID outside it; once every shell has exited and no such process is left, or runKillGrace on,
-// SIGKILL for what is left (in the groups too: a process that cleared its environment); it returns when
-// the shells are reaped (or a further runKillGrace on).
+// TARE_RUN_ID outside it (started since the first shell); once every shell has exited and no such process
+// is left, SIGKILL to the groups (a process that cleared its environment); after runKillGrace, SIGKILL
+// to all that is left, listed again up to three times. Then it reaps the shells.
 func stopRuns(procRoot string, ps []*runProc) {
 	if len(ps) == 0 {
 		return
 	}
 	ids := make([]string, len(ps))
+	var since uint64
 	for i, p := range ps {
 		ids[i] = p.id
-	}
-	marked := func() []sample.ProcKey {
-		var all []sample.ProcKey
-		for _, keys := range markedProcesses(procRoot, envRunID, ids) {
-			all = append(all, keys...)
+		if since == 0 || p.key.Start < since {
+			since = p.key.Start
 		}
-		return all
 	}
-	signalAll := func(sig syscall.Signal) {
+	marked := func() []sample.ProcKey { return markedProcesses(procRoot, envRunID, ids, since) }
+	groups := func(sig syscall.Signal) {
 		for _, p := range ps {
-			_ = syscall.Kill(-p.cmd.Process.Pid, sig) // the group, the shell gone or not
+			_ = syscall.Kill(-p.key.PID, sig) // the shell is not reaped yet: the group's ID is still its
 		}
-		signalProcesses(procRoot, marked(), sig)
 	}
 	shellsDone := func() bool {
 		for _, p := range ps {
-			select {
-			case <-p.exited:
-			default:
+			if !p.hasExited() {
 				return false
 			}
 		}
 		return true
 	}
-	signalAll(syscall.SIGTERM)
-	if waitUntil(runKillGrace, func() bool { return shellsDone() && len(marked()) == 0 }) {
-		for _, p := range ps { // a process that cleared its environment but stayed in the group
-			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		}
+	done := func() bool { return shellsDone() && len(marked()) == 0 }
+	groups(syscall.SIGTERM)
+	signalProcesses(procRoot, marked(), syscall.SIGTERM)
+	if waitUntil(runKillGrace, done) {
+		groups(syscall.SIGKILL)
 	} else {
-		signalAll(syscall.SIGKILL)
-		waitUntil(runKillGrace, shellsDone)
+		for range 3 {
+			groups(syscall.SIGKILL)
+			signalProcesses(procRoot, marked(), syscall.SIGKILL)
+			if waitUntil(time.Second, done) {
+				break
+			}
+		}
 	}
 	for _, p := range ps {
+		if p.hasExited() {
+			p.err = p.cmd.Wait()
+		} else {
+			go func() { _ = p.cmd.Wait() }() // in an uninterruptible sleep: reaped when it ends
+		}
 		p.log.Close()
+	}
+}
+
+// hasExited says whether the shell has exited (it may not be reaped yet).
+func (p *runProc) hasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
 	}
 }
 

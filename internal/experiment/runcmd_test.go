@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -148,10 +149,11 @@ func TestStopRunsLeftGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(stop) // on a failure below; stop runs once
 	escaped := readPIDs(t, pids, 2)
 	for _, pid := range escaped {
-		if pgid, _ := syscall.Getpgid(pid); pgid != pid {
-			t.Fatalf("PID %d: process group %d, want its own (setsid)", pid, pgid)
+		if !waitUntil(5*time.Second, func() bool { pgid, _ := syscall.Getpgid(pid); return pgid == pid }) {
+			t.Fatalf("PID %d: not in a process group of its own (setsid) after 5 s", pid)
 		}
 	}
 	other := filepath.Join(dir, "other")
@@ -159,7 +161,7 @@ func TestStopRunsLeftGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stopOther()
+	t.Cleanup(stopOther)
 	otherPID := readPIDs(t, other, 1)
 	began := time.Now()
 	stop()
@@ -193,6 +195,7 @@ func TestLeftoverRunsAfterKill(t *testing.T) {
 	if err := helper.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { killHelper(helper, dir) })
 	children, shell := readPIDs(t, pids, 2), readPIDs(t, shellFile, 1)[0]
 	// Another experiment's leftover, which must stay.
 	otherDir := t.TempDir()
@@ -203,8 +206,7 @@ func TestLeftoverRunsAfterKill(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
 
-	_ = helper.Process.Kill()
-	_ = helper.Wait()
+	killHelper(helper, "")
 	if left := waitGone([]int{shell}, 5*time.Second); len(left) > 0 {
 		t.Fatalf("the run's shell (PID %d) outlived the killed tare", shell)
 	}
@@ -230,6 +232,17 @@ func TestLeftoverRunsAfterKill(t *testing.T) {
 	}
 }
 
+// killHelper kills a helper standing in for tare (once) and, with dir, what its runs left there.
+func killHelper(helper *exec.Cmd, dir string) {
+	if helper.ProcessState == nil {
+		_ = helper.Process.Kill()
+		_ = helper.Wait()
+	}
+	if dir != "" {
+		stopLeftoverRuns(ownProc, dir)
+	}
+}
+
 // The helper of TestLeftoverRunsAfterKill: with helperRunsEnv set, the test binary starts helperRunEnv's
 // command as a run of the experiment in that directory and waits to be killed.
 const (
@@ -245,10 +258,13 @@ func TestMain(m *testing.M) {
 	}
 	if dir := os.Getenv(helperRunsEnv); dir != "" {
 		if os.Getenv(helperReaperEnv) != "" {
+			// Kept (liveReapers holds it too): a dropped reaper's pipe closed by the collector would look
+			// like this helper's death.
 			if _, err := startReaper(context.Background(), dir, nil, func(string, ...any) {}); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(1)
 			}
+			runtime.GC() // the pipe stays open: only the helper's death closes it
 		}
 		_, _, err := startRuns(context.Background(), dir, []runAt{{v: Variant{Name: "b", Run: os.Getenv(helperRunEnv)}, logPath: filepath.Join(dir, "helper.log"), replica: 1}})
 		if err != nil {

@@ -304,7 +304,7 @@ func RootUserProcesses(dir, procRoot string) int {
 		if err != nil {
 			continue
 		}
-		if st, err := ParseProcStat(b); err == nil && st.Flags&pfKthread == 0 && pid != self {
+		if st, err := ParseProcStat(b); err == nil && !st.KernelThread() && pid != self {
 			n++
 		}
 	}

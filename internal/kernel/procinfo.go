@@ -39,7 +39,7 @@ func ReadIdentity(procRoot string, pid int) (Identity, error) {
 		return Identity{}, err
 	}
 	dir := filepath.Join(procRoot, strconv.Itoa(pid))
-	id := Identity{Stat: st, Kernel: st.Flags&pfKthread != 0}
+	id := Identity{Stat: st, Kernel: st.KernelThread()}
 	// A kernel thread has no memory map, hence no command line: not worth a goroutine.
 	if !id.Kernel {
 		if b, err := BlockingReads(procRoot).read(pid, st.Comm, "cmdline"); err == nil {

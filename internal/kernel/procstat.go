@@ -75,6 +75,13 @@ func ReadProcStat(procRoot string, pid int) (ProcStat, error) {
 	return s, nil
 }
 
+// KernelThread says whether the process is a kernel thread (PF_KTHREAD).
+func (s ProcStat) KernelThread() bool { return s.Flags&pfKthread != 0 }
+
+// Ended says whether the process has ended: a zombie whose other threads have ended too (the leader is a
+// zombie as soon as its own thread exits, while the others may still be ending), or dead.
+func (s ProcStat) Ended() bool { return s.State == 'X' || s.State == 'Z' && s.NumThreads <= 1 }
+
 // OwnTimeNs is utime+stime in nanoseconds.
 func (s ProcStat) OwnTimeNs() uint64 {
 	return (s.UTime + s.STime) * (1e9 / UserHZ)

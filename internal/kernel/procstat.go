@@ -78,8 +78,10 @@ func ReadProcStat(procRoot string, pid int) (ProcStat, error) {
 // KernelThread says whether the process is a kernel thread (PF_KTHREAD).
 func (s ProcStat) KernelThread() bool { return s.Flags&pfKthread != 0 }
 
-// Ended says whether the process has ended: a zombie whose other threads have ended too (the leader is a
-// zombie as soon as its own thread exits, while the others may still be ending), or dead.
+// Ended says whether the process has ended: dead, or a zombie whose other threads have ended too. The
+// stat shows the thread-group leader, a zombie as soon as its own thread exits while the others may still
+// be ending, and the process's files, listening sockets too, close only with the last of them; the thread
+// count keeps the leader until it is reaped, so a zombie counting more than itself is still ending.
 func (s ProcStat) Ended() bool { return s.State == 'X' || s.State == 'Z' && s.NumThreads <= 1 }
 
 // OwnTimeNs is utime+stime in nanoseconds.

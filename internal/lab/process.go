@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/tare-dev/tare/internal/component"
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
 // The lab's processes: startDaemon starts a component, alive and stopProcess follow and end it by its
@@ -54,38 +55,22 @@ func startDaemon(dir, logPath, name, bin string, args, env []string, withCaller 
 		return nil, fmt.Errorf("starting %s (%s): %w", name, bin, err)
 	}
 	d := &daemon{Process: Process{Name: name, PID: cmd.Process.Pid, Args: append([]string{bin}, args...), Log: logPath}, exited: make(chan struct{})}
-	if st, err := procStat(d.PID); err == nil {
+	if st, err := kernel.ReadProcStat("/proc", d.PID); err == nil {
 		d.StartTicks = st.Starttime
 	}
 	go func() { d.err = cmd.Wait(); close(d.exited) }()
 	return d, nil
 }
 
-func procStat(pid int) (procfs.ProcStat, error) {
-	p, err := procfs.NewProc(pid)
-	if err != nil {
-		return procfs.ProcStat{}, err
-	}
-	return p.Stat()
-}
-
-// alive says whether the recorded process still runs: same PID, same start time, and not a zombie
-// whose every thread has ended.
+// alive says whether the recorded process still runs: same PID, same start time, and not ended
+// (kernel.ProcStat.Ended: a killed API server's other threads took seconds under load in CI, and its
+// listening sockets close only with the last of them).
 func alive(p Process) bool {
-	st, err := procStat(p.PID)
-	if err != nil || ended(st) {
+	st, err := kernel.ReadProcStat("/proc", p.PID)
+	if err != nil || st.Ended() {
 		return false
 	}
 	return p.StartTicks == 0 || st.Starttime == p.StartTicks
-}
-
-// ended says whether a process has ended. /proc/PID/stat shows the thread-group leader: it is a zombie
-// as soon as its own thread exits, while the other threads may still be ending (a killed API server's
-// took seconds under load in CI), and its files, listening sockets too, close only with the last of
-// them. The thread count keeps the leader until it is reaped, so a zombie counting more than itself is
-// still ending.
-func ended(st procfs.ProcStat) bool {
-	return st.State == "X" || st.State == "Z" && st.NumThreads <= 1
 }
 
 // stopProcess sends SIGTERM, waits up to grace, then SIGKILL, and waits for the process to go.

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
 // leaderExitsEnv makes the test binary a process whose thread-group leader exits while another thread
@@ -77,20 +79,20 @@ func TestAliveUntilLastThread(t *testing.T) {
 		t.Fatalf("the helper printed no address: %v", err)
 	}
 	addr = strings.TrimSpace(addr)
-	st, err := procStat(cmd.Process.Pid)
+	st, err := kernel.ReadProcStat("/proc", cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := Process{Name: "helper", PID: cmd.Process.Pid, StartTicks: st.Starttime}
 	deadline := time.Now().Add(time.Second)
-	for st.State != "Z" && time.Now().Before(deadline) {
+	for st.State != 'Z' && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
-		if st, err = procStat(p.PID); err != nil {
+		if st, err = kernel.ReadProcStat("/proc", p.PID); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if st.State != "Z" {
-		t.Fatalf("the helper's leader did not exit alone (state %s)", st.State)
+	if st.State != 'Z' {
+		t.Fatalf("the helper's leader did not exit alone (state %c)", st.State)
 	}
 	if c, err := net.Dial("tcp", addr); err != nil {
 		t.Fatalf("the helper's port closed with its leader thread: %v", err)

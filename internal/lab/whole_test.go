@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
 // TestStateWhole: a lab serves as it runs only when it is ready, not paused, and every process it recorded
@@ -12,7 +14,7 @@ import (
 // exited and been reaped (its PID no longer names it).
 func TestStateWhole(t *testing.T) {
 	t.Parallel()
-	self, err := procStat(os.Getpid())
+	self, err := kernel.ReadProcStat("/proc", os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}

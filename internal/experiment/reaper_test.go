@@ -18,17 +18,7 @@ func TestReaperAfterKill(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	pids := filepath.Join(dir, "pids")
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	helper := exec.Command(self, "-test.run=^$")
-	helper.Env = append(os.Environ(), helperRunsEnv+"="+dir, helperReaperEnv+"=1",
-		helperRunEnv+"=sleep 60 & echo $! >> "+pids+"; sleep 60 & echo $! >> "+pids+"; wait")
-	if err := helper.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { killHelper(helper, dir) })
+	helper := startHelper(t, dir, true, "sleep 60 & echo $! >> "+pids+"; sleep 60 & echo $! >> "+pids+"; wait")
 	children := readPIDs(t, pids, 2)
 	killHelper(helper, "")
 	if left := waitGone(children, 10*time.Second); len(left) > 0 {

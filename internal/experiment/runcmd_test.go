@@ -183,19 +183,9 @@ func TestLeftoverRunsAfterKill(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	pids := filepath.Join(dir, "pids")
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The stand-in for tare: this test binary starting one run command, then waiting to be killed.
 	shellFile := filepath.Join(dir, "shell")
-	run := `echo $$ > ` + shellFile + `; sleep 60 & echo $! >> ` + pids + `; sh -c 'trap "" TERM; echo $$ >> ` + pids + `; sleep 60; sleep 60' & wait`
-	helper := exec.Command(self, "-test.run=^$")
-	helper.Env = append(os.Environ(), helperRunsEnv+"="+dir, helperRunEnv+"="+run)
-	if err := helper.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { killHelper(helper, dir) })
+	helper := startHelper(t, dir, false,
+		`echo $$ > `+shellFile+`; sleep 60 & echo $! >> `+pids+`; sh -c 'trap "" TERM; echo $$ >> `+pids+`; sleep 60; sleep 60' & wait`)
 	children, shell := readPIDs(t, pids, 2), readPIDs(t, shellFile, 1)[0]
 	// Another experiment's leftover, which must stay.
 	otherDir := t.TempDir()
@@ -230,6 +220,27 @@ func TestLeftoverRunsAfterKill(t *testing.T) {
 	if again := stopLeftoverRuns("/proc", dir); len(again) != 0 {
 		t.Errorf("a second stopLeftoverRuns found %v", again)
 	}
+}
+
+// startHelper starts the stand-in for tare: this test binary starting run as a run command of the
+// experiment in dir (after its reaper, withReaper), then waiting to be killed; the test's end kills it and
+// what its run left.
+func startHelper(t *testing.T, dir string, withReaper bool, run string) *exec.Cmd {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helper := exec.Command(self, "-test.run=^$")
+	helper.Env = append(os.Environ(), helperRunsEnv+"="+dir, helperRunEnv+"="+run)
+	if withReaper {
+		helper.Env = append(helper.Env, helperReaperEnv+"=1")
+	}
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { killHelper(helper, dir) })
+	return helper
 }
 
 // killHelper kills a helper standing in for tare (once) and, with dir, what its runs left there.

@@ -21,7 +21,7 @@ import (
 func TestAgentHealthz(t *testing.T) {
 	o := Options{Interval: 200 * time.Millisecond, Window: 2 * time.Second, TopProcesses: 5}
 	st := newState(o.ringLen(), o.Window)
-	h, err := newHandler(st, o)
+	h, _, err := newHandler(st, o)
 	if err != nil {
 		t.Fatal(err)
 	}

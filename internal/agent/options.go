@@ -16,6 +16,18 @@ type Options struct {
 	// bound to 127.0.0.1:0). The agent closes it.
 	Listen   string
 	Listener net.Listener
+	// Access, when set, serves TLS and lets only callers the API server vouches for, with the right to the
+	// path, read anything but /healthz. Nil serves every caller in plain HTTP: only for loopback addresses
+	// (the caller of Run checks that).
+	Access *Access
+	// HealthListen, when set, is a second address serving only /healthz in plain HTTP, for the kubelet's
+	// probes (on 127.0.0.1 of the node: a flood of the main port cannot fail them); HealthListener, when
+	// set, is used instead. The agent closes it.
+	HealthListen   string
+	HealthListener net.Listener
+	// ServeCmdlines serves the command lines of processes and children in /summary (redacted); without it
+	// /summary names each by its program.
+	ServeCmdlines bool
 	// Interval is the time between samples, Detail the time between memory, disk and thread reads, and
 	// Window the span of the ring of samples /summary and the top processes are computed over.
 	Interval, Detail, Window time.Duration

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -63,10 +64,26 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("opening the sampler: %w", err)
 	}
 	defer ses.Close()
-	handler, err := newHandler(st, o)
+	handler, health, err := newHandler(st, o)
+	if err == nil && o.Access != nil {
+		var cfg *tls.Config
+		if cfg, err = tlsConfig(o.Access, o.Node); err == nil {
+			ln = tls.NewListener(ln, cfg)
+		}
+	}
+	var healthLn net.Listener
+	if err == nil {
+		healthLn, err = o.healthListener(ctx)
+	}
 	if err != nil {
 		_ = ln.Close()
 		return err
+	}
+	if healthLn != nil {
+		hs := &http.Server{Handler: health, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second,
+			WriteTimeout: 5 * time.Second, IdleTimeout: 30 * time.Second, MaxHeaderBytes: 4 << 10}
+		go func() { _ = hs.Serve(healthLn) }()
+		defer hs.Close()
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
@@ -140,8 +157,22 @@ func checkProcRoot(root string) error {
 	return f.Close()
 }
 
-// newHandler serves the three endpoints.
-func newHandler(st *state, o Options) (http.Handler, error) {
+// healthListener binds HealthListen, or returns HealthListener, or nil when neither is set.
+func (o Options) healthListener(ctx context.Context) (net.Listener, error) {
+	if o.HealthListener != nil || o.HealthListen == "" {
+		return o.HealthListener, nil
+	}
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "tcp", o.HealthListen)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w: pass a free host:port with --health-listen", o.HealthListen, err)
+	}
+	return l, nil
+}
+
+// newHandler serves the three endpoints, /metrics and /summary through the access gate when o.Access is
+// set, and returns beside it the handler of /healthz alone.
+func newHandler(st *state, o Options) (http.Handler, http.Handler, error) {
 	reg := prometheus.NewRegistry()
 	for _, c := range []prometheus.Collector{
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -149,12 +180,14 @@ func newHandler(st *state, o Options) (http.Handler, error) {
 		collector{s: st, node: o.Node, version: o.Version, top: o.TopProcesses},
 	} {
 		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("registering the metrics: %w", err)
+			return nil, nil, fmt.Errorf("registering the metrics: %w", err)
 		}
 	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	guard := func(h http.Handler) http.Handler { return h }
+	if o.Access != nil {
+		guard = newGate(o.Access, o.Log).wrap
+	}
+	healthz := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		st.mu.RLock()
 		n := st.samples
 		st.mu.RUnlock()
@@ -164,7 +197,12 @@ func newHandler(st *state, o Options) (http.Handler, error) {
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("GET /summary", func(w http.ResponseWriter, r *http.Request) {
+	health := http.NewServeMux()
+	health.Handle("GET /healthz", healthz)
+	mux := http.NewServeMux()
+	mux.Handle("GET /healthz", healthz)
+	mux.Handle("GET /metrics", guard(promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true})))
+	mux.Handle("GET /summary", guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d, err := st.parseWindow(r.URL.Query().Get("window"), o.Interval)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -175,8 +213,11 @@ func newHandler(st *state, o Options) (http.Handler, error) {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
+		if !o.ServeCmdlines {
+			withoutCmdlines(&sum)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = sum.JSON(w)
-	})
-	return mux, nil
+	})))
+	return mux, health, nil
 }

@@ -1,6 +1,7 @@
 package taskiter_test
 
 import (
+	"errors"
 	"strconv"
 	"testing"
 
@@ -11,23 +12,30 @@ import (
 	"github.com/tare-dev/tare/internal/testload"
 )
 
-// BenchmarkChanged measures one pass of the iterator on a quiet machine filled with idle sleepers up to
-// 300 and 3,000 processes: the BPF program filters (only groups whose CPU moved come out). cpu-ns/op is the
-// CPU the pass costs this process, kernel time included, from getrusage.
+// BenchmarkChanged measures one pass of each BPF task pass, side by side, on a quiet machine filled with
+// idle sleepers up to 300 and 3,000 processes: the BPF program filters (only groups whose CPU moved come
+// out). cpu-ns/op is the CPU the pass costs this process, kernel time included, from getrusage; incomplete/op
+// the share of PassBPFIter's passes that could not add up a group (threads born or ended mid-walk).
 func BenchmarkChanged(b *testing.B) {
 	for _, n := range []int{300, 3000} {
-		b.Run("procs="+strconv.Itoa(n), func(b *testing.B) {
-			fillTo(b, n)
-			it := openIter(b)
-			gs, err := it.Changed(nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			passes(b, func() (int, error) {
-				gs, err = it.Changed(gs[:0])
-				return len(gs), err
+		for _, p := range bpfPasses {
+			b.Run("procs="+strconv.Itoa(n)+"/pass="+string(p), func(b *testing.B) {
+				fillTo(b, n)
+				it := openIter(b, p)
+				gs, _ := it.Changed(nil)
+				incomplete := 0
+				passes(b, func() (int, error) {
+					var err error
+					gs, err = it.Changed(gs[:0])
+					if errors.Is(err, taskiter.ErrIncomplete) {
+						incomplete++
+						err = nil
+					}
+					return len(gs), err
+				})
+				b.ReportMetric(float64(incomplete)/float64(b.N), "incomplete/op")
 			})
-		})
+		}
 	}
 }
 
@@ -35,26 +43,28 @@ func BenchmarkChanged(b *testing.B) {
 // it with the previous pass.
 func BenchmarkAllFilteredInGo(b *testing.B) {
 	for _, n := range []int{300, 3000} {
-		b.Run("procs="+strconv.Itoa(n), func(b *testing.B) {
-			fillTo(b, n)
-			it := openIter(b)
-			last := map[int]uint64{}
-			var gs []taskiter.Group
-			passes(b, func() (int, error) {
-				var err error
-				if gs, err = it.All(gs[:0]); err != nil {
-					return 0, err
-				}
-				moved := 0
-				for _, g := range gs {
-					if last[g.TGID] != g.CPUNs {
-						last[g.TGID] = g.CPUNs
-						moved++
+		for _, p := range bpfPasses {
+			b.Run("procs="+strconv.Itoa(n)+"/pass="+string(p), func(b *testing.B) {
+				fillTo(b, n)
+				it := openIter(b, p)
+				last := map[int]uint64{}
+				var gs []taskiter.Group
+				passes(b, func() (int, error) {
+					var err error
+					if gs, err = it.All(gs[:0]); err != nil && !errors.Is(err, taskiter.ErrIncomplete) {
+						return 0, err
 					}
-				}
-				return moved, nil
+					moved := 0
+					for _, g := range gs {
+						if last[g.TGID] != g.CPUNs {
+							last[g.TGID] = g.CPUNs
+							moved++
+						}
+					}
+					return moved, nil
+				})
 			})
-		})
+		}
 	}
 }
 
@@ -92,19 +102,23 @@ func countProcs() int {
 	return len(pids)
 }
 
-// BenchmarkOpen measures what the iterator adds to tare's start-up: reading the kernel's BTF for CO-RE,
+// BenchmarkOpen measures what each pass adds to tare's start-up: reading the kernel's BTF for CO-RE,
 // loading and verifying the program, attaching it. Each Open decodes the kernel BTF anew, as tare does.
 func BenchmarkOpen(b *testing.B) {
-	openIter(b) // skips where unsupported
-	var before, after unix.Rusage
-	_ = unix.Getrusage(unix.RUSAGE_SELF, &before)
-	for b.Loop() {
-		it, err := taskiter.Open()
-		if err != nil {
-			b.Fatal(err)
-		}
-		_ = it.Close()
+	for _, p := range bpfPasses {
+		b.Run("pass="+string(p), func(b *testing.B) {
+			openIter(b, p) // skips where unsupported
+			var before, after unix.Rusage
+			_ = unix.Getrusage(unix.RUSAGE_SELF, &before)
+			for b.Loop() {
+				it, err := taskiter.OpenPass(p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = it.Close()
+			}
+			_ = unix.Getrusage(unix.RUSAGE_SELF, &after)
+			b.ReportMetric(float64(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano())/float64(b.N), "cpu-ns/op")
+		})
 	}
-	_ = unix.Getrusage(unix.RUSAGE_SELF, &after)
-	b.ReportMetric(float64(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano())/float64(b.N), "cpu-ns/op")
 }

@@ -4,15 +4,43 @@
 // so its counters need no reading in that sample. Its cost follows the number of tasks (a few hundred
 // nanoseconds each, in the kernel) instead of one or more system calls per process.
 //
-// It needs Linux 6.7 or later (open-coded task iterators), kernel BTF (/sys/kernel/btf/vmlinux, for CO-RE)
-// and CAP_BPF with CAP_PERFMON, or CAP_SYS_ADMIN; without them Open returns an error matching
-// ErrNotSupported and callers fall back to reading every process.
+// Two passes give the same output (Group records, the same filter), chosen once by Open, cheapest first:
+//
+//   - open-coded (taskiter.bpf.c, Linux 6.7 or later): called once per task, it acts at each group leader,
+//     walks the group's threads with the open-coded task iterator kfuncs (bpf_iter_task_new, 6.7) and keeps
+//     the last total in task storage (BPF_MAP_TYPE_TASK_STORAGE, 5.11) on the leader, so it goes with the
+//     process. It also uses bpf_get_current_task_btf (5.11).
+//   - bpf-iter (bpfiter.bpf.c, Linux 5.8 or later): for kernels before 6.7 (AL2023 and Bottlerocket 6.1,
+//     COS and Flatcar 6.6, Ubuntu 22.04 5.15, RHEL 9 5.14). The kernel shows it every thread, in the order
+//     of their IDs, so a group's threads come scattered; it adds them up in a hash map keyed by TGID and
+//     writes the group at its last thread (as many seen as signal->nr_threads). A thread born or ended
+//     during the walk can leave a group open: the pass then says so (ErrIncomplete) and the caller treats
+//     every group as moved for that sample. Entries of ended groups are removed from user space every 64
+//     passes. It needs of the kernel: the iter/task program type, bpf_seq_write and bpf_iter_meta's
+//     session_id (all 5.8, with bpf_iter itself); bpf_map_lookup_elem and bpf_map_update_elem on a hash map
+//     with BPF_F_NO_PREALLOC (3.19, 4.6), bpf_get_current_task (4.8), bpf_probe_read_kernel (5.5), global
+//     variables (5.2), BTF pointers in tracing programs (5.5); no kfunc, no task storage, no loop. Before
+//     5.11 its map (16,384 entries, about 2 MB charged at creation) counts against RLIMIT_MEMLOCK.
+//
+// How that was checked: the helpers and map types against the bcc list "BPF Features by Linux Kernel
+// Version" and the kernel's task_iter.c (bpf_iter task target, its ctx and its session_id) by reading
+// only; the program was loaded, verified and tested on Linux 6.18 alone, with no 5.8 to 6.6 kernel at
+// hand. Where the verifier of an older kernel is stricter, the program avoids what is known to differ:
+// arithmetic on BTF pointers (pointers are read into scalars with bpf_probe_read_kernel first).
+//
+// Each pass can be forced by the environment variable TARE_TASK_PASS (PassEnv: open-coded, bpf-iter or
+// proc, the last meaning no pass); a forced pass that cannot load is an error. Tests and benchmarks use it.
+//
+// Every pass needs kernel BTF (/sys/kernel/btf/vmlinux, for CO-RE) and CAP_BPF with CAP_PERFMON, or
+// CAP_SYS_ADMIN; without them Open returns an error matching ErrNotSupported and callers fall back to
+// reading every process.
 //
 // It imports cilium/ebpf and, of tare's, kernel (whether this process may load BPF); the sampler is its only caller. A new field of a thread
-// group goes in taskiter.bpf.c's record and group.go's parse, with recordSize.
+// group goes in both programs' record and group.go's parse, with recordSize.
 //
-// The BPF program is taskiter.bpf.c. Its compiled objects (taskiter_bpfel.o, taskiter_bpfeb.o) and Go
-// bindings (taskiter_bpfel.go, taskiter_bpfeb.go) are committed, so building tare needs no C compiler. After
+// The BPF programs are taskiter.bpf.c and bpfiter.bpf.c. Their compiled objects (taskiter_bpfel.o,
+// bpfiter_bpfel.o and the big-endian ones) and Go bindings (taskiter_bpfel.go, bpfiter_bpfel.go, ...) are
+// committed, both embedded, so building tare needs no C compiler. After
 // changing the C source, regenerate them with clang and llvm-strip installed (Debian: apt-get install clang
 // llvm) by running, in this directory:
 //
@@ -23,3 +51,4 @@
 package taskiter
 
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go@v0.22.0 -cc clang -cflags "-O2 -g -Wall -Werror" -no-global-types taskiter taskiter.bpf.c
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go@v0.22.0 -cc clang -cflags "-O2 -g -Wall -Werror" -no-global-types bpfiter bpfiter.bpf.c

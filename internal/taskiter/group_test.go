@@ -26,7 +26,7 @@ func TestCaptureFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = it.Close() }()
-	if err := it.objs.EmitAll.Set(uint32(1)); err != nil {
+	if err := it.emitAll.Set(uint32(1)); err != nil {
 		t.Fatal(err)
 	}
 	f, err := it.link.Open()

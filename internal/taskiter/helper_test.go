@@ -29,12 +29,15 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "pidns":
 		// Alone in a new PID namespace: the iterator must see this process only, as PID 1.
-		it, err := taskiter.Open()
+		it, err := openFromEnv()
 		if err != nil {
 			fmt.Println("open:", err)
 			os.Exit(0)
 		}
 		gs, err := it.All(nil)
+		for try := 0; errors.Is(err, taskiter.ErrIncomplete) && try < 20; try++ {
+			gs, err = it.All(nil)
+		}
 		if err != nil {
 			fmt.Println("pass:", err)
 			os.Exit(0)
@@ -44,11 +47,20 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	case "open":
-		_, err := taskiter.Open()
+		_, err := openFromEnv()
 		fmt.Printf("%v\n%v\n", errors.Is(err, taskiter.ErrNotSupported), err)
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// openFromEnv opens the pass the helper's parent chose in taskiter.PassEnv.
+func openFromEnv() (*taskiter.Iter, error) {
+	p, err := taskiter.PassFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	return taskiter.OpenPass(p)
 }
 
 func ownCPU() int64 {
@@ -78,6 +90,7 @@ func spinFor(d time.Duration) {
 //
 //	burn N D   N threads each burn D of CPU, then park; answers with the process's CPU time (ns)
 //	thread D   a new OS thread burns D of CPU and exits; answers once the thread is gone
+//	side D     a new OS thread, not the leader, burns D of CPU and stays, parked; answers once it is parked
 //	cpu        answers with the process's CPU time (ns), read with CLOCK_PROCESS_CPUTIME_ID
 func reporter() {
 	in := bufio.NewScanner(os.Stdin)
@@ -102,6 +115,9 @@ func reporter() {
 		case "thread":
 			d, _ := time.ParseDuration(f[1])
 			burnInThreadThatExits(d)
+		case "side":
+			d, _ := time.ParseDuration(f[1])
+			burnInSideThread(d)
 		}
 		fmt.Println(ownCPU())
 	}
@@ -132,6 +148,26 @@ func burnInThreadThatExits(d time.Duration) {
 			}
 		}
 		return
+	}
+}
+
+// burnInSideThread burns d on an OS thread other than the main one, which then stays parked for good.
+func burnInSideThread(d time.Duration) {
+	burnt := make(chan bool)
+	for {
+		go func() {
+			runtime.LockOSThread() // never unlocked, and the goroutine never ends: the thread stays
+			if unix.Gettid() == os.Getpid() {
+				burnt <- false
+				return // the main thread: the runtime parks it; try another
+			}
+			spinFor(d)
+			burnt <- true
+			select {}
+		}()
+		if <-burnt {
+			return
+		}
 	}
 }
 

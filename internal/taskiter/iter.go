@@ -1,67 +1,47 @@
 package taskiter
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
-	"golang.org/x/sys/unix"
 )
 
-// Iter is a loaded and attached task iterator. It is not safe for concurrent use.
+// Iter is a loaded and attached task pass (PassOpenCoded or PassBPFIter). It is not safe for concurrent use.
 type Iter struct {
-	objs taskiterObjects
-	link *link.Iter
-	buf  []byte
-	all  bool // emit_all as last set in the kernel
+	pass    Pass
+	skipped []string // why cheaper passes were not used
+	objs    closer
+	link    *link.Iter
+	emitAll *ebpf.Variable
+	buf     []byte
+	all     bool // emit_all as last set in the kernel
+
+	// PassBPFIter only: the groups it left open in the last pass, that pass's session, its state map, and
+	// the passes since the state of ended groups was last removed.
+	unfinished, session *ebpf.Variable
+	groups              *ebpf.Map
+	sinceCollect        int
 }
 
 // readSize is the buffer of one read(2) of the iterator: the kernel fills up to its own 32 KiB buffer per
 // call, so a larger one saves nothing.
 const readSize = 32 << 10
 
-// Open loads the BPF task iterator into the kernel and attaches it. The error matches ErrNotSupported when
-// this kernel or this process's privileges do not allow it; it then says what is missing.
-func Open() (*Iter, error) {
-	if err := Check(); err != nil {
-		return nil, err
-	}
-	spec, err := loadTaskiter()
-	if err != nil {
-		return nil, fmt.Errorf("reading the embedded task iterator: %w", err)
-	}
-	it := &Iter{buf: make([]byte, readSize)}
-	if err := spec.LoadAndAssign(&it.objs, nil); err != nil {
-		return nil, loadError(err)
-	}
-	l, err := link.AttachIter(link.IterOptions{Program: it.objs.ThreadGroups})
-	if err != nil {
-		_ = it.objs.Close()
-		return nil, loadError(fmt.Errorf("attaching the task iterator: %w", err))
-	}
-	it.link = l
-	return it, nil
-}
+// collectEvery is how many passes of PassBPFIter go between removals of the state of ended groups: each
+// costs two system calls per group, and until then an ended group holds about 100 bytes of its map.
+const collectEvery = 64
 
-// loadError classifies a failure to load or attach: missing privileges, a kernel without BTF, or one
-// without open-coded task iterators all mean the feature is not available here.
-func loadError(err error) error {
-	switch {
-	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
-		return fmt.Errorf("%w: loading the BPF task iterator: %w: needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN (run as root)", ErrNotSupported, err)
-	case errors.Is(err, ebpf.ErrNotSupported):
-		return fmt.Errorf("%w: loading the BPF task iterator: %w: needs kernel BTF (CONFIG_DEBUG_INFO_BTF) and Linux 6.7 or later", ErrNotSupported, err)
-	}
-	var verr *ebpf.VerifierError
-	if errors.As(err, &verr) {
-		return fmt.Errorf("%w: the kernel's verifier refused the task iterator (open-coded task iterators need Linux 6.7 or later): %w", ErrNotSupported, err)
-	}
-	return fmt.Errorf("%w: loading the BPF task iterator: %w", ErrNotSupported, err)
-}
+// Pass says which pass this is.
+func (it *Iter) Pass() Pass { return it.pass }
 
-// Close detaches the iterator and releases its programs and maps (and the per-task state they hold).
+// Skipped says why Open did not use a cheaper pass than this one, a sentence each; nil when it did not skip.
+func (it *Iter) Skipped() []string { return it.skipped }
+
+// Close detaches the iterator and releases its programs and maps (and the state they hold).
 func (it *Iter) Close() error {
 	err := it.link.Close()
 	return errors.Join(err, it.objs.Close())
@@ -72,9 +52,14 @@ func (it *Iter) Close() error {
 // the result did not run since it was last reported. A process that exited is never reported: its last
 // CPU comes from elsewhere (taskstats exit notifications). One read costs about 0.4 µs a task with the
 // kernel's caches cold, nearly all of it in the kernel, charged to the calling thread.
+//
+// With PassBPFIter, a thread born or ended during the walk can leave its group's threads not adding up
+// within the pass: the error then matches ErrIncomplete, the groups returned are right, and groups
+// missing from them may have moved too.
 func (it *Iter) Changed(dst []Group) ([]Group, error) { return it.read(dst, false) }
 
-// All appends to dst every thread group visible in the caller's PID namespace, moved or not.
+// All appends to dst every thread group visible in the caller's PID namespace, moved or not. With
+// PassBPFIter the error matches ErrIncomplete when a group may be missing, as for Changed.
 func (it *Iter) All(dst []Group) ([]Group, error) { return it.read(dst, true) }
 
 func (it *Iter) read(dst []Group, all bool) ([]Group, error) {
@@ -83,11 +68,32 @@ func (it *Iter) read(dst []Group, all bool) ([]Group, error) {
 		if all {
 			v = 1
 		}
-		if err := it.objs.EmitAll.Set(v); err != nil {
+		if err := it.emitAll.Set(v); err != nil {
 			return dst, fmt.Errorf("setting the task iterator's mode: %w", err)
 		}
 		it.all = all
 	}
+	dst, err := it.readPass(dst)
+	if err != nil || it.unfinished == nil {
+		return dst, err
+	}
+	var open uint32
+	if err := it.unfinished.Get(&open); err != nil {
+		return dst, fmt.Errorf("reading the task pass's open groups: %w", err)
+	}
+	if it.sinceCollect++; it.sinceCollect >= collectEvery {
+		if err := it.collect(); err != nil {
+			return dst, err
+		}
+	}
+	if open > 0 {
+		return dst, fmt.Errorf("%w: %d thread groups did not add up (threads born or ended during the walk)", ErrIncomplete, open)
+	}
+	return dst, nil
+}
+
+// readPass runs one pass of the iterator.
+func (it *Iter) readPass(dst []Group) ([]Group, error) {
 	f, err := it.link.Open()
 	if err != nil {
 		return dst, fmt.Errorf("starting a task iterator pass: %w", err)
@@ -116,4 +122,35 @@ func (it *Iter) read(dst []Group, all bool) ([]Group, error) {
 		return dst, fmt.Errorf("task iterator: %d trailing bytes: %w", len(tail), ErrMalformed)
 	}
 	return dst, nil
+}
+
+// stateSize and stateSession are sizeof(struct state) and offsetof(struct state, session) in bpfiter.bpf.c.
+const stateSize, stateSession = 48, 16
+
+// collect removes from PassBPFIter's map the groups the last pass did not visit: they ended. Every live
+// group is visited by every pass.
+func (it *Iter) collect() error {
+	it.sinceCollect = 0
+	var last uint64
+	if err := it.session.Get(&last); err != nil {
+		return fmt.Errorf("reading the task pass's session: %w", err)
+	}
+	var ended []uint32
+	var key uint32
+	val := make([]byte, stateSize)
+	entries := it.groups.Iterate()
+	for entries.Next(&key, &val) {
+		if binary.NativeEndian.Uint64(val[stateSession:]) != last {
+			ended = append(ended, key)
+		}
+	}
+	if err := entries.Err(); err != nil {
+		return fmt.Errorf("listing the task pass's groups: %w", err)
+	}
+	for _, k := range ended {
+		if err := it.groups.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("removing an ended group from the task pass: %w", err)
+		}
+	}
+	return nil
 }

@@ -1,0 +1,267 @@
+//go:build ignore
+
+// SPDX-License-Identifier: (MIT OR GPL-2.0-only)
+//
+// thread_groups_58 is the task pass for kernels without open-coded task iterators (Linux 5.8 to 6.6): a
+// bpf_iter task program, which the kernel calls once per *thread*, in the order of their IDs, so the threads
+// of a group come scattered across the pass. It adds each thread's runtime to its group's entry of the
+// groups map and writes the group (the same struct group as taskiter.bpf.c) when it has seen as many
+// threads as the group has (signal->nr_threads): only if its CPU time moved since the previous pass, or it
+// was not reported before, or emit_all is set. A group whose threads do not add up within the pass (one was
+// born behind the walk, or exited after its visit and before the group's last thread) is left open and
+// counted in unfinished, which user space reads after the pass: such a pass cannot say which groups stayed
+// idle, and the caller then treats every group as moved.
+//
+// Needs Linux 5.8 (bpf_iter task programs, bpf_seq_write, the session_id of bpf_iter_meta) and kernel BTF
+// for CO-RE; no kfunc, no task storage, no helper newer than 5.8. Maps: a hash (3.19), globals (5.2).
+// Generated into Go by bpf2go (see doc.go).
+
+typedef unsigned int __u32;
+typedef unsigned long long __u64;
+
+#define SEC(name) __attribute__((section(name), used))
+#define __uint(name, val) int(*name)[val]
+#define __type(name, val) typeof(val) *name
+#define CORE __attribute__((preserve_access_index))
+
+// From include/uapi/linux/bpf.h and include/linux/sched.h.
+#define BPF_MAP_TYPE_HASH 1
+#define BPF_F_NO_PREALLOC 1
+#define BPF_NOEXIST 1
+#define PF_KTHREAD 0x00200000
+
+// Bits of group.flags, as in taskiter.bpf.c.
+#define GROUP_KERNEL 1
+#define GROUP_INEXACT 2
+
+struct seq_file;
+
+struct bpf_iter_meta {
+	struct seq_file *seq;
+	__u64 session_id; // one per opening of the iterator: one per pass
+} CORE;
+
+struct signal_struct {
+	int nr_threads;
+	__u64 sum_sched_runtime; // runtime of the threads that exited
+} CORE;
+
+struct sched_entity {
+	__u64 sum_exec_runtime;
+} CORE;
+
+struct pid_namespace;
+
+struct upid {
+	int nr;
+	struct pid_namespace *ns;
+} CORE;
+
+struct pid {
+	unsigned int level;
+	struct upid numbers[];
+} CORE;
+
+struct task_struct {
+	unsigned int flags;
+	struct sched_entity se;
+	int pid;
+	int tgid;
+	struct task_struct *real_parent;
+	struct task_struct *group_leader;
+	struct pid *thread_pid;
+	__u64 start_boottime;
+	struct signal_struct *signal;
+} CORE;
+
+struct bpf_iter__task {
+	struct bpf_iter_meta *meta;
+	struct task_struct *task;
+} CORE;
+
+static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)1;
+static long (*bpf_map_update_elem)(void *map, const void *key, const void *value, __u64 flags) = (void *)2;
+static __u64 (*bpf_get_current_task)(void) = (void *)35;
+static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *unsafe_ptr) = (void *)113;
+static long (*bpf_seq_write)(struct seq_file *m, const void *data, __u32 len) = (void *)127;
+
+// group is one record of the output, in the machine's byte order (group.go parses it).
+struct group {
+	__u32 tgid;
+	__u32 ppid;
+	__u64 cpu_ns;   // live threads' sum_exec_runtime plus the exited threads' (signal->sum_sched_runtime)
+	__u64 start_ns; // start_boottime: ns since boot, suspend included
+	__u32 threads;
+	__u32 flags;
+};
+
+// state is a thread group's entry, keyed by its TGID in the initial PID namespace. Entries of groups that
+// ended stay until user space removes those not visited by the last pass (iter.go's collect).
+struct state {
+	__u64 last_cpu; // CPU time last reported
+	__u64 start_ns; // the leader's start when last reported: a reused TGID is another process
+	__u64 session;  // the pass that last visited the group
+	__u64 dead;     // signal->sum_sched_runtime at the group's first visit in that pass
+	__u64 live;     // runtime of the threads visited so far in that pass
+	__u32 threads;  // threads visited so far in that pass; 0 once the group is written or skipped
+	__u32 seen;     // last_cpu and start_ns hold a reported value
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1 << 14);
+	__type(key, __u32);
+	__type(value, struct state);
+} groups SEC(".maps");
+
+// emit_all makes a pass report every thread group, moved or not; user space sets it between passes.
+volatile __u32 emit_all;
+// pass_session is the session of the latest pass, unfinished the groups it left open (see above).
+volatile __u64 pass_session;
+volatile __u32 unfinished;
+
+// read_ptr reads a kernel pointer into a scalar, so that the arithmetic on it below is not arithmetic on a
+// BTF pointer, which older verifiers refuse.
+static __attribute__((always_inline)) void *read_ptr(void *const *field)
+{
+	void *p = 0;
+
+	bpf_probe_read_kernel(&p, sizeof(p), field);
+	return p;
+}
+
+// upid_at returns a task's PID as seen from the PID namespace at level (0 for the initial namespace), with
+// that namespace; nr is 0 when the task is not in a namespace that deep.
+static __attribute__((always_inline)) struct upid upid_at(struct task_struct *t, unsigned int level)
+{
+	struct upid u = {};
+	struct pid *p = read_ptr((void *const *)&t->thread_pid);
+	unsigned int deepest = 0;
+
+	if (!p)
+		return u;
+	bpf_probe_read_kernel(&deepest, sizeof(deepest), &p->level);
+	if (deepest < level || level > 32)
+		return u;
+	bpf_probe_read_kernel(&u, sizeof(u), &p->numbers[level]);
+	return u;
+}
+
+// reader_level is the depth of the reading process's PID namespace, whose PIDs the pass reports (the
+// iterator walks the tasks of that namespace, and its /proc numbers them so).
+static __attribute__((always_inline)) unsigned int reader_level(void)
+{
+	struct task_struct *cur = (struct task_struct *)bpf_get_current_task();
+	struct pid *p = read_ptr((void *const *)&cur->thread_pid);
+	unsigned int level = 0;
+
+	if (p)
+		bpf_probe_read_kernel(&level, sizeof(level), &p->level);
+	return level;
+}
+
+// done marks the group written or skipped for this pass.
+static __attribute__((always_inline)) void done(struct state *st, __u64 session, int opened_before)
+{
+	st->session = session;
+	st->threads = 0;
+	if (opened_before)
+		unfinished--;
+}
+
+SEC("iter/task")
+int thread_groups_58(struct bpf_iter__task *ctx)
+{
+	struct seq_file *seq = ctx->meta->seq;
+	__u64 session = ctx->meta->session_id;
+	struct task_struct *task = ctx->task;
+	struct task_struct *leader;
+	struct signal_struct *sig;
+	struct state fresh = {}, *st;
+	struct group g = {};
+	struct upid self, parent;
+	__u32 key, threads;
+	int nr_threads;
+	__u64 live, dead;
+	int open;
+
+	if (session != pass_session) {
+		pass_session = session;
+		unfinished = 0;
+	}
+	if (!task)
+		return 0; // the call at the end of the pass
+	key = task->tgid;
+	st = bpf_map_lookup_elem(&groups, &key);
+	if (!st) {
+		bpf_map_update_elem(&groups, &key, &fresh, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(&groups, &key);
+		if (!st) {
+			unfinished++; // the map is full: this pass cannot tell whether the group moved
+			return 0;
+		}
+	}
+	// Exited threads first, kept from the group's first visit: a thread that exits later in the pass moves
+	// its runtime there after its visit (counted once, live) or before it (missed): both are flagged. Read
+	// before the branch, so that the compiler does not merge it with the map's load (one instruction on
+	// two kinds of pointer, which the verifier refuses).
+	sig = task->signal;
+	dead = sig->sum_sched_runtime;
+	nr_threads = sig->nr_threads;
+	live = 0;
+	threads = 0;
+	open = st->session == session && st->threads;
+	if (open) {
+		dead = st->dead;
+		live = st->live;
+		threads = st->threads;
+	}
+	live += task->se.sum_exec_runtime;
+	threads++;
+	if (threads < nr_threads) {
+		st->session = session;
+		st->dead = dead;
+		st->live = live;
+		st->threads = threads;
+		if (!open)
+			unfinished++;
+		return 0;
+	}
+
+	// The group's last thread in this pass.
+	leader = task->group_leader;
+	g.cpu_ns = live + dead;
+	g.threads = threads;
+	if (sig->sum_sched_runtime != dead)
+		g.flags |= GROUP_INEXACT;
+	if (st->seen && st->start_ns == leader->start_boottime && st->last_cpu == g.cpu_ns && !emit_all) {
+		done(st, session, open);
+		return 0;
+	}
+	self = upid_at(leader, reader_level());
+	if (!self.nr) {
+		done(st, session, open);
+		return 0;
+	}
+	parent = upid_at(leader->real_parent->group_leader, reader_level()); // the parent may be a thread
+	g.tgid = self.nr;
+	if (parent.ns == self.ns)
+		g.ppid = parent.nr; // 0 when the parent is outside the namespace, as getppid(2) says
+	g.start_ns = leader->start_boottime;
+	if (leader->flags & PF_KTHREAD)
+		g.flags |= GROUP_KERNEL;
+	// A full buffer refuses the record; the kernel then shows this thread again at the next read, so
+	// nothing is changed until the record is out.
+	if (bpf_seq_write(seq, &g, sizeof(g)))
+		return 0;
+	if (!(g.flags & GROUP_INEXACT)) {
+		st->last_cpu = g.cpu_ns;
+		st->start_ns = g.start_ns;
+		st->seen = 1;
+	}
+	done(st, session, open);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

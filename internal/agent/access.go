@@ -19,7 +19,8 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/cache"
-	"k8s.io/client-go/kubernetes"
+	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	authzclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 )
 
 // Access says who may read the agent's paths beyond /healthz. With it, the agent serves TLS and checks every
@@ -27,9 +28,10 @@ import (
 // ClientCAs, or a bearer token the API server vouches for (TokenReview), then the caller's right to get the
 // path (SubjectAccessReview, a non-resource attribute: verb get, path /metrics or /summary).
 type Access struct {
-	// Reviews is the client the reviews are sent with: its identity needs create on tokenreviews and
-	// subjectaccessreviews (the ClusterRole system:auth-delegator).
-	Reviews kubernetes.Interface
+	// Tokens and Rights send the reviews to the API server: their identity needs create on tokenreviews
+	// and subjectaccessreviews (the ClusterRole system:auth-delegator).
+	Tokens authnclient.TokenReviewInterface
+	Rights authzclient.SubjectAccessReviewInterface
 	// ClientCAs verifies client certificates (the cluster's client CA: the kube-system ConfigMap
 	// extension-apiserver-authentication, or --client-ca-file); nil accepts bearer tokens only.
 	ClientCAs *x509.CertPool
@@ -55,7 +57,7 @@ const (
 
 // gate authenticates and authorizes each request before the handler it wraps sees it.
 type gate struct {
-	reviews kubernetes.Interface
+	access  *Access
 	tokens  *cache.LRUExpireCache // sha256 of a token → tokenAnswer
 	rights  *cache.LRUExpireCache // caller and path → bool
 	limit   *rate.Limiter
@@ -71,7 +73,7 @@ type tokenAnswer struct {
 
 func newGate(a *Access, log io.Writer) *gate {
 	return &gate{
-		reviews: a.Reviews,
+		access:  a,
 		tokens:  cache.NewLRUExpireCache(cacheEntries),
 		rights:  cache.NewLRUExpireCache(cacheEntries),
 		limit:   rate.NewLimiter(reviewsPerSec, reviewsBurst),
@@ -150,7 +152,7 @@ func (g *gate) authenticate(r *http.Request) (authenticationv1.UserInfo, error) 
 	}
 	var ans tokenAnswer
 	err := g.review(r.Context(), func(ctx context.Context) error {
-		tr, err := g.reviews.AuthenticationV1().TokenReviews().Create(ctx,
+		tr, err := g.access.Tokens.Create(ctx,
 			&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
 		if err != nil {
 			return fmt.Errorf("reviewing a bearer token: %w", err)
@@ -192,7 +194,7 @@ func (g *gate) authorize(ctx context.Context, user authenticationv1.UserInfo, pa
 		for k, v := range user.Extra {
 			extra[k] = authorizationv1.ExtraValue(v)
 		}
-		sar, err := g.reviews.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+		sar, err := g.access.Rights.Create(ctx, &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{
 				User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra,
 				NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: "get"},

@@ -31,8 +31,12 @@ scrape job: Kubernetes service discovery of the agents' pods, relabelled with no
 rules.yml (recording rules), rules_test.yml (their promtool unit tests) and dashboard.json (a Grafana
 dashboard). The same files are in deploy/prometheus.
 
-A Prometheus running in the cluster needs no flag. One running outside it (a laptop, the lab's machine)
-reads the cluster through --kubeconfig. --namespace follows tare agent manifest --namespace.
+A Prometheus running in the cluster needs no flag: it presents its ServiceAccount's token to the agents,
+which need that account bound to the ClusterRole ` + deploy.MetricsReaderRole + ` (or any role that may get the
+non-resource URL /metrics, as kube-prometheus's prometheus-k8s). One running outside it (a laptop, the
+lab's machine) reads the cluster through --kubeconfig and presents the token in --token-file (for
+example kubectl create token ACCOUNT > FILE, for an account bound to that role). --namespace follows tare
+agent manifest --namespace.
 
 Kubernetes service discovery needs an upstream Prometheus: Debian's prometheus package is built without
 it (tare lab install --prometheus builds ` + lab.PrometheusVersion + ` into the cache). Existing files are kept unless
@@ -59,6 +63,16 @@ it (tare lab install --prometheus builds ` + lab.PrometheusVersion + ` into the 
 				}
 				o.Kubeconfig = abs // Prometheus resolves a relative path against its configuration's directory
 			}
+			if o.TokenFile != "" {
+				abs, err := filepath.Abs(o.TokenFile)
+				if err != nil {
+					return usageError("--token-file: %w", err)
+				}
+				if _, err := os.Stat(abs); err != nil {
+					return usageError("--token-file: %w", err)
+				}
+				o.TokenFile = abs
+			}
 			files, err := writePrometheusDir(dir, o, force)
 			if err != nil {
 				return err
@@ -69,6 +83,7 @@ it (tare lab install --prometheus builds ` + lab.PrometheusVersion + ` into the 
 	f := cmd.Flags()
 	f.StringVar(&dir, "dir", "", "directory to write the files into (created if missing)")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig Prometheus reads the cluster with, when it runs outside the cluster")
+	f.StringVar(&o.TokenFile, "token-file", "", "bearer token Prometheus presents to the agents, when it runs outside the cluster (default: its ServiceAccount's)")
 	f.StringVar(&o.Namespace, "namespace", deploy.DefaultNamespace, "namespace of the agents (tare agent manifest --namespace)")
 	f.DurationVar(&o.Interval, "interval", 0, "scrape and rule evaluation interval (default: the shipped 15s)")
 	f.BoolVar(&force, "force", false, "overwrite files that exist")

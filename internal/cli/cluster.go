@@ -18,6 +18,7 @@ type clusterOptions struct {
 	selector  string
 	port      int
 	noWait    bool
+	agentCA   string
 	html      string
 }
 
@@ -38,7 +39,8 @@ func newClusterMeasure(s streams, g *globalOptions) *cobra.Command {
 		Use:   "measure",
 		Short: "Read every node's agent over one window: per-node rows and cluster totals",
 		Long: `Find the tare agents (tare agent manifest | kubectl apply -f -) through the API server, read each
-node's /summary over the trailing --duration through the API server's pod proxy, and print a row per
+node's /summary over the trailing --duration from the agent at its node's address, over TLS, presenting
+your own credentials (your kubeconfig's client certificate, token or exec plugin), and print a row per
 node and the cluster's totals, in millicores and bytes:
   control plane      etcd, kube-apiserver, the controller managers, the scheduler (k3s as a whole)
   kubelet+runtime    kubelet, kube-proxy and the runtime's daemon (containerd, CRI-O, dockerd)
@@ -53,8 +55,10 @@ a kernel (a one-machine lab, kind) count their node busy once; pods of another k
 kernel are told apart by their cgroup and shown as other nodes' pods.
 
 Agents that started less than --duration ago are waited for, so every node covers the whole window
-(--no-wait reads what they have). You need to list nodes and pods and to get pods/proxy in the agents'
-namespace.`,
+(--no-wait reads what they have). You need to list nodes and pods, and to get the non-resource URL
+/summary, which each agent checks with the API server: the ClusterRole ` + deploy.ClusterReaderRole + ` grants all
+three (kubectl create clusterrolebinding NAME --clusterrole ` + deploy.ClusterReaderRole + ` --user YOU). The
+agents' serving certificates are their own: pass --agent-ca when they were given one from your CA.`,
 		Example: `  # Deploy the agents, then the cluster over the last 30 s
   tare agent manifest | kubectl apply -f -
   tare cluster measure
@@ -71,6 +75,7 @@ namespace.`,
 	f.StringVar(&o.namespace, "namespace", deploy.DefaultNamespace, "namespace of the agents' pods")
 	f.StringVar(&o.selector, "selector", deploy.NameLabel+"="+deploy.Name, "label selector of the agents' pods")
 	f.IntVar(&o.port, "port", deploy.DefaultPort, "port the agents serve /summary on")
+	f.StringVar(&o.agentCA, "agent-ca", "", "CA that signed the agents' serving certificates (their --tls-cert-file); without it their certificates are not verified")
 	f.BoolVar(&o.noWait, "no-wait", false, "do not wait for agents that started less than --duration ago: read what they have")
 	htmlFlag(f, &o.html)
 	return cmd
@@ -94,7 +99,11 @@ func runClusterMeasure(cmd *cobra.Command, s streams, g *globalOptions, o *clust
 	if err != nil {
 		return err
 	}
-	v, err := agents.Measure(cmd.Context(), cs, agents.Options{Namespace: o.namespace, Selector: o.selector, Port: o.port,
+	hc, err := c.AgentHTTPClient(o.agentCA)
+	if err != nil {
+		return fmt.Errorf("tare cluster measure reads the agents with your credentials: %w", err)
+	}
+	v, err := agents.Measure(cmd.Context(), cs, agents.Options{Namespace: o.namespace, Selector: o.selector, Port: o.port, Client: hc,
 		Window: o.duration, Wait: !o.noWait, Progress: func(msg string) { fmt.Fprintln(s.err, msg) }})
 	if err != nil {
 		return fmt.Errorf("with %s: %w", c.Source, err)

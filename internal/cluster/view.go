@@ -16,7 +16,8 @@ const (
 	StatusOK          Status = "ok"
 	StatusNoAgent     Status = "no-agent"    // no agent pod on the node
 	StatusUnready     Status = "unready"     // the agent's pod exists but is not Ready, or has no sample yet
-	StatusUnreachable Status = "unreachable" // the API server's pod proxy could not reach the agent
+	StatusUnreachable Status = "unreachable" // the agent could not be reached
+	StatusForbidden   Status = "forbidden"   // the agent refused the caller's credentials or right (401, 403)
 	StatusBadWindow   Status = "bad-window"  // the agent does not keep the window asked for
 )
 

@@ -37,14 +37,25 @@ func capabilities() []corev1.Capability {
 //   - No CPU limit: CFS throttling would delay samples and skew the intervals the agent measures over; the
 //     agent reports its own CPU (tare_self_cpu_seconds_total), so its cost stays visible.
 //   - Memory request 64Mi: above the measured peak RSS.
-//   - Memory limit 256Mi: four times the request. The agent's ring of samples is bounded, so only a leak
-//     reaches it; then the kernel stops the agent and the kubelet restarts it, rather than the node paying.
+//   - Memory limit 256Mi: four times the request. The agent's ring of samples is bounded and so are its
+//     connections (a flood of callers holds at most a few MiB), so only a leak reaches it; then the kernel
+//     stops the agent and the kubelet restarts it, rather than the node paying.
 func resources() corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
-		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(fmt.Sprintf("%dMi", memoryLimitMiB))},
 	}
 }
+
+// memoryLimitMiB is the container's memory limit, and goMemLimit the Go runtime's soft limit (GOMEMLIMIT)
+// under it: three quarters, leaving a quarter for what the runtime's limit does not count or cannot
+// collect at once (goroutine stacks above the heap's goal, the kernel's socket buffers and BPF maps, which
+// the memory cgroup charges to the agent, and the page cache of the files it reads). With GOMEMLIMIT equal
+// to the limit, the runtime would collect hardest only when the kernel was about to kill it.
+const (
+	memoryLimitMiB = 256
+	goMemLimit     = memoryLimitMiB * 3 / 4
+)
 
 // daemonSet runs one agent on every node, control-plane nodes included.
 //
@@ -68,6 +79,7 @@ func daemonSet(o Options) *appsv1.DaemonSet {
 						"prometheus.io/scrape": "true",
 						"prometheus.io/port":   strconv.Itoa(o.Port),
 						"prometheus.io/path":   "/metrics",
+						"prometheus.io/scheme": "https",
 					},
 				},
 				Spec: podSpec(o),
@@ -88,7 +100,11 @@ func podSpec(o Options) corev1.PodSpec {
 		// Every node, whatever its taints: control-plane, not-ready and cordoned nodes cost too.
 		Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 		TerminationGracePeriodSeconds: ptr(int64(10)),
-		Containers:                    []corev1.Container{container(o)},
+		// The container runtime's default seccomp profile: it allows bpf and perf_event_open to a process
+		// with CAP_BPF and CAP_PERFMON (containerd 1.7+, CRI-O, Docker 23+; containerd 1.6 only with
+		// CAP_SYS_ADMIN, and there the agent reads /proc instead, saying so in its limitations).
+		SecurityContext: &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+		Containers:      []corev1.Container{container(o)},
 		Volumes: []corev1.Volume{
 			hostPathVolume("proc", "/proc", corev1.HostPathDirectory),
 			hostPathVolume("sys", "/sys", corev1.HostPathDirectory),
@@ -98,12 +114,14 @@ func podSpec(o Options) corev1.PodSpec {
 	}
 }
 
-// container is the agent itself, listening on every address of the node at o.Port.
+// container is the agent itself, listening on every address of the node at o.Port (TLS; callers checked
+// with the API server, /healthz aside) and on the node's 127.0.0.1 at o.HealthPort for the kubelet's
+// probes (plain HTTP, /healthz only: a flood of callers on the main port cannot fail the probes).
 func container(o Options) corev1.Container {
 	probe := func(initialDelay, period, failures int32) *corev1.Probe {
 		return &corev1.Probe{
 			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-				Path: "/healthz", Port: intstr.FromString(PortName), Scheme: corev1.URISchemeHTTP,
+				Host: "127.0.0.1", Path: "/healthz", Port: intstr.FromInt32(int32(o.HealthPort)), Scheme: corev1.URISchemeHTTP,
 			}},
 			InitialDelaySeconds: initialDelay, PeriodSeconds: period, TimeoutSeconds: 5, FailureThreshold: failures,
 		}
@@ -115,6 +133,7 @@ func container(o Options) corev1.Container {
 		Args: []string{
 			"agent",
 			fmt.Sprintf("--listen=0.0.0.0:%d", o.Port),
+			fmt.Sprintf("--health-listen=127.0.0.1:%d", o.HealthPort),
 			"--interval=" + o.Interval.String(),
 			"--node=$(NODE_NAME)",
 			"--proc-root=" + HostProc,
@@ -123,9 +142,9 @@ func container(o Options) corev1.Container {
 		},
 		Env: []corev1.EnvVar{
 			{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "spec.nodeName"}}},
-			// The Go runtime collects garbage harder as the heap nears the memory limit, before the kernel
-			// would kill the agent.
-			{Name: "GOMEMLIMIT", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.memory", Divisor: resource.MustParse("1")}}},
+			// The Go runtime collects garbage harder as the heap nears this, well before the kernel would kill
+			// the agent at the memory limit.
+			{Name: "GOMEMLIMIT", Value: fmt.Sprintf("%dMiB", goMemLimit)},
 		},
 		Ports: []corev1.ContainerPort{{Name: PortName, ContainerPort: int32(o.Port), HostPort: int32(o.Port), Protocol: corev1.ProtocolTCP}},
 		// The first sample takes one interval; readiness follows it closely, liveness gives a busy node time.

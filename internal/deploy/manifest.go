@@ -39,6 +39,8 @@ type Options struct {
 	Image     string        // DefaultImage when empty
 	Interval  time.Duration // DefaultInterval when zero
 	Port      int           // DefaultPort when zero
+	// HealthPort is Port+1 when zero.
+	HealthPort int
 }
 
 // withDefaults fills the empty fields with their defaults.
@@ -54,6 +56,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Port == 0 {
 		o.Port = DefaultPort
+	}
+	if o.HealthPort == 0 {
+		o.HealthPort = o.Port + 1
 	}
 	return o
 }
@@ -72,22 +77,30 @@ func (o Options) validate() error {
 	if o.Port < 1 || o.Port > 65535 {
 		return fmt.Errorf("port %d: give a port from 1 to 65535", o.Port)
 	}
+	if o.HealthPort < 1 || o.HealthPort > 65535 || o.HealthPort == o.Port {
+		return fmt.Errorf("health port %d: give a port from 1 to 65535 other than the port %d", o.HealthPort, o.Port)
+	}
 	return nil
 }
 
 // Objects returns the agent's objects in the order they can be applied: the Namespace, its
-// ServiceAccount, the ClusterRole and ClusterRoleBinding, and the DaemonSet. Each carries its TypeMeta,
+// ServiceAccount, its ClusterRole and ClusterRoleBinding, the RoleBinding that lets it read the cluster's
+// client CA, the two ClusterRoles of its readers (MetricsReaderRole, ClusterReaderRole), and the DaemonSet. Each carries its TypeMeta,
 // so it serialises as a complete manifest.
 func Objects(o Options) ([]runtime.Object, error) {
 	o = o.withDefaults()
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	roles := readerRoles()
 	return []runtime.Object{
 		namespace(o),
 		serviceAccount(o),
 		clusterRole(),
 		clusterRoleBinding(o),
+		clientCABinding(o),
+		roles[0],
+		roles[1],
 		daemonSet(o),
 	}, nil
 }

@@ -68,7 +68,7 @@ func TestManifestDecodesStrictly(t *testing.T) {
 	for _, obj := range got {
 		kinds = append(kinds, obj.GetObjectKind().GroupVersionKind().Kind)
 	}
-	if diff := cmp.Diff([]string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "DaemonSet"}, kinds); diff != "" {
+	if diff := cmp.Diff([]string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "RoleBinding", "ClusterRole", "ClusterRole", "DaemonSet"}, kinds); diff != "" {
 		t.Errorf("kinds (-want +got):\n%s", diff)
 	}
 
@@ -96,35 +96,65 @@ func TestManifestDecodesStrictly(t *testing.T) {
 	}
 }
 
-// TestClusterRoleReadsPodsOnly: the agent may get, list and watch pods, and nothing else.
-func TestClusterRoleReadsPodsOnly(t *testing.T) {
+// TestRBACIsNarrow: the agent may list and watch pods, review tokens and rights, and read the cluster's
+// client CA through the API server's own Role, and nothing else; the readers' roles grant one path each
+// (and what tare cluster measure lists).
+func TestRBACIsNarrow(t *testing.T) {
 	t.Parallel()
-	var roles []*rbacv1.ClusterRole
+	roles := map[string]*rbacv1.ClusterRole{}
 	var bindings []*rbacv1.ClusterRoleBinding
+	var roleBindings []*rbacv1.RoleBinding
 	for _, obj := range objects(t, Options{Namespace: "monitoring"}) {
 		switch o := obj.(type) {
 		case *rbacv1.ClusterRole:
-			roles = append(roles, o)
+			roles[o.Name] = o
+			if o.AggregationRule != nil {
+				t.Errorf("%s must not aggregate others", o.Name)
+			}
 		case *rbacv1.ClusterRoleBinding:
 			bindings = append(bindings, o)
-		case *rbacv1.Role, *rbacv1.RoleBinding:
-			t.Errorf("unexpected %T: the agent's only grant is its ClusterRole", o)
+		case *rbacv1.RoleBinding:
+			roleBindings = append(roleBindings, o)
+		case *rbacv1.Role:
+			t.Errorf("unexpected Role %s", o.Name)
 		}
 	}
-	if len(roles) != 1 || len(bindings) != 1 {
-		t.Fatalf("%d ClusterRoles and %d bindings, want one of each", len(roles), len(bindings))
+	want := map[string][]rbacv1.PolicyRule{
+		Name: {
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+			{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+		},
+		MetricsReaderRole: {{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
+		ClusterReaderRole: {
+			{NonResourceURLs: []string{"/summary"}, Verbs: []string{"get"}},
+			{APIGroups: []string{""}, Resources: []string{"nodes", "pods"}, Verbs: []string{"list"}},
+		},
 	}
-	want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}}
-	if diff := cmp.Diff(want, roles[0].Rules); diff != "" {
-		t.Errorf("rules (-want +got):\n%s", diff)
+	if len(roles) != len(want) {
+		t.Errorf("%d ClusterRoles, want %d", len(roles), len(want))
 	}
-	if roles[0].AggregationRule != nil {
-		t.Error("the role must not aggregate others")
+	for name, rules := range want {
+		if roles[name] == nil {
+			t.Errorf("no ClusterRole %s", name)
+			continue
+		}
+		if diff := cmp.Diff(rules, roles[name].Rules); diff != "" {
+			t.Errorf("%s's rules (-want +got):\n%s", name, diff)
+		}
+	}
+	wantSubjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: Name, Namespace: "monitoring"}}
+	if len(bindings) != 1 || len(roleBindings) != 1 {
+		t.Fatalf("%d ClusterRoleBindings and %d RoleBindings, want one of each: the readers' roles are bound by the administrator", len(bindings), len(roleBindings))
 	}
 	b := bindings[0]
-	wantSubjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: Name, Namespace: "monitoring"}}
-	if diff := cmp.Diff(wantSubjects, b.Subjects); diff != "" || b.RoleRef.Name != roles[0].Name || b.RoleRef.Kind != "ClusterRole" {
+	if diff := cmp.Diff(wantSubjects, b.Subjects); diff != "" || b.RoleRef.Name != Name || b.RoleRef.Kind != "ClusterRole" {
 		t.Errorf("binding %+v (subjects -want +got:\n%s)", b, diff)
+	}
+	rb := roleBindings[0]
+	if diff := cmp.Diff(wantSubjects, rb.Subjects); diff != "" || rb.Namespace != "kube-system" ||
+		rb.RoleRef != (rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "extension-apiserver-authentication-reader"}) {
+		t.Errorf("role binding %+v (subjects -want +got:\n%s)", rb, diff)
 	}
 }
 
@@ -169,6 +199,10 @@ func TestOptionsChangeTheManifest(t *testing.T) {
 					if m.GetNamespace() != "" {
 						t.Errorf("cluster-scoped %T in namespace %q", obj, m.GetNamespace())
 					}
+				case *rbacv1.RoleBinding:
+					if m.GetNamespace() != "kube-system" {
+						t.Errorf("the client CA's RoleBinding in namespace %q, want kube-system", m.GetNamespace())
+					}
 				default:
 					if m.GetNamespace() != tt.ns {
 						t.Errorf("%T in namespace %q, want %q", obj, m.GetNamespace(), tt.ns)
@@ -180,7 +214,7 @@ func TestOptionsChangeTheManifest(t *testing.T) {
 			if c.Image != tt.img {
 				t.Errorf("image %q, want %q", c.Image, tt.img)
 			}
-			wantArgs := []string{"agent", "--listen=0.0.0.0:" + itoa(tt.port), "--interval=" + tt.interval, "--node=$(NODE_NAME)",
+			wantArgs := []string{"agent", "--listen=0.0.0.0:" + itoa(tt.port), "--health-listen=127.0.0.1:" + itoa(tt.port+1), "--interval=" + tt.interval, "--node=$(NODE_NAME)",
 				"--proc-root=/host/proc", "--sys-root=/host/sys", "--host-root=/host/root"}
 			if diff := cmp.Diff(wantArgs, c.Args); diff != "" {
 				t.Errorf("args (-want +got):\n%s", diff)
@@ -248,9 +282,18 @@ func TestDaemonSetRunsOnTheHost(t *testing.T) {
 		t.Errorf("NODE_NAME comes from %+v", env)
 	}
 	for _, pr := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
-		if pr == nil || pr.HTTPGet == nil || pr.HTTPGet.Path != "/healthz" || pr.HTTPGet.Port.String() != "metrics" {
-			t.Errorf("probe %+v, want GET /healthz on port metrics", pr)
+		if pr == nil || pr.HTTPGet == nil || pr.HTTPGet.Path != "/healthz" || pr.HTTPGet.Host != "127.0.0.1" ||
+			pr.HTTPGet.Port.IntValue() != DefaultPort+1 || pr.HTTPGet.Scheme != corev1.URISchemeHTTP {
+			t.Errorf("probe %+v, want GET /healthz on the node's 127.0.0.1:%d", pr, DefaultPort+1)
 		}
+	}
+	if sc := p.SecurityContext; sc == nil || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("pod security context %+v, want the runtime's default seccomp profile", sc)
+	}
+	if env := c.Env[1]; env.Name != "GOMEMLIMIT" || env.Value == "" {
+		t.Errorf("GOMEMLIMIT %+v", env)
+	} else if q, err := resource.ParseQuantity(strings.TrimSuffix(env.Value, "B")); err != nil || q.Value() > c.Resources.Limits.Memory().Value()*4/5 {
+		t.Errorf("GOMEMLIMIT %s (%v): want at most 80%% of the memory limit %s, so the runtime collects before the kernel kills", env.Value, err, c.Resources.Limits.Memory())
 	}
 	res := c.Resources
 	if _, ok := res.Limits[corev1.ResourceCPU]; ok {
@@ -273,6 +316,8 @@ func TestOptionsRefused(t *testing.T) {
 		{Options{Interval: -time.Second}, "positive sampling interval"},
 		{Options{Port: 70000}, "from 1 to 65535"},
 		{Options{Port: -1}, "from 1 to 65535"},
+		{Options{Port: 65535}, "health port 65536"},
+		{Options{Port: 9000, HealthPort: 9000}, "other than the port"},
 	}
 	for _, tt := range tests {
 		if _, err := Objects(tt.opts); err == nil || !strings.Contains(err.Error(), tt.want) {

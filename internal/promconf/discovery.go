@@ -13,6 +13,9 @@ type DiscoveryOptions struct {
 	Kubeconfig string        // the kubeconfig Kubernetes service discovery uses to reach the API server; "" in the cluster
 	Namespace  string        // the agents' namespace; "" keeps the shipped one (tare agent manifest's default)
 	Interval   time.Duration // scrape and rule evaluation interval; 0 keeps the shipped one
+	// TokenFile is the bearer token Prometheus presents to the agents; "" keeps the shipped one (the
+	// ServiceAccount token of a Prometheus in the cluster).
+	TokenFile string
 }
 
 // Discovery returns the shipped configuration with the tare-agent job's Kubernetes service discovery
@@ -39,6 +42,13 @@ func Discovery(o DiscoveryOptions) ([]byte, error) {
 		if o.Namespace != "" {
 			m["namespaces"] = map[string]any{"names": []string{o.Namespace}}
 		}
+	}
+	if o.TokenFile != "" {
+		auth, _ := job["authorization"].(map[string]any)
+		if auth == nil {
+			return nil, fmt.Errorf("the shipped %s's %s job has no authorization", ConfigFile, JobName)
+		}
+		auth["credentials_file"] = o.TokenFile
 	}
 	return marshal(cfg, o.Interval)
 }

@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,7 +16,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -38,6 +41,9 @@ type Options struct {
 	Wait bool
 	// Timeout bounds each agent's answer.
 	Timeout time.Duration
+	// Client reads the agents: over TLS, presenting the caller's own credentials (kube.Client's
+	// AgentHTTPClient), which each agent checks with the API server. Required.
+	Client *http.Client
 	// Progress, when set, is told what Measure waits for.
 	Progress func(string)
 }
@@ -81,6 +87,9 @@ func Measure(ctx context.Context, cs kubernetes.Interface, o Options) (cluster.V
 	for _, p := range pods.Items {
 		running[p.Spec.NodeName]++
 	}
+	if o.Client == nil {
+		return cluster.View{}, errors.New("no client to read the agents with")
+	}
 	byNode := map[string]*corev1.Pod{}
 	for i := range agents.Items {
 		p := &agents.Items[i]
@@ -91,6 +100,7 @@ func Measure(ctx context.Context, cs kubernetes.Interface, o Options) (cluster.V
 			byNode[p.Spec.NodeName] = p
 		}
 	}
+	addr := map[string]string{} // agent pod → host:port (the node's address: the agents use the host's network)
 	in := make([]cluster.Input, len(nodes.Items))
 	for i, n := range nodes.Items {
 		in[i] = cluster.Input{Node: n.Name, Roles: roles(n.Labels), Pods: running[n.Name]}
@@ -100,12 +110,15 @@ func Measure(ctx context.Context, cs kubernetes.Interface, o Options) (cluster.V
 			in[i].Status, in[i].Reason = cluster.StatusNoAgent, noAgentReason(n, o.Namespace)
 		case !kube.PodReady(p):
 			in[i].Agent, in[i].Status, in[i].Reason = p.Name, cluster.StatusUnready, unreadyReason(p)
+		case p.Status.PodIP == "":
+			in[i].Agent, in[i].Status, in[i].Reason = p.Name, cluster.StatusUnready, "the agent's pod has no IP yet"
 		default:
 			in[i].Agent = p.Name
+			addr[p.Name] = net.JoinHostPort(p.Status.PodIP, strconv.Itoa(o.Port))
 		}
 	}
 	taken := time.Now()
-	readAll(ctx, cs, o, in, func(x *cluster.Input) bool { return x.Agent != "" && x.Status == "" })
+	readAll(ctx, o, addr, in, func(x *cluster.Input) bool { return x.Agent != "" && x.Status == "" })
 	if o.Wait {
 		if wait := shortfall(in, o.Window); wait > 0 {
 			if o.Progress != nil {
@@ -117,7 +130,7 @@ func Measure(ctx context.Context, cs kubernetes.Interface, o Options) (cluster.V
 			case <-time.After(wait):
 			}
 			taken = time.Now()
-			readAll(ctx, cs, o, in, func(x *cluster.Input) bool {
+			readAll(ctx, o, addr, in, func(x *cluster.Input) bool {
 				return x.Status == cluster.StatusOK || x.Status == cluster.StatusUnready && x.Agent != "" && x.Reason == noSampleReason
 			})
 		}
@@ -126,7 +139,7 @@ func Measure(ctx context.Context, cs kubernetes.Interface, o Options) (cluster.V
 }
 
 // readAll reads /summary of the agents pick selects, in parallel.
-func readAll(ctx context.Context, cs kubernetes.Interface, o Options, in []cluster.Input, pick func(*cluster.Input) bool) {
+func readAll(ctx context.Context, o Options, addr map[string]string, in []cluster.Input, pick func(*cluster.Input) bool) {
 	var wg sync.WaitGroup
 	for i := range in {
 		if !pick(&in[i]) {
@@ -135,7 +148,7 @@ func readAll(ctx context.Context, cs kubernetes.Interface, o Options, in []clust
 		wg.Add(1)
 		go func(x *cluster.Input) {
 			defer wg.Done()
-			x.Summary, x.Status, x.Reason = readSummary(ctx, cs, o, x.Agent)
+			x.Summary, x.Status, x.Reason = readSummary(ctx, o, addr[x.Agent])
 		}(&in[i])
 	}
 	wg.Wait()
@@ -143,26 +156,37 @@ func readAll(ctx context.Context, cs kubernetes.Interface, o Options, in []clust
 
 const noSampleReason = "the agent has taken no sample yet"
 
-// readSummary asks one agent for its summary of the window through the API server's pod proxy.
-func readSummary(ctx context.Context, cs kubernetes.Interface, o Options, pod string) (*summary.Summary, cluster.Status, string) {
+// readSummary asks the agent at addr for its summary of the window, over TLS with the caller's credentials.
+func readSummary(ctx context.Context, o Options, addr string) (*summary.Summary, cluster.Status, string) {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	b, err := cs.CoreV1().Pods(o.Namespace).ProxyGet("http", pod, strconv.Itoa(o.Port), "/summary",
-		map[string]string{"window": o.Window.String()}).DoRaw(ctx)
+	u := url.URL{Scheme: "https", Host: addr, Path: "/summary", RawQuery: url.Values{"window": {o.Window.String()}}.Encode()}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		var st apierrors.APIStatus
-		msg := strings.TrimSpace(string(b))
-		if errors.As(err, &st) {
-			switch code := st.Status().Code; {
-			case code == 400:
-				return nil, cluster.StatusBadWindow, fmt.Sprintf("%s: ask for a shorter --duration or run the agents with a longer --window", firstLine(msg, err))
-			case code == 503 && strings.Contains(msg, "no sample yet"):
-				return nil, cluster.StatusUnready, noSampleReason
-			case code == 403:
-				return nil, cluster.StatusUnreachable, fmt.Sprintf("not allowed to read pods/proxy in namespace %s: %v", o.Namespace, err)
-			}
-		}
-		return nil, cluster.StatusUnreachable, fmt.Sprintf("GET /summary through the API server's pod proxy: %s", firstLine(msg, err))
+		return nil, cluster.StatusUnreachable, err.Error()
+	}
+	resp, err := o.Client.Do(req)
+	if err != nil {
+		return nil, cluster.StatusUnreachable, fmt.Sprintf("GET %s: %v", u.String(), err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxSummary))
+	if err != nil {
+		return nil, cluster.StatusUnreachable, fmt.Sprintf("reading %s: %v", u.String(), err)
+	}
+	msg := strings.TrimSpace(string(b))
+	switch code := resp.StatusCode; {
+	case code == http.StatusOK:
+	case code == http.StatusBadRequest:
+		return nil, cluster.StatusBadWindow, fmt.Sprintf("%s: ask for a shorter --duration or run the agents with a longer --window", firstLine(msg, errors.New(resp.Status)))
+	case code == http.StatusServiceUnavailable && strings.Contains(msg, "no sample yet"):
+		return nil, cluster.StatusUnready, noSampleReason
+	case code == http.StatusUnauthorized:
+		return nil, cluster.StatusForbidden, fmt.Sprintf("the agent does not accept your credentials (%s): use a kubeconfig whose user has a token or a client certificate of the cluster", firstLine(msg, errors.New(resp.Status)))
+	case code == http.StatusForbidden:
+		return nil, cluster.StatusForbidden, fmt.Sprintf("%s: you need the ClusterRole %s (kubectl create clusterrolebinding ... --clusterrole %s --user YOU)", firstLine(msg, errors.New(resp.Status)), deploy.ClusterReaderRole, deploy.ClusterReaderRole)
+	default:
+		return nil, cluster.StatusUnreachable, fmt.Sprintf("GET %s: %s", u.String(), firstLine(msg, errors.New(resp.Status)))
 	}
 	var s summary.Summary
 	if err := json.Unmarshal(b, &s); err != nil {
@@ -170,6 +194,9 @@ func readSummary(ctx context.Context, cs kubernetes.Interface, o Options, pod st
 	}
 	return &s, cluster.StatusOK, ""
 }
+
+// maxSummary bounds what is read of one agent's answer: a summary of thousands of processes is a few MiB.
+const maxSummary = 64 << 20
 
 // firstLine is an error's message, or the body's first line when the body says more.
 func firstLine(body string, err error) string {

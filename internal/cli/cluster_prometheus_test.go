@@ -30,7 +30,12 @@ func checkPrometheusOnLab(ctx context.Context, t *testing.T, prometheus, kc stri
 	t.Helper()
 	// As a user would: the shipped files, adapted to a Prometheus outside the cluster.
 	dir := t.TempDir()
-	if _, errOut, err := run(ctx, "agent", "prometheus", "--dir", dir, "--kubeconfig", kc,
+	// Prometheus presents a token of an account bound to the metrics reader's role.
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte(accountToken(ctx, t, clientsetOf(t, kc), "tare-test-prometheus", deploy.MetricsReaderRole)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, err := run(ctx, "agent", "prometheus", "--dir", dir, "--kubeconfig", kc, "--token-file", token,
 		"--interval", promtest.Interval.String()); err != nil {
 		t.Fatalf("agent prometheus: %v\n%s", err, errOut)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -79,7 +80,8 @@ func TestAgentsOnThreeNodeLab(t *testing.T) {
 	}
 
 	burner := startBurnerPod(ctx, t, cs, "tare-node-2", 200)
-	usage := testload.CgroupUsage(t, podCgroup(t, string(burner.UID)))
+	burnerCgroup := podCgroup(t, string(burner.UID))
+	usage := testload.CgroupUsage(t, burnerCgroup)
 	trace := testload.TraceUsage(usage)
 	time.Sleep(12 * time.Second) // the window below is all traced
 
@@ -141,13 +143,24 @@ func TestAgentsOnThreeNodeLab(t *testing.T) {
 		}
 	}
 
+	// Who may read the agents: callers from a pod, users of cluster measure, the admission of its pods.
+	checkAgentAccess(ctx, t, cs, agents["tare-node-2"], burnerCgroup)
+	checkClusterMeasureRBAC(ctx, t, cs, kc)
+	checkPodSecurity(ctx, t, cs, "tare-node-1")
+	// The API server's pod proxy forwards no credentials: the agent refuses it.
+	if b, err := cs.CoreV1().Pods(deploy.DefaultNamespace).ProxyGet("https", agents["tare-node-1"].Name, strconv.Itoa(deploy.DefaultPort), "/metrics", nil).DoRaw(ctx); err == nil {
+		t.Errorf("GET /metrics through the API server's pod proxy: served %d bytes, want refused", len(b))
+	}
+
 	// /metrics of every agent: the burner only on node 2's, within 5% of its cgroup between two scrapes.
+	admin := agentHTTPClient(t, kc)
 	scrape := func(node string) (burner, samples float64, at time.Time) {
 		at = time.Now()
-		b, err := cs.CoreV1().Pods(deploy.DefaultNamespace).ProxyGet("http", agents[node].Name, strconv.Itoa(deploy.DefaultPort), "/metrics", nil).DoRaw(ctx)
-		if err != nil {
-			t.Fatalf("GET /metrics of %s: %v", node, err)
+		code, body := getFrom(ctx, t, admin, "https://"+net.JoinHostPort(agents[node].Status.PodIP, strconv.Itoa(deploy.DefaultPort))+"/metrics", "")
+		if code != 200 {
+			t.Fatalf("GET /metrics of %s as the lab's admin (a client certificate): %d %.300s", node, code, body)
 		}
+		b := []byte(body)
 		if bytes.Contains(b, []byte(plantedSecret)) {
 			t.Errorf("the planted secret is in %s's /metrics", node)
 		}

@@ -82,6 +82,11 @@ func TestAgentBadInput(t *testing.T) {
 		{[]string{"--top-processes", "-1"}, 2, "--top-processes"},
 		{[]string{"--listen", busy.Addr().String()}, 1, "listening on " + busy.Addr().String()},
 		{[]string{"--listen", freeAddr(t), "--proc-root", "/nonexistent-proc"}, 1, "/nonexistent-proc"},
+		{[]string{"--auth", "tokens"}, 2, "--auth \"tokens\""},
+		{[]string{"--listen", "0.0.0.0:0", "--auth", "none"}, 2, "reaches beyond this machine"},
+		{[]string{"--listen", "[::]:0", "--auth", "none"}, 2, "reaches beyond this machine"},
+		{[]string{"--listen", "nohostport"}, 2, "--listen"},
+		{[]string{"--tls-cert-file", "x.crt"}, 2, "go with --auth kubernetes"},
 	} {
 		_, stderr, err := run(context.Background(), append([]string{"agent"}, tc.args...)...)
 		code := 0
@@ -95,6 +100,14 @@ func TestAgentBadInput(t *testing.T) {
 		if code != tc.code || !strings.Contains(stderr, tc.want) {
 			t.Errorf("tare agent %v: exit %d, stderr %q; want exit %d saying %q", tc.args, code, stderr, tc.code, tc.want)
 		}
+	}
+	// Beyond loopback, callers are checked with the API server: with no cluster to ask, it does not start.
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	_, stderr, err := run(context.Background(), "agent", "--listen", "0.0.0.0:0")
+	if err == nil || !strings.Contains(stderr, "checks callers with the API server") || !strings.Contains(stderr, "listen on 127.0.0.1") {
+		t.Errorf("tare agent --listen 0.0.0.0:0 without a cluster: %v, stderr %q: want refused, saying what to do", err, stderr)
 	}
 }
 

@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -18,16 +19,21 @@ import (
 // Loading the iterator costs about 25 ms of CPU (decoding the kernel's BTF, verifying the program), as
 // much as some 10,000 reads of idle processes. So it is loaded only once the sampler has made that many
 // reads it would have saved: at once on a node with thousands of processes, never in a short run on a small
-// one. All methods accept a nil receiver (no iterator: every process is read).
+// one. Which pass is loaded is taskiter.Open's choice (open-coded, else bpf-iter), named in the CPU source
+// with why a cheaper one was skipped; a pass forced by taskiter.PassEnv is loaded by New, and New fails if
+// it cannot be. All methods accept a nil receiver (no iterator: every process is read).
 type activity struct {
-	procRoot string
-	it       *taskiter.Iter         // nil until loaded
-	reads    int                    // reads of known processes outside detail samples, while not loaded
-	failed   bool                   // loading failed: do not try again
-	seen     map[int]bool           // thread groups the iterator has reported at least once
-	moved    map[int]taskiter.Group // thread groups whose CPU time moved in the last pass
-	buf      []taskiter.Group
-	ok       bool // the last pass succeeded
+	procRoot   string
+	forced     taskiter.Pass          // the pass TARE_TASK_PASS forces, PassAuto to let taskiter choose
+	it         *taskiter.Iter         // nil until loaded
+	reads      int                    // reads of known processes outside detail samples, while not loaded
+	failed     bool                   // loading failed: do not try again
+	seen       map[int]bool           // thread groups the iterator has reported at least once
+	moved      map[int]taskiter.Group // thread groups whose CPU time moved in the last pass
+	buf        []taskiter.Group
+	ok         bool // the last pass succeeded
+	passes     int  // passes run
+	incomplete int  // passes that could not tell every group that moved (taskiter.ErrIncomplete)
 }
 
 // loadAfterReads is how many saved reads pay for loading the iterator (25 ms / 2.5 µs).
@@ -35,8 +41,9 @@ const loadAfterReads = 10_000
 
 // newActivity checks that the task iterator can describe the processes procRoot lists, without loading
 // it: the privileges and kernel BTF it needs, and a procRoot that is the proc of tare's own PID namespace,
-// as the PIDs the iterator reports are.
-func newActivity(procRoot string) (*activity, error) {
+// as the PIDs the iterator reports are. pass is the pass to load (taskiter.PassAuto: the cheapest that
+// loads).
+func newActivity(procRoot string, pass taskiter.Pass) (*activity, error) {
 	if err := taskiter.Check(); err != nil {
 		return nil, err
 	}
@@ -44,12 +51,12 @@ func newActivity(procRoot string) (*activity, error) {
 		return nil, fmt.Errorf("%w: %s is not the proc of tare's own PID namespace (%s/self = %q), whose PIDs the iterator reports",
 			taskiter.ErrNotSupported, procRoot, procRoot, self)
 	}
-	return &activity{procRoot: procRoot, seen: map[int]bool{}, moved: map[int]taskiter.Group{}}, nil
+	return &activity{procRoot: procRoot, forced: pass, seen: map[int]bool{}, moved: map[int]taskiter.Group{}}, nil
 }
 
 // load loads the iterator now.
 func (a *activity) load() error {
-	it, err := taskiter.Open()
+	it, err := taskiter.OpenPass(a.forced)
 	if err != nil {
 		a.failed = true
 		return err
@@ -75,27 +82,51 @@ func (s *Sampler) passActivity() {
 				fmt.Sprintf("%v; every process is read each second whether it ran or not (costlier with thousands of processes)", err))
 			return
 		}
-		s.meta.CPUSource = "schedstat+taskstats, bpf task iterator skips idle processes"
+		s.usingPass()
 	}
 	if err := a.pass(); err != nil {
 		s.warnOnce("taskiter", err.Error())
 	}
 }
 
-// pass runs the iterator once. After a failed pass every process counts as moved, so nothing is missed.
+// usingPass names the loaded task pass in the sources, with why cheaper ones were not used.
+func (s *Sampler) usingPass() {
+	it := s.act.it
+	s.meta.CPUSource = fmt.Sprintf("schedstat+taskstats, bpf task iterator (%s pass) skips idle processes", it.Pass())
+	for _, why := range it.Skipped() {
+		s.meta.Limitations = append(s.meta.Limitations, fmt.Sprintf("%s; the %s pass is used instead", why, it.Pass()))
+	}
+}
+
+// pass runs the iterator once. After a failed or incomplete pass every process counts as moved, so nothing
+// is missed; an incomplete one (threads born or ended during the walk) is no error, only counted.
 func (a *activity) pass() error {
 	clear(a.moved)
 	var err error
 	a.buf, err = a.it.Changed(a.buf[:0])
+	a.passes++
 	a.ok = err == nil
-	if err != nil {
-		return fmt.Errorf("task iterator pass: %w; reading every process this sample", err)
-	}
 	for _, g := range a.buf {
 		a.moved[g.TGID] = g
 		a.seen[g.TGID] = true
 	}
+	if errors.Is(err, taskiter.ErrIncomplete) {
+		a.incomplete++
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("task iterator pass: %w; reading every process this sample", err)
+	}
 	return nil
+}
+
+// limitation says how many passes were incomplete, if any.
+func (a *activity) limitation() string {
+	if a == nil || a.incomplete == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d task passes could not tell every process that ran (threads born or ended during the walk): every process was read in those samples",
+		a.incomplete, a.passes)
 }
 
 // idle reports that pid certainly did not run since the previous pass. A process the iterator never

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/prometheus/procfs"
 
 	"github.com/tare-dev/tare/internal/kernel"
+	"github.com/tare-dev/tare/internal/taskiter"
 )
 
 // Options configure a Sampler.
@@ -133,11 +135,37 @@ func New(ctx context.Context, opts Options, warn func(string)) (*Sampler, error)
 	kc := s.meta.describeHost(opts.ProcRoot, opts.HostRoot, host)
 	s.meta.KernelHZ, s.meta.IRQTime, s.meta.TicklessIdle = kc.HZ, kc.IRQTimeAccounting, kc.TicklessIdle
 	s.meta.PodRoot, s.meta.PIDNamespace = opts.PodRoot, kernel.Namespace(opts.ProcRoot, opts.SelfPID, "pid")
-	s.openPrivileged(ctx)
+	if err := s.openPrivileged(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
-func (s *Sampler) openPrivileged(ctx context.Context) {
+// openPrivileged opens the sources that need privileges, each falling back with a limitation that says
+// why; the error is for a task pass forced by taskiter.PassEnv that cannot be used.
+func (s *Sampler) openPrivileged(ctx context.Context) error {
+	pass, err := taskiter.PassFromEnv()
+	if err != nil {
+		return err
+	}
+	s.openSources(ctx, pass)
+	switch {
+	case pass == taskiter.PassProc:
+		s.meta.Limitations = append(s.meta.Limitations, fmt.Sprintf("no task pass (%s=%s): every process is read each second whether it ran or not", taskiter.PassEnv, pass))
+	case pass == taskiter.PassAuto:
+	case s.act == nil:
+		return fmt.Errorf("task pass %s, forced by %s: the sampler cannot use a task pass here: %s", pass, taskiter.PassEnv, strings.Join(s.meta.Limitations, "; "))
+	default:
+		if err := s.act.load(); err != nil {
+			return err
+		}
+		s.usingPass()
+	}
+	return nil
+}
+
+func (s *Sampler) openSources(ctx context.Context, pass taskiter.Pass) {
 	s.meta.CPUSource, s.meta.ExitSource = "schedstat", "cutime"
 	if s.opts.Unprivileged {
 		s.meta.Limitations = append(s.meta.Limitations, "unprivileged sources forced: per-thread schedstat and parents' cutime/cstime")
@@ -159,7 +187,9 @@ func (s *Sampler) openPrivileged(ctx context.Context) {
 	s.ts, s.exits, s.meta.CPUSource = ts, exits, "schedstat+taskstats"
 	// Skipping processes that did not run relies on exit notifications to settle those that end. The
 	// iterator is loaded later, once it pays for itself (activity.go).
-	if act, err := newActivity(s.opts.ProcRoot); err != nil {
+	if pass == taskiter.PassProc {
+		// Named by openPrivileged.
+	} else if act, err := newActivity(s.opts.ProcRoot, pass); err != nil {
 		s.meta.Limitations = append(s.meta.Limitations,
 			fmt.Sprintf("%v; every process is read each second whether it ran or not (costlier with thousands of processes)", err))
 	} else {
@@ -202,6 +232,9 @@ func (s *Sampler) Meta() Meta {
 		}
 	}
 	m.Limitations = append(m.Limitations, s.stuck.Limitations()...)
+	if l := s.act.limitation(); l != "" {
+		m.Limitations = append(m.Limitations, l)
+	}
 	for _, kind := range sortedKeys(s.denied) {
 		why := "run as root to read other users' processes"
 		if os.Geteuid() == 0 {

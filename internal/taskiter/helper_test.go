@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tare-dev/tare/internal/taskiter"
+	"github.com/tare-dev/tare/internal/testload"
 )
 
 // helperEnv re-executes the test binary as a CPU reporter: a process that burns on demand and tells its
@@ -23,6 +24,7 @@ import (
 const helperEnv = "TASKITER_TEST_HELPER"
 
 func TestMain(m *testing.M) {
+	testload.Main()
 	switch os.Getenv(helperEnv) {
 	case "reporter":
 		reporter()
@@ -91,6 +93,7 @@ func spinFor(d time.Duration) {
 //	burn N D   N threads each burn D of CPU, then park; answers with the process's CPU time (ns)
 //	thread D   a new OS thread burns D of CPU and exits; answers once the thread is gone
 //	side D     a new OS thread, not the leader, burns D of CPU and stays, parked; answers once it is parked
+//	storm      from now on, OS threads are born and end back to back, one at a time, until the process ends
 //	cpu        answers with the process's CPU time (ns), read with CLOCK_PROCESS_CPUTIME_ID
 func reporter() {
 	in := bufio.NewScanner(os.Stdin)
@@ -115,6 +118,8 @@ func reporter() {
 		case "thread":
 			d, _ := time.ParseDuration(f[1])
 			burnInThreadThatExits(d)
+		case "storm":
+			go threadStorm()
 		case "side":
 			d, _ := time.ParseDuration(f[1])
 			burnInSideThread(d)
@@ -168,6 +173,19 @@ func burnInSideThread(d time.Duration) {
 		if <-burnt {
 			return
 		}
+	}
+}
+
+// threadStorm starts OS threads that end at once, one after the other, for good: a goroutine that returns
+// while locked to its thread takes the thread with it, and the next one locked needs a new thread.
+func threadStorm() {
+	for {
+		done := make(chan struct{})
+		go func() {
+			runtime.LockOSThread()
+			close(done)
+		}()
+		<-done
 	}
 }
 

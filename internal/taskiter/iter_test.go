@@ -341,3 +341,48 @@ func testPIDNamespace(t *testing.T, it *taskiter.Iter) {
 		t.Errorf("the pass in a new PID namespace reported %q, want only the helper as \"1 0 THREADS\"", lines)
 	}
 }
+
+// TestThreadStorm: with threads born and ending back to back in one process while passes walk a machine of
+// 1,000 more processes, every pass reports that process (made to run before each), or says it is
+// incomplete.
+// The incomplete passes are PassBPFIter's: a thread born behind its walk, or ended before its visit, leaves
+// the group's threads not adding up.
+func TestThreadStorm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 1,000 processes")
+	}
+	testload.Sleepers(t, 1000)
+	eachPass(t, func(t *testing.T, it *taskiter.Iter) {
+		r := startReporter(t)
+		r.do(t, "storm")
+		pid := r.cmd.Process.Pid
+		var gs []taskiter.Group
+		incomplete, missed := 0, 0
+		for range 200 {
+			// The reporter answers, so it has run; 10 ms later it is long back asleep, and a thread's run
+			// time is accounted when it leaves the CPU (not continuously while it runs, which the storm's
+			// threads may still be doing on this busy machine).
+			r.do(t, "cpu")
+			time.Sleep(10 * time.Millisecond)
+			var err error
+			gs, err = it.Changed(gs[:0])
+			if errors.Is(err, taskiter.ErrIncomplete) {
+				incomplete++
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := byTGID(gs)[pid]; !ok {
+				missed++
+			}
+		}
+		if missed > 0 {
+			t.Errorf("the storm %d was left out of %d complete passes", pid, missed)
+		}
+		if it.Pass() == taskiter.PassOpenCoded && incomplete > 0 {
+			t.Errorf("%d passes of the open-coded pass incomplete, want none", incomplete)
+		}
+		t.Logf("%d of 200 passes incomplete", incomplete)
+	})
+}

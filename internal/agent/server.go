@@ -83,7 +83,7 @@ func Run(ctx context.Context, o Options) error {
 		hs := &http.Server{Handler: health, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second,
 			WriteTimeout: 5 * time.Second, IdleTimeout: 30 * time.Second, MaxHeaderBytes: 4 << 10}
 		go func() { _ = hs.Serve(healthLn) }()
-		defer hs.Close()
+		defer func() { _ = hs.Close() }()
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)

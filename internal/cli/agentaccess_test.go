@@ -47,7 +47,9 @@ func accountToken(ctx context.Context, t *testing.T, cs kubernetes.Interface, na
 	if _, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cs.CoreV1().ServiceAccounts("default").Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cs.CoreV1().ServiceAccounts("default").Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 	if role != "" {
 		b := &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -57,7 +59,9 @@ func accountToken(ctx context.Context, t *testing.T, cs kubernetes.Interface, na
 		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+		})
 	}
 	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(600))}}, metav1.CreateOptions{})
@@ -228,7 +232,9 @@ func checkClusterMeasureRBAC(ctx context.Context, t *testing.T, cs kubernetes.In
 	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, viewer, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cs.RbacV1().ClusterRoles().Delete(context.Background(), viewerAccount, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cs.RbacV1().ClusterRoles().Delete(context.Background(), viewerAccount, metav1.DeleteOptions{})
+	})
 	measure := func(account, role string) (cluster.View, string, error) {
 		kc := tokenKubeconfig(t, kc, accountToken(ctx, t, cs, account, role))
 		out, errOut, err := run(ctx, "cluster", "measure", "--kubeconfig", kc, "--duration", "5s", "--no-wait", "-o", "json")

@@ -48,6 +48,7 @@ func Run(ctx context.Context, o Options) error {
 		}
 		ln = l
 	}
+	ln = limitConns(ln, maxConns, o.Log) // under the TLS listener: net/http must see the *tls.Conn
 	st := newState(o.ringLen(), o.Window)
 	so := o.Sampler
 	so.Interval, so.Detail = o.Interval, o.Detail
@@ -85,7 +86,7 @@ func Run(ctx context.Context, o Options) error {
 		go func() { _ = hs.Serve(healthLn) }()
 		defer func() { _ = hs.Close() }()
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := newServer(handler, o.Log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	limitations := 0
@@ -201,8 +202,8 @@ func newHandler(st *state, o Options) (http.Handler, http.Handler, error) {
 	health.Handle("GET /healthz", healthz)
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", healthz)
-	mux.Handle("GET /metrics", guard(promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true})))
-	mux.Handle("GET /summary", guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("GET /metrics", guard(slots(metricsSlots, promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))))
+	mux.Handle("GET /summary", guard(slots(summarySlots, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d, err := st.parseWindow(r.URL.Query().Get("window"), o.Interval)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -218,6 +219,6 @@ func newHandler(st *state, o Options) (http.Handler, http.Handler, error) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = sum.JSON(w)
-	})))
+	}))))
 	return mux, health, nil
 }

@@ -149,13 +149,14 @@ func (s *Sampler) openPrivileged(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	before := len(s.meta.Limitations)
 	s.openSources(ctx, pass)
 	switch {
 	case pass == taskiter.PassProc:
 		s.meta.Limitations = append(s.meta.Limitations, fmt.Sprintf("no task pass (%s=%s): every process is read each second whether it ran or not", taskiter.PassEnv, pass))
 	case pass == taskiter.PassAuto:
 	case s.act == nil:
-		return fmt.Errorf("task pass %s, forced by %s: the sampler cannot use a task pass here: %s", pass, taskiter.PassEnv, strings.Join(s.meta.Limitations, "; "))
+		return fmt.Errorf("task pass %s, forced by %s: the sampler cannot use a task pass here: %s", pass, taskiter.PassEnv, strings.Join(s.meta.Limitations[before:], "; "))
 	default:
 		if err := s.act.load(); err != nil {
 			return err

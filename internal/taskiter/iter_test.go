@@ -276,6 +276,9 @@ func TestOpenWithoutPrivileges(t *testing.T) {
 			if !strings.Contains(msg, "run as root") {
 				t.Errorf("error %q does not say what to do", msg)
 			}
+			if forced := "task pass " + string(p) + ", forced by " + taskiter.PassEnv; p != taskiter.PassAuto && !strings.Contains(msg, forced) {
+				t.Errorf("error %q does not say %q", msg, forced)
+			}
 			t.Logf("as nobody: %s", msg)
 		})
 	}

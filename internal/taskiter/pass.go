@@ -81,6 +81,9 @@ func (l loader) open(p Pass) (*Iter, error) {
 		return nil, fmt.Errorf("%w: %s=%s: every process is read", ErrNotSupported, PassEnv, PassProc)
 	}
 	if err := check(l.privileged, l.btf); err != nil {
+		if p != PassAuto {
+			return nil, fmt.Errorf("task pass %s, forced by %s: %w", p, PassEnv, err)
+		}
 		return nil, err
 	}
 	if p != PassAuto {

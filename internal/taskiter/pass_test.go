@@ -67,7 +67,7 @@ func TestChainChoice(t *testing.T) {
 		{"no capability", loader{false, kernel.KernelBTF, both}, PassAuto, "", nil, []string{"needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN: run as root"}, true},
 		{"forced bpf-iter", loader{true, kernel.KernelBTF, both}, PassBPFIter, PassBPFIter, nil, nil, false},
 		{"forced open-coded on 6.6", loader{true, kernel.KernelBTF, old}, PassOpenCoded, "", nil, []string{"task pass open-coded, forced by TARE_TASK_PASS: ", "needs Linux 6.7 or later"}, true},
-		{"forced bpf-iter without BTF", loader{true, "/nonexistent/vmlinux", both}, PassBPFIter, "", nil, []string{"no kernel BTF"}, true},
+		{"forced bpf-iter without BTF", loader{true, "/nonexistent/vmlinux", both}, PassBPFIter, "", nil, []string{"task pass bpf-iter, forced by TARE_TASK_PASS: ", "no kernel BTF"}, true},
 		{"forced proc", loader{true, kernel.KernelBTF, both}, PassProc, "", nil, []string{"TARE_TASK_PASS=proc: every process is read"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,12 +8,14 @@
 // groups map and writes the group (the same struct group as taskiter.bpf.c) when it has seen as many
 // threads as the group has (signal->nr_threads): only if its CPU time moved since the previous pass, or it
 // was not reported before, or emit_all is set. A group whose threads do not add up within the pass (one was
-// born behind the walk, or exited after its visit and before the group's last thread) is left open and
-// counted in unfinished, which user space reads after the pass: such a pass cannot say which groups stayed
-// idle, and the caller then treats every group as moved.
+// born behind the walk, or ended before its visit) is still open at the end: the kernel's last call, with
+// no task, writes it as moved with the inexact flag, from the open_keys list. Only groups this cannot cover
+// (the list or the map full) are counted in unfinished, which user space reads after the pass: such a pass
+// cannot say which groups stayed idle, and the caller then treats every group as moved.
 //
 // Needs Linux 5.8 (bpf_iter task programs, bpf_seq_write, the session_id of bpf_iter_meta) and kernel BTF
-// for CO-RE; no kfunc, no task storage, no helper newer than 5.8. Maps: a hash (3.19), globals (5.2).
+// for CO-RE; no kfunc, no task storage, no helper newer than 5.8. Maps: a hash (3.19), globals (5.2); one
+// bounded loop (5.3).
 // Generated into Go by bpf2go (see doc.go).
 
 typedef unsigned int __u32;
@@ -105,7 +107,16 @@ struct state {
 	__u64 live;     // runtime of the threads visited so far in that pass
 	__u32 threads;  // threads visited so far in that pass; 0 once the group is written or skipped
 	__u32 seen;     // last_cpu and start_ns hold a reported value
+	struct group open_as; // the group as described at its first visit in that pass, for the end of the pass
+	__u32 slot;           // its index in open_keys while open, or NO_SLOT or OVERFLOW
+	__u32 pad;
 };
+
+// Slots of open groups: NO_SLOT for a group not visible from the reader's namespace, OVERFLOW for one that
+// found open_keys full (counted in unfinished).
+#define MAX_OPEN 512
+#define OVERFLOW MAX_OPEN
+#define NO_SLOT 0xffffffff
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -120,6 +131,9 @@ volatile __u32 emit_all;
 // pass_session is the session of the latest pass, unfinished the groups it left open (see above).
 volatile __u64 pass_session;
 volatile __u32 unfinished;
+// open_keys lists the groups open in pass_session (the first nopen), for the pass's last call.
+__u32 open_keys[MAX_OPEN];
+volatile __u32 nopen;
 
 // read_ptr reads a kernel pointer into a scalar, so that the arithmetic on it below is not arithmetic on a
 // BTF pointer, which older verifiers refuse.
@@ -161,13 +175,93 @@ static __attribute__((always_inline)) unsigned int reader_level(void)
 	return level;
 }
 
+// describe fills in what a record says of a group besides its CPU time and threads, from its leader; it
+// returns 0 when the group is not visible from the reader's PID namespace.
+static __attribute__((always_inline)) int describe(struct task_struct *leader, struct group *g)
+{
+	struct upid self, parent;
+	unsigned int level = reader_level();
+
+	self = upid_at(leader, level);
+	if (!self.nr)
+		return 0;
+	parent = upid_at(leader->real_parent->group_leader, level); // the parent may be a thread
+	g->tgid = self.nr;
+	if (parent.ns == self.ns)
+		g->ppid = parent.nr; // 0 when the parent is outside the namespace, as getppid(2) says
+	g->start_ns = leader->start_boottime;
+	if (leader->flags & PF_KTHREAD)
+		g->flags |= GROUP_KERNEL;
+	return 1;
+}
+
+// take gives a group at its first visit in a pass a place in open_keys.
+static __attribute__((always_inline)) void take(struct state *st, __u32 key)
+{
+	__u32 n = nopen;
+
+	if (n >= MAX_OPEN) {
+		st->slot = OVERFLOW;
+		unfinished++;
+		return;
+	}
+	open_keys[n] = key;
+	nopen = n + 1;
+	st->slot = n;
+}
+
+// release takes a group out of open_keys: the last listed moves to its place.
+static __attribute__((always_inline)) void release(struct state *st)
+{
+	__u32 i = st->slot, last = nopen - 1, moved;
+	struct state *other;
+
+	if (i == OVERFLOW)
+		unfinished--;
+	if (i >= MAX_OPEN || last >= MAX_OPEN)
+		return;
+	moved = open_keys[last];
+	open_keys[i] = moved;
+	nopen = last;
+	if (i != last) {
+		other = bpf_map_lookup_elem(&groups, &moved);
+		if (other)
+			other->slot = i;
+	}
+}
+
 // done marks the group written or skipped for this pass.
 static __attribute__((always_inline)) void done(struct state *st, __u64 session, int opened_before)
 {
 	st->session = session;
 	st->threads = 0;
 	if (opened_before)
-		unfinished--;
+		release(st);
+}
+
+// write_open writes, at the pass's last call, the groups still open: they changed during the walk (a thread
+// born behind it, or ended before its visit), so they count as moved; their CPU time is inexact. Nothing
+// changes in the state: if the kernel's buffer refuses a record, it calls again with an empty one.
+static __attribute__((always_inline)) void write_open(struct seq_file *seq, __u64 session)
+{
+	struct state *st;
+	struct group g;
+	__u32 i, key;
+
+#pragma clang loop unroll(disable)
+	for (i = 0; i < MAX_OPEN; i++) {
+		if (i >= nopen)
+			break;
+		key = open_keys[i];
+		st = bpf_map_lookup_elem(&groups, &key);
+		if (!st || st->session != session || !st->threads)
+			continue;
+		g = st->open_as;
+		g.cpu_ns = st->dead + st->live;
+		g.threads = st->threads;
+		g.flags |= GROUP_INEXACT;
+		bpf_seq_write(seq, &g, sizeof(g));
+	}
 }
 
 SEC("iter/task")
@@ -180,7 +274,6 @@ int thread_groups_58(struct bpf_iter__task *ctx)
 	struct signal_struct *sig;
 	struct state fresh = {}, *st;
 	struct group g = {};
-	struct upid self, parent;
 	__u32 key, threads;
 	int nr_threads;
 	__u64 live, dead;
@@ -189,9 +282,12 @@ int thread_groups_58(struct bpf_iter__task *ctx)
 	if (session != pass_session) {
 		pass_session = session;
 		unfinished = 0;
+		nopen = 0;
 	}
-	if (!task)
-		return 0; // the call at the end of the pass
+	if (!task) {
+		write_open(seq, session); // the call at the end of the pass
+		return 0;
+	}
 	key = task->tgid;
 	st = bpf_map_lookup_elem(&groups, &key);
 	if (!st) {
@@ -220,12 +316,18 @@ int thread_groups_58(struct bpf_iter__task *ctx)
 	live += task->se.sum_exec_runtime;
 	threads++;
 	if (threads < nr_threads) {
+		if (!open) {
+			__builtin_memset(&g, 0, sizeof(g));
+			if (describe(task->group_leader, &g))
+				take(st, key);
+			else
+				st->slot = NO_SLOT;
+			st->open_as = g;
+		}
 		st->session = session;
 		st->dead = dead;
 		st->live = live;
 		st->threads = threads;
-		if (!open)
-			unfinished++;
 		return 0;
 	}
 
@@ -239,18 +341,10 @@ int thread_groups_58(struct bpf_iter__task *ctx)
 		done(st, session, open);
 		return 0;
 	}
-	self = upid_at(leader, reader_level());
-	if (!self.nr) {
+	if (!describe(leader, &g)) {
 		done(st, session, open);
 		return 0;
 	}
-	parent = upid_at(leader->real_parent->group_leader, reader_level()); // the parent may be a thread
-	g.tgid = self.nr;
-	if (parent.ns == self.ns)
-		g.ppid = parent.nr; // 0 when the parent is outside the namespace, as getppid(2) says
-	g.start_ns = leader->start_boottime;
-	if (leader->flags & PF_KTHREAD)
-		g.flags |= GROUP_KERNEL;
 	// A full buffer refuses the record; the kernel then shows this thread again at the next read, so
 	// nothing is changed until the record is out.
 	if (bpf_seq_write(seq, &g, sizeof(g)))

@@ -19,6 +19,8 @@ const (
 	bpfiterMapGroups          = "groups"
 	bpfiterProgThreadGroups58 = "thread_groups_58"
 	bpfiterVarEmitAll         = "emit_all"
+	bpfiterVarNopen           = "nopen"
+	bpfiterVarOpenKeys        = "open_keys"
 	bpfiterVarPassSession     = "pass_session"
 	bpfiterVarUnfinished      = "unfinished"
 )
@@ -80,6 +82,8 @@ type bpfiterMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpfiterVariableSpecs struct {
 	EmitAll     *ebpf.VariableSpec `ebpf:"emit_all"`
+	Nopen       *ebpf.VariableSpec `ebpf:"nopen"`
+	OpenKeys    *ebpf.VariableSpec `ebpf:"open_keys"`
 	PassSession *ebpf.VariableSpec `ebpf:"pass_session"`
 	Unfinished  *ebpf.VariableSpec `ebpf:"unfinished"`
 }
@@ -118,6 +122,8 @@ func (m *bpfiterMaps) Close() error {
 // It can be passed to loadBpfiterObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpfiterVariables struct {
 	EmitAll     *ebpf.Variable `ebpf:"emit_all"`
+	Nopen       *ebpf.Variable `ebpf:"nopen"`
+	OpenKeys    *ebpf.Variable `ebpf:"open_keys"`
 	PassSession *ebpf.Variable `ebpf:"pass_session"`
 	Unfinished  *ebpf.Variable `ebpf:"unfinished"`
 }

@@ -13,15 +13,17 @@
 //   - bpf-iter (bpfiter.bpf.c, Linux 5.8 or later): for kernels before 6.7 (AL2023 and Bottlerocket 6.1,
 //     COS and Flatcar 6.6, Ubuntu 22.04 5.15, RHEL 9 5.14). The kernel shows it every thread, in the order
 //     of their IDs, so a group's threads come scattered; it adds them up in a hash map keyed by TGID and
-//     writes the group at its last thread (as many seen as signal->nr_threads). A thread born or ended
-//     during the walk can leave a group open: the pass then says so (ErrIncomplete) and the caller treats
-//     every group as moved for that sample. Entries of ended groups are removed from user space every 64
-//     passes. It needs of the kernel: the iter/task program type, bpf_seq_write and bpf_iter_meta's
+//     writes the group at its last thread (as many seen as signal->nr_threads). A thread born behind the
+//     walk, or ended before its visit, leaves its group open: the kernel's last call of the pass (with no
+//     task) writes the open groups as moved, inexact. Only when more than 512 groups are open at once, or
+//     the map is full, does a pass say it is incomplete (ErrIncomplete), and the caller treats every group
+//     as moved for that sample. Entries of ended groups are removed from user space every 64 passes. It needs of the kernel: the iter/task program type, bpf_seq_write and bpf_iter_meta's
 //     session_id (all 5.8, with bpf_iter itself); bpf_map_lookup_elem and bpf_map_update_elem on a hash map
 //     with BPF_F_NO_PREALLOC (3.19, 4.6), bpf_get_current_task (4.8), bpf_probe_read_kernel (5.5), global
-//     variables (5.2), BTF pointers in tracing programs (5.5); no kfunc, no task storage, no loop. Before
-//     5.11 its map (16,384 entries, about 2 MB charged at creation) counts against RLIMIT_MEMLOCK. With
-//     threads born and ending back to back (TestThreadStorm) one pass in four to one in ten is incomplete.
+//     variables (5.2), BTF pointers in tracing programs (5.5), bounded loops (5.3); no kfunc, no task storage. Before
+//     5.11 its map (16,384 entries, about 2 MB charged at creation) counts against RLIMIT_MEMLOCK. A
+//     group can come twice in a pass (written at its last thread, then a thread born after that): the
+//     later record, inexact, is the one to keep.
 //
 // How that was checked, by reading only: bcc's "BPF Features by Linux Kernel Version" (the BPF iterator
 // 5.8; bpf_seq_write, listed as 5.7, came in the same series; bpf_probe_read_kernel 5.5;
@@ -30,7 +32,7 @@
 // with session_id; a last call with a NULL task). The program was loaded, verified and tested on Linux 6.18
 // alone: no 5.8 to 6.6 kernel was at hand, and their verifiers are stricter in places. It avoids what is
 // known to differ: no arithmetic on BTF pointers (pointers are read into scalars with
-// bpf_probe_read_kernel first), no kfunc, no loop.
+// bpf_probe_read_kernel first), no kfunc, one bounded loop (5.3) at the end of the pass.
 //
 // Each pass can be forced by the environment variable TARE_TASK_PASS (PassEnv: open-coded, bpf-iter or
 // proc, the last meaning no pass); a forced pass that cannot load is an error. Tests and benchmarks use it.

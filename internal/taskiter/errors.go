@@ -10,7 +10,8 @@ var ErrNotSupported = errors.New("BPF task iterator not supported")
 // ErrMalformed means the iterator's output did not decode: the compiled program and this package disagree.
 var ErrMalformed = errors.New("malformed task iterator output")
 
-// ErrIncomplete means a pass of PassBPFIter could not add up every thread group's threads (a thread was born
-// or ended during the walk): the groups it reported are right, but others may have moved too. The caller
-// treats every group as moved for that pass; the next pass starts afresh.
+// ErrIncomplete means a pass of PassBPFIter could not account for every thread group: more than 512 groups
+// were open at once (their threads scattered across the walk, threads born or ended during it) or its map
+// was full. The groups it reported are right, but others may have moved too: the caller treats every group
+// as moved for that pass; the next pass starts afresh.
 var ErrIncomplete = errors.New("task pass incomplete")

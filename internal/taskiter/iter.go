@@ -53,9 +53,10 @@ func (it *Iter) Close() error {
 // CPU comes from elsewhere (taskstats exit notifications). One read costs about 0.4 µs a task with the
 // kernel's caches cold, nearly all of it in the kernel, charged to the calling thread.
 //
-// With PassBPFIter, a thread born or ended during the walk can leave its group's threads not adding up
-// within the pass: the error then matches ErrIncomplete, the groups returned are right, and groups
-// missing from them may have moved too.
+// With PassBPFIter, a group whose threads did not add up within the pass (a thread born or ended during
+// the walk) comes at the end of the pass, inexact, and may come twice (the later record counts). When the
+// pass could not account for every group, the error matches ErrIncomplete: the groups returned are right,
+// and groups missing from them may have moved too.
 func (it *Iter) Changed(dst []Group) ([]Group, error) { return it.read(dst, false) }
 
 // All appends to dst every thread group visible in the caller's PID namespace, moved or not. With
@@ -125,7 +126,7 @@ func (it *Iter) readPass(dst []Group) ([]Group, error) {
 }
 
 // stateSize and stateSession are sizeof(struct state) and offsetof(struct state, session) in bpfiter.bpf.c.
-const stateSize, stateSession = 48, 16
+const stateSize, stateSession = 88, 16
 
 // collect removes from PassBPFIter's map the groups the last pass did not visit: they ended. Every live
 // group is visited by every pass.

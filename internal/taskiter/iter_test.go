@@ -90,9 +90,9 @@ func byTGID(gs []taskiter.Group) map[int]taskiter.Group {
 func TestAllSeesEveryProcess(t *testing.T) { eachPass(t, testAllSeesEveryProcess) }
 
 func testAllSeesEveryProcess(t *testing.T, it *taskiter.Iter) {
-	before := uint64(ownCPU())
+	before, started := uint64(ownCPU()), bootNs()
 	gs := complete(t, it.All)
-	after, passed := uint64(ownCPU()), bootNs()
+	after := uint64(ownCPU())
 	all := byTGID(gs)
 	if len(all) != len(gs) {
 		t.Errorf("%d groups but %d distinct thread groups: a group was reported twice", len(gs), len(all))
@@ -113,8 +113,8 @@ func testAllSeesEveryProcess(t *testing.T, it *taskiter.Iter) {
 		}
 		g, ok := all[pid]
 		if !ok {
-			if st.start*1e7 > passed {
-				continue // born after the pass
+			if (st.start+1)*1e7 > started {
+				continue // born during or after the pass (a PID behind the walk is not seen)
 			}
 			// A process root may not inspect (here: this VM's init, which the kernel also keeps out of
 			// the iterator) is tolerated; any other is a miss.
@@ -347,7 +347,7 @@ func testPIDNamespace(t *testing.T, it *taskiter.Iter) {
 
 // TestThreadStorm: with threads born and ending back to back in one process while passes walk a machine of
 // 1,000 more processes, every pass reports that process (made to run before each), or says it is
-// incomplete.
+// incomplete. The bpf-iter pass writes a group whose threads did not add up at the end of the pass, inexact.
 // The incomplete passes are PassBPFIter's: a thread born behind its walk, or ended before its visit, leaves
 // the group's threads not adding up.
 func TestThreadStorm(t *testing.T) {
@@ -360,7 +360,7 @@ func TestThreadStorm(t *testing.T) {
 		r.do(t, "storm")
 		pid := r.cmd.Process.Pid
 		var gs []taskiter.Group
-		incomplete, missed := 0, 0
+		incomplete, missed, atEnd := 0, 0, 0
 		for range 200 {
 			// The reporter answers, so it has run; 10 ms later it is long back asleep, and a thread's run
 			// time is accounted when it leaves the CPU (not continuously while it runs, which the storm's
@@ -376,13 +376,18 @@ func TestThreadStorm(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := byTGID(gs)[pid]; !ok {
+			g, ok := byTGID(gs)[pid]
+			if !ok {
 				missed++
+			}
+			if g.Inexact {
+				atEnd++
 			}
 		}
 		if missed > 0 {
 			t.Errorf("the storm %d was left out of %d complete passes", pid, missed)
 		}
+		t.Logf("%d passes reported the storm as inexact (a thread ended during the walk)", atEnd)
 		if it.Pass() == taskiter.PassOpenCoded && incomplete > 0 {
 			t.Errorf("%d passes of the open-coded pass incomplete, want none", incomplete)
 		}

@@ -59,14 +59,20 @@ func TestPromtoolTestRules(t *testing.T) {
 func TestPromtoolCheckConfig(t *testing.T) {
 	t.Parallel()
 	dir := shippedDir(t)
-	if out, err := runPromtool(t, dir, "check", "config", promconf.ConfigFile); err != nil {
+	// As shipped, the job reads the ServiceAccount token of a Prometheus in a pod, which this machine has
+	// not: promtool checks that the file exists, so the shipped file is checked for its syntax only.
+	if out, err := runPromtool(t, dir, "check", "config", "--syntax-only", promconf.ConfigFile); err != nil {
 		t.Fatalf("promtool check config %s: %v\n%s", promconf.ConfigFile, err, out)
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(kubeconfig, []byte(minimalKubeconfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	discovery, err := promconf.Discovery(promconf.DiscoveryOptions{Kubeconfig: kubeconfig, Interval: 2 * time.Second})
+	token := filepath.Join(dir, "token")
+	if err := os.WriteFile(token, []byte("a-token"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	discovery, err := promconf.Discovery(promconf.DiscoveryOptions{Kubeconfig: kubeconfig, TokenFile: token, Interval: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,10 @@ type Target struct {
 type StaticOptions struct {
 	Targets  []Target
 	Interval time.Duration // scrape and rule evaluation interval; 0 keeps the shipped one
+	// TokenFile, when set, is the bearer token presented to agents that check their callers (tare agent
+	// --auth kubernetes: TLS, as shipped). When empty the targets are agents serving plain HTTP to anyone
+	// (--auth none, on loopback), and the job's TLS and authorization are dropped.
+	TokenFile string
 }
 
 // Static returns the shipped configuration with the tare-agent job's Kubernetes service discovery and
@@ -31,6 +35,13 @@ func Static(o StaticOptions) ([]byte, error) {
 	}
 	delete(job, "kubernetes_sd_configs")
 	delete(job, "relabel_configs")
+	if o.TokenFile == "" {
+		delete(job, "scheme")
+		delete(job, "tls_config")
+		delete(job, "authorization")
+	} else if auth, ok := job["authorization"].(map[string]any); ok {
+		auth["credentials_file"] = o.TokenFile
+	}
 	static := make([]any, 0, len(o.Targets))
 	for _, t := range o.Targets {
 		static = append(static, map[string]any{"targets": []string{t.Address}, "labels": t.Labels})

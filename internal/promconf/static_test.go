@@ -46,7 +46,39 @@ func TestStatic(t *testing.T) {
 	if s := string(b); !strings.Contains(s, "10.0.0.2:9100") || !strings.Contains(s, "node: b") {
 		t.Errorf("targets missing:\n%s", s)
 	}
+	for _, key := range []string{"scheme", "tls_config", "authorization"} {
+		if _, ok := job[key]; ok {
+			t.Errorf("%s kept for agents that serve plain HTTP (--auth none)", key)
+		}
+	}
 	if _, err := promconf.Static(promconf.StaticOptions{}); err == nil {
 		t.Error("no targets: no error")
+	}
+	// Agents that check their callers: TLS kept, the token given.
+	b, err = promconf.Static(promconf.StaticOptions{TokenFile: "/etc/prom/token", Targets: []promconf.Target{{Address: "10.0.0.1:9847"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(b); !strings.Contains(s, "scheme: https") || !strings.Contains(s, "credentials_file: /etc/prom/token") {
+		t.Errorf("with a token file:\n%s", s)
+	}
+}
+
+// TestDiscoveryToken: --token-file replaces the ServiceAccount's token the shipped job presents.
+func TestDiscoveryToken(t *testing.T) {
+	t.Parallel()
+	b, err := promconf.Discovery(promconf.DiscoveryOptions{TokenFile: "/tmp/prom-token"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(b); !strings.Contains(s, "credentials_file: /tmp/prom-token") || strings.Contains(s, "serviceaccount/token") {
+		t.Errorf("with a token file:\n%s", s)
+	}
+	b, err = promconf.Discovery(promconf.DiscoveryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(b); !strings.Contains(s, "credentials_file: /var/run/secrets/kubernetes.io/serviceaccount/token") || !strings.Contains(s, "scheme: https") {
+		t.Errorf("as shipped:\n%s", s)
 	}
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+
+	"github.com/tare-dev/tare/internal/bpfstats"
 )
 
 // Options tunes a Tracer. The zero value is ready to use.
@@ -58,6 +60,13 @@ func Open(opts Options) (*Tracer, error) {
 		t.links = append(t.links, l)
 	}
 	return t, nil
+}
+
+// Programs returns the tracer's programs for bpfstats. They run in the tasks that submit, issue and
+// complete I/O (interrupts included), not in tare, so their time is not in tare's system time.
+func (t *Tracer) Programs() []bpfstats.Program {
+	return []bpfstats.Program{{Name: "blockio/io_start", Prog: t.objs.IoStart}, {Name: "blockio/rq_insert", Prog: t.objs.RqInsert},
+		{Name: "blockio/rq_issue", Prog: t.objs.RqIssue}, {Name: "blockio/rq_complete", Prog: t.objs.RqComplete}}
 }
 
 // Close detaches the programs and frees their maps; calling it again does nothing. The Tracer is unusable

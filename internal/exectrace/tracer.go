@@ -15,6 +15,7 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
+	"github.com/tare-dev/tare/internal/bpfstats"
 	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/redact"
 )
@@ -111,6 +112,13 @@ func (t *Tracer) Close() error {
 	}
 	errs = append(errs, t.objs.Close())
 	return errors.Join(errs...)
+}
+
+// Programs returns the tracer's programs for bpfstats. Both run in the forking or exec'ing process, not in
+// tare, so their time is not in tare's system time.
+func (t *Tracer) Programs() []bpfstats.Program {
+	return []bpfstats.Program{{Name: "exectrace/process_fork", Prog: t.objs.ProcessFork},
+		{Name: "exectrace/process_exec", Prog: t.objs.ProcessExec}}
 }
 
 // Sync moves every record written so far into the table.

@@ -8,6 +8,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+
+	"github.com/tare-dev/tare/internal/bpfstats"
 )
 
 // Iter is a loaded and attached task pass (PassOpenCoded or PassBPFIter). It is not safe for concurrent use.
@@ -15,6 +17,7 @@ type Iter struct {
 	pass    Pass
 	skipped []string // why cheaper passes were not used
 	objs    closer
+	prog    *ebpf.Program
 	link    *link.Iter
 	emitAll *ebpf.Variable
 	buf     []byte
@@ -37,6 +40,12 @@ const collectEvery = 64
 
 // Pass says which pass this is.
 func (it *Iter) Pass() Pass { return it.pass }
+
+// Programs returns the pass's program for bpfstats, marked InSelf: it runs inside the read(2) of the caller
+// (tare), so its run time is already in tare's system time.
+func (it *Iter) Programs() []bpfstats.Program {
+	return []bpfstats.Program{{Name: "taskiter/" + string(it.pass), InSelf: true, Prog: it.prog}}
+}
 
 // Skipped says why Open did not use a cheaper pass than this one, a sentence each; nil when it did not skip.
 func (it *Iter) Skipped() []string { return it.skipped }

@@ -149,7 +149,7 @@ func attach(p Pass, prog *ebpf.Program, objs closer, emitAll *ebpf.Variable) (*I
 		_ = objs.Close()
 		return nil, loadError(p, fmt.Errorf("attaching the task iterator: %w", err))
 	}
-	return &Iter{pass: p, objs: objs, link: l, emitAll: emitAll, buf: make([]byte, readSize)}, nil
+	return &Iter{pass: p, objs: objs, prog: prog, link: l, emitAll: emitAll, buf: make([]byte, readSize)}, nil
 }
 
 // loadError classifies a failure to load or attach: missing privileges, a kernel without BTF, or one too

@@ -15,52 +15,78 @@ import (
 // $NODE_NAME, and Ctrl-C (the context cancelled) ends it with no error.
 func TestAgentServes(t *testing.T) {
 	t.Setenv("NODE_NAME", "node-from-env")
-	addr := freeAddr(t)
+	a := startAgentCLI(t, "--interval", "100ms", "--window", "2s")
+	if code, body := a.get("/metrics"); code != http.StatusOK || !strings.Contains(body, `node="node-from-env"`) {
+		t.Errorf("GET /metrics: %d, want 200 with tare_agent_info{node=\"node-from-env\"}:\n%.3000s", code, body)
+	}
+	if r := a.stop(t); r.err != nil {
+		t.Errorf("tare agent after Ctrl-C: %v, want no error\n%s", r.err, r.stderr)
+	}
+}
+
+// agentCLI is tare agent run in-process on a free loopback address.
+type agentCLI struct {
+	addr   string
+	client *http.Client
+	cancel context.CancelFunc
+	done   chan agentResult
+}
+
+type agentResult struct {
+	stderr string
+	err    error
+}
+
+// startAgentCLI runs tare agent with args and --listen on a free loopback address, and waits until its
+// /healthz answers 200 (its first sample). The agent is stopped when the test ends, if stop was not called.
+func startAgentCLI(t *testing.T, args ...string) *agentCLI {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	type result struct {
-		stderr string
-		err    error
-	}
-	done := make(chan result, 1)
+	a := &agentCLI{addr: freeAddr(t), client: &http.Client{Timeout: 5 * time.Second}, cancel: cancel, done: make(chan agentResult, 1)}
 	go func() {
-		_, stderr, err := run(ctx, "agent", "--listen", addr, "--interval", "100ms", "--window", "2s")
-		done <- result{stderr, err}
+		_, stderr, err := run(ctx, append([]string{"agent", "--listen", a.addr}, args...)...)
+		a.done <- agentResult{stderr, err}
 	}()
-	client := &http.Client{Timeout: 5 * time.Second}
-	defer client.CloseIdleConnections()
-	get := func(path string) (int, string) {
-		resp, err := client.Get("http://" + addr + path)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	deadline := time.Now().Add(15 * time.Second)
-	for code, _ := get("/healthz"); code != http.StatusOK; code, _ = get("/healthz") {
+	t.Cleanup(func() {
+		cancel()
+		a.client.CloseIdleConnections()
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for code, _ := a.get("/healthz"); code != http.StatusOK; code, _ = a.get("/healthz") {
 		select {
-		case r := <-done:
+		case r := <-a.done:
 			t.Fatalf("tare agent ended before serving: %v\n%s", r.err, r.stderr)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("tare agent was not healthy within 15s")
+			t.Fatal("tare agent was not healthy within 20s")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if code, body := get("/metrics"); code != http.StatusOK || !strings.Contains(body, `node="node-from-env"`) {
-		t.Errorf("GET /metrics: %d, want 200 with tare_agent_info{node=\"node-from-env\"}:\n%.3000s", code, body)
+	return a
+}
+
+// get GETs path of the agent: its status and body, or 0 and the error.
+func (a *agentCLI) get(path string) (int, string) {
+	resp, err := a.client.Get("http://" + a.addr + path)
+	if err != nil {
+		return 0, err.Error()
 	}
-	cancel()
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// stop cancels the agent's context (Ctrl-C) and returns how it ended.
+func (a *agentCLI) stop(t *testing.T) agentResult {
+	t.Helper()
+	a.cancel()
 	select {
-	case r := <-done:
-		if r.err != nil {
-			t.Errorf("tare agent after Ctrl-C: %v, want no error\n%s", r.err, r.stderr)
-		}
+	case r := <-a.done:
+		return r
 	case <-time.After(15 * time.Second):
 		t.Fatal("tare agent did not stop within 15s of Ctrl-C")
+		return agentResult{}
 	}
 }
 

@@ -13,10 +13,18 @@
 //   - collector.go: the Prometheus collector, with bounded cardinality (groups and pods always, only the
 //     top N processes, series of groups gone for longer than the window deleted);
 //   - server.go: the HTTP server and the loop that ties the session to it; options.go: its options and
-//     the stated memory bound.
+//     the stated memory bound;
+//   - access.go: who may read what beyond loopback (issue 35): callers checked as the kubelet checks them,
+//     a client certificate of the cluster's CA or a bearer token by TokenReview, then their right to get
+//     the path by SubjectAccessReview, both cached and the reviews bounded; tls.go: the serving
+//     certificate (mounted, or made at start); exposure.go: /summary without command lines unless asked;
+//   - limits.go: what callers can take from the server: timeouts, the header bound, GET only, a cap on
+//     open connections that keeps accepting, and slots for the expensive handlers.
 //
 // It imports internal/session, internal/sample, internal/summary, internal/classify (the group kinds of its
-// labels), internal/redact and prometheus/client_golang; internal/cli's agent verb is its only caller. A
+// labels), internal/redact, prometheus/client_golang, and client-go's typed review clients and its
+// certificate helper (the reviews' clients are built by internal/kube and handed in through Access);
+// internal/cli's agent verb is its only caller. A
 // new metric goes in collector.go, with its state in state.go; its name and labels are then part of the
 // contract (the README's table, and deploy/prometheus when the rules use it).
 package agent

@@ -50,6 +50,8 @@ const (
 	// Prometheus scrapes one at a time, two in a pair. More wait their turn: 429 with Retry-After.
 	summarySlots = 2
 	metricsSlots = 4
+	// healthConns caps the health listener's connections: its callers are the kubelet's probes.
+	healthConns = 16
 )
 
 // newServer is the main port's HTTP server: the timeouts and header bound above, GET and HEAD without a

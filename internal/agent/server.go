@@ -81,6 +81,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	if healthLn != nil {
+		healthLn = limitConns(healthLn, healthConns, o.Log)
 		hs := &http.Server{Handler: health, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second,
 			WriteTimeout: 5 * time.Second, IdleTimeout: 30 * time.Second, MaxHeaderBytes: 4 << 10}
 		go func() { _ = hs.Serve(healthLn) }()

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"io"
 	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -281,4 +282,45 @@ func testClientCert(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey,
 		t.Fatal(err)
 	}
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// TestAgentServesOnlyCheckedCallers runs the agent with its access gate and a health listener, sampling
+// the real /proc: the main port speaks only TLS, answers /healthz to anyone and /metrics and /summary only
+// to a caller with the right; the health listener answers /healthz and nothing else.
+func TestAgentServesOnlyCheckedCallers(t *testing.T) {
+	health, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := &fakeTokens{users: map[string]string{"tok": "reader"}}
+	rights := &fakeRights{allow: map[string]string{"reader": "/summary"}}
+	r := startAgent(t, Options{Access: &Access{Tokens: tokens, Rights: rights}, HealthListener: health})
+	tlsClient := r.client
+	for _, tt := range []struct {
+		path, token string
+		want        int
+	}{
+		{"/healthz", "", 200},
+		{"/metrics", "", 401},
+		{"/summary", "", 401},
+		{"/metrics", "tok", 403},
+		{"/summary", "tok", 200},
+	} {
+		if code, body, _ := getAs(t, tlsClient, r.url+tt.path, tt.token); code != tt.want {
+			t.Errorf("GET %s (token %q): %d, want %d: %.200s", tt.path, tt.token, code, tt.want, body)
+		}
+	}
+	plain := &http.Client{Timeout: 5 * time.Second}
+	if code, body, _ := getAs(t, plain, strings.Replace(r.url, "https://", "http://", 1)+"/metrics", ""); code == 200 {
+		t.Errorf("plain HTTP on the main port: %d %.200s", code, body)
+	}
+	h := "http://" + health.Addr().String()
+	if code, body, _ := getAs(t, plain, h+"/healthz", ""); code != 200 || !strings.Contains(body, "ok") {
+		t.Errorf("the health listener's /healthz: %d %q", code, body)
+	}
+	for _, p := range []string{"/metrics", "/summary"} {
+		if code, body, _ := getAs(t, plain, h+p, ""); code != http.StatusNotFound {
+			t.Errorf("the health listener serves %s: %d %.200s", p, code, body)
+		}
+	}
 }

@@ -112,29 +112,34 @@ func TestAgentImage(t *testing.T) {
 	}
 }
 
-// checkAgentRBAC asks the API server what the agent's ServiceAccount may do: read pods everywhere, and
-// nothing else it is asked about.
+// checkAgentRBAC asks the API server what the agent's ServiceAccount may do: list and watch pods
+// everywhere, review tokens and rights, read the client CA's ConfigMap, and nothing else it is asked about.
 func checkAgentRBAC(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
 	t.Helper()
 	user := "system:serviceaccount:" + deploy.DefaultNamespace + ":" + deploy.Name
 	for _, tt := range []struct {
-		verb, group, resource, namespace string
-		allowed                          bool
+		verb, group, resource, namespace, name string
+		allowed                                bool
 	}{
-		{"list", "", "pods", "", true},
-		{"watch", "", "pods", "", true},
-		{"get", "", "pods", "kube-system", true},
-		{"create", "", "pods", "default", false},
-		{"delete", "", "pods", "default", false},
-		{"get", "", "pods/log", "default", false},
-		{"list", "", "secrets", "", false},
-		{"get", "", "nodes", "", false},
-		{"list", "", "configmaps", "", false},
-		{"list", "apps", "daemonsets", "", false},
+		// the API server's Role lets it read the client CA's ConfigMap, and no other
+		{"get", "", "configmaps", "kube-system", "extension-apiserver-authentication", true},
+		{"get", "", "configmaps", "kube-system", "kubeadm-config", false},
+		{"list", "", "pods", "", "", true},
+		{"watch", "", "pods", "", "", true},
+		{"get", "", "pods", "kube-system", "", false},
+		{"create", "authentication.k8s.io", "tokenreviews", "", "", true},
+		{"create", "authorization.k8s.io", "subjectaccessreviews", "", "", true},
+		{"list", "", "configmaps", "default", "", false},
+		{"create", "", "pods", "default", "", false},
+		{"delete", "", "pods", "default", "", false},
+		{"get", "", "pods/log", "default", "", false},
+		{"list", "", "secrets", "", "", false},
+		{"get", "", "nodes", "", "", false},
+		{"list", "apps", "daemonsets", "", "", false},
 	} {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User:               user,
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: tt.verb, Group: tt.group, Resource: tt.resource, Namespace: tt.namespace},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: tt.verb, Group: tt.group, Resource: tt.resource, Namespace: tt.namespace, Name: tt.name},
 		}}
 		got, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
 		if err != nil {

@@ -44,7 +44,7 @@ var (
 	descIOLost   = prometheus.NewDesc("tare_block_io_uncounted_requests_total", "Block I/O requests in no group: completions of requests the tracer did not see made (unmatched) or had no room to count (dropped).", []string{"reason"}, nil)
 	allDescs     = []*prometheus.Desc{descInfo, descCPUs, descBusy, descNodeCPU, descGroupCPU, descChildCPU, descChildRuns, descGroupMem,
 		descRead, descWritten, descThreads, descGap, descRes, descProcCPU, descProcMem, descSelf, descSamples, descTook, descRing, descWarnings,
-		descIOReqs, descIOBytes, descIODevice, descIOLost}
+		descIOReqs, descIOBytes, descIODevice, descIOLost, descSelfBPF}
 )
 
 // collector exports the state as const metrics, read under the state's lock so that one scrape sees one
@@ -101,6 +101,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	emit(ch, descGap, prometheus.GaugeValue, s.gap)
 	emit(ch, descRes, prometheus.GaugeValue, s.res)
 	emit(ch, descSelf, prometheus.CounterValue, float64(s.selfNs)/1e9)
+	s.bpf.collect(ch)
 	emit(ch, descSamples, prometheus.CounterValue, float64(s.samples))
 	emit(ch, descTook, prometheus.GaugeValue, s.took.Seconds())
 	emit(ch, descRing, prometheus.GaugeValue, float64(s.n))

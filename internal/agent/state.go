@@ -58,6 +58,7 @@ type state struct {
 	noTask, noTaskShown float64
 	nodeCPU             sample.NodeCPU // /proc/stat since the first sample
 	selfNs              uint64
+	bpf                 bpfState // tare's in-kernel BPF time (selfbpf.go)
 	took                time.Duration
 	gap, res            float64 // unattributed and its resolution over the last interval, in cores
 	warnings            map[string]uint64
@@ -109,6 +110,7 @@ func (s *state) add(x sample.Sample, meta sample.Meta) {
 		}
 	}
 	s.selfNs += selfNs
+	s.bpf.add(x.SelfBPF, s.samples == 0)
 	for _, id := range x.Exited {
 		if p := s.procs[id]; p != nil && p.exitSeq == 0 {
 			s.ended(p, x)

@@ -29,7 +29,7 @@
 // CAP_PERFMON, or CAP_SYS_ADMIN; without them Open returns an error matching ErrUnavailable that says what
 // to do. Nothing is pinned: the programs detach at Close or when the process exits, Ctrl-C included.
 //
-// It imports cilium/ebpf and, of tare's, kernel (whether this process may load BPF). A new counter goes in blockio.bpf.c's struct stat, then
+// It imports cilium/ebpf and, of tare's, kernel (whether this process may load BPF) and bpfstats (Tracer.Programs: they run in the tasks doing the I/O, so their time is not in tare's CPU). A new counter goes in blockio.bpf.c's struct stat, then
 // in record (tracer.go) and Record (snapshot.go).
 //
 // The BPF program is blockio.bpf.c. Its compiled objects (blockio_bpfel.o, blockio_bpfeb.o) and Go bindings

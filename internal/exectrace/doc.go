@@ -19,7 +19,7 @@
 // CAP_PERFMON, or CAP_SYS_ADMIN; without them Open returns an error matching ErrUnavailable and the sampler
 // uses the proc connector. Nothing is pinned: the programs detach at Close or when the process exits.
 //
-// It imports cilium/ebpf and, of tare's, kernel (the table, the privilege check) and redact.
+// It imports cilium/ebpf and, of tare's, kernel (the table, the privilege check), redact, and bpfstats (Tracer.Programs: the programs run in the forking or exec'ing process, so their time is not in tare's CPU but in that process's).
 //
 // The compiled objects (exectrace_bpfel.o, exectrace_bpfeb.o) and Go bindings are committed, so building tare
 // needs no C compiler. After changing the C source, regenerate them with clang and llvm-strip installed

@@ -3,6 +3,7 @@ package sample
 import (
 	"time"
 
+	"github.com/tare-dev/tare/internal/bpfstats"
 	"github.com/tare-dev/tare/internal/kernel"
 )
 
@@ -103,6 +104,9 @@ type Sample struct {
 	New []ProcInfo `json:"new,omitempty"`
 	// Exited lists IDs of processes that ended in this interval.
 	Exited []int64 `json:"exited,omitempty"`
+	// SelfBPF is the cumulative run time and count of tare's BPF programs loaded at this sample, since
+	// statistics were enabled or the program loaded (bpfstats); nil without BPF run-time statistics.
+	SelfBPF []bpfstats.Stat `json:"self_bpf,omitempty"`
 }
 
 // Meta describes a measurement: where and how it was taken.

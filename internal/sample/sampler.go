@@ -3,6 +3,7 @@ package sample
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
+	"github.com/tare-dev/tare/internal/bpfstats"
 	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/taskiter"
 )
@@ -49,6 +51,9 @@ type Options struct {
 	// ExecSource chooses what follows process starts (starts.go): ExecAuto, ExecConnector or
 	// ExecTracepoints. The last two are for tests, and to compare the two.
 	ExecSource ExecSource
+	// BPFPrograms returns BPF programs of tare's loaded outside the sampler (the block I/O tracer's), whose
+	// run time Sample.SelfBPF includes; nil for none.
+	BPFPrograms func() []bpfstats.Program
 }
 
 // Sampler takes samples of the node. It is not safe for concurrent use.
@@ -87,6 +92,7 @@ type Sampler struct {
 	lastNode     Node
 	stuck        kernel.StuckView // reads of cmdline and smaps_rollup that did not answer (kernel/blockingread.go)
 	act          *activity        // which processes ran since the previous sample (activity.go); nil without it
+	bpfStats     io.Closer        // keeps the kernel's BPF run-time statistics on (selfbpf.go); nil without them
 }
 
 // New opens every source this host and privilege level allow and says what it could not open.
@@ -171,6 +177,9 @@ func (s *Sampler) openSources(ctx context.Context, pass taskiter.Pass) {
 	if s.opts.Unprivileged {
 		s.meta.Limitations = append(s.meta.Limitations, "unprivileged sources forced: per-thread schedstat and parents' cutime/cstime")
 		return
+	}
+	if kernel.CanLoadBPF() {
+		s.openBPFStats()
 	}
 	ts, err := kernel.OpenTaskstats()
 	if err != nil {
@@ -268,6 +277,9 @@ func (s *Sampler) Close() {
 		_ = s.exits.Close()
 	}
 	s.act.close()
+	if s.bpfStats != nil {
+		_ = s.bpfStats.Close()
+	}
 }
 
 // Sample takes one sample. The first call is the baseline: it records who is there and credits nothing.
@@ -385,6 +397,7 @@ func (s *Sampler) sample(final bool) (Sample, error) {
 	if s.seq == ledgerChecks {
 		clear(s.baseDone) // a notification this late is another process's under a reused PID
 	}
+	smp.SelfBPF = s.selfBPF()
 	smp.Took = time.Since(now)
 	smp.Procs = coalesce(smp.Procs)
 	s.seq++

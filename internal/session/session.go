@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare/internal/blockio"
+	"github.com/tare-dev/tare/internal/bpfstats"
 	"github.com/tare-dev/tare/internal/sample"
 )
 
@@ -63,6 +64,15 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 		return nil, fmt.Errorf("a session needs a positive interval and duration, got %s and %s", o.Sampler.Interval, o.Duration)
 	}
 	s := &Session{opts: o}
+	if o.Sampler.BPFPrograms == nil {
+		// s.blockio is set below, before the first sample.
+		o.Sampler.BPFPrograms = func() []bpfstats.Program {
+			if s.blockio == nil {
+				return nil
+			}
+			return s.blockio.Programs()
+		}
+	}
 	smp, err := sample.New(ctx, o.Sampler, func(msg string) { s.warn(s.next, Source, msg) })
 	if err != nil {
 		return nil, err

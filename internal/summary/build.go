@@ -246,6 +246,7 @@ func (s *Summary) assemble(procs map[int64]*procAcc, samples []sample.Sample, se
 	}
 	// Shares are of the reference node busy (exact task time where the kernel offers it).
 	s.reconcile(secs, groupNs, selfNs)
+	s.SelfBPF = buildSelfBPF(samples[0], samples[len(samples)-1], secs)
 	busyNs := s.Reconcile.NodeBusy / 1000 * secs * 1e9
 	for name, g := range groups {
 		g.CPU = stats.Describe(groupSeries[name])

@@ -137,6 +137,7 @@ func (s Summary) tableSelf(w *errWriter) {
 	p := s.Self
 	w.printf("\nTARE ITSELF (not in any group)  cpu %.1fm  p95 %.1fm  max %.1fm  rss %s  pss %s  private %s  threads %d\n",
 		p.CPU.Mean, p.CPU.P95, p.CPU.Max, output.Bytes(p.RSS), output.Bytes(p.PSS), output.Bytes(p.Private), p.Threads)
+	s.tableSelfBPF(w)
 }
 
 func (s Summary) tableReconcile(w *errWriter) {

@@ -43,6 +43,7 @@ type Summary struct {
 	Processes      []Process      `json:"processes"`
 	Children       []Children     `json:"short_lived_children"`
 	Self           *Process       `json:"self,omitempty"`
+	SelfBPF        *SelfBPF       `json:"self_bpf,omitempty"` // nil without BPF run-time statistics
 	Reconcile      Reconciliation `json:"reconciliation"`
 	BlockIO        *BlockIO       `json:"block_io,omitempty"` // nil unless the session traced block I/O
 	Filter         string         `json:"filter,omitempty"`

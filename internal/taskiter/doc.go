@@ -42,7 +42,7 @@
 // CAP_SYS_ADMIN; without them Open returns an error matching ErrNotSupported and callers fall back to
 // reading every process.
 //
-// It imports cilium/ebpf and, of tare's, kernel (whether this process may load BPF); the sampler is its only caller. A new field of a thread
+// It imports cilium/ebpf and, of tare's, kernel (whether this process may load BPF) and bpfstats (Iter.Programs: the pass runs in the caller's read(2), so its run time is inside tare's system time); the sampler is its only caller. A new field of a thread
 // group goes in both programs' record and group.go's parse, with recordSize.
 //
 // The BPF programs are taskiter.bpf.c and bpfiter.bpf.c. Their compiled objects (taskiter_bpfel.o,

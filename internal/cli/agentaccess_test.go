@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -95,18 +96,23 @@ func tokenKubeconfig(t *testing.T, kc, token string) string {
 // verify the agent's certificate (the agent's is self-made) and presents no client certificate.
 func podNetnsClient(t *testing.T, cg string) *http.Client {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(cg, "cgroup.procs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pid int
-	for _, f := range strings.Fields(string(b)) {
-		if pid, err = strconv.Atoi(f); err == nil {
-			break
+	// The pod's processes are in its containers' cgroups, below the pod's.
+	pid := 0
+	_ = filepath.WalkDir(cg, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+			return nil
 		}
-	}
+		b, _ := os.ReadFile(p)
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				pid = n
+				return filepath.SkipAll
+			}
+		}
+		return nil
+	})
 	if pid == 0 {
-		t.Fatalf("no process in %s", cg)
+		t.Fatalf("no process in %s or below", cg)
 	}
 	ns, err := netns.GetFromPath(fmt.Sprintf("/proc/%d/ns/net", pid))
 	if err != nil {

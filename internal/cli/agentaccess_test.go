@@ -300,6 +300,11 @@ func checkPodSecurity(ctx context.Context, t *testing.T, cs kubernetes.Interface
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), baseline, metav1.DeleteOptions{}) })
+	// The pod's ServiceAccount, so that admission reaches Pod Security.
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: spec.ServiceAccountName}}
+	if _, err := cs.CoreV1().ServiceAccounts(baseline).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "agent-dry-run"}, Spec: spec}
 	_, err = cs.CoreV1().Pods(baseline).Create(ctx, pod, dry)

@@ -146,9 +146,9 @@ func TestAgentsOnThreeNodeLab(t *testing.T) {
 	// Who may read the agents: callers from a pod, users of cluster measure, the admission of its pods.
 	checkAgentAccess(ctx, t, cs, agents["tare-node-2"], burnerCgroup)
 	checkClusterMeasureRBAC(ctx, t, cs, kc)
-	checkPodSecurity(ctx, t, cs, "tare-node-1")
+	checkPodSecurity(ctx, t, cs, "tare-node-2")
 	// The API server's pod proxy forwards no credentials: the agent refuses it.
-	if b, err := cs.CoreV1().Pods(deploy.DefaultNamespace).ProxyGet("https", agents["tare-node-1"].Name, strconv.Itoa(deploy.DefaultPort), "/metrics", nil).DoRaw(ctx); err == nil {
+	if b, err := cs.CoreV1().Pods(deploy.DefaultNamespace).ProxyGet("https", agents["tare-node-2"].Name, strconv.Itoa(deploy.DefaultPort), "/metrics", nil).DoRaw(ctx); err == nil {
 		t.Errorf("GET /metrics through the API server's pod proxy: served %d bytes, want refused", len(b))
 	}
 

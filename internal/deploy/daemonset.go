@@ -100,9 +100,10 @@ func podSpec(o Options) corev1.PodSpec {
 		// Every node, whatever its taints: control-plane, not-ready and cordoned nodes cost too.
 		Tolerations:                   []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 		TerminationGracePeriodSeconds: ptr(int64(10)),
-		// The container runtime's default seccomp profile: it allows bpf and perf_event_open to a process
-		// with CAP_BPF and CAP_PERFMON (containerd 1.7+, CRI-O, Docker 23+; containerd 1.6 only with
-		// CAP_SYS_ADMIN, and there the agent reads /proc instead, saying so in its limitations).
+		// The container runtime's default seccomp profile. On the lab (containerd 1.6.20, runc 1.1.5) the
+		// agent loads its BPF programs under it with CAP_BPF and CAP_PERFMON (TestAgentsOnThreeNodeLab: the
+		// exec tracepoints load on every node); a runtime whose profile refuses bpf or perf_event_open to
+		// a process without CAP_SYS_ADMIN leaves the agent reading /proc, saying so in its limitations.
 		SecurityContext: &corev1.PodSecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 		Containers:      []corev1.Container{container(o)},
 		Volumes: []corev1.Volume{

@@ -1,6 +1,6 @@
 // Package cluster is tare's cluster view (tare cluster measure): it finds the tare agents of a cluster
-// through the API server, reads each node's /summary over one trailing window through the API server's
-// pod proxy, and folds them into per-node rows and cluster totals: control plane, kubelet and runtime,
+// through the API server, reads each node's /summary over one trailing window from the agent at its node's
+// address (over TLS, with the caller's own credentials), and folds them into per-node rows and cluster totals: control plane, kubelet and runtime,
 // per-pod overhead (the runtime's shims, pause and CNI per running pod), workload pods, add-ons,
 // kernel threads, other processes and tare itself. A node whose agent is missing, unready or
 // unreachable is a row that says so. Nodes that share one kernel (a one-machine lab, kind) are found by

@@ -63,7 +63,7 @@ const (
 // full command line, exists only in the host's (initial) network namespace; in a pod's own namespace the
 // kernel refuses the subscription (measured on this machine: `unshare -n tare measure` reports "proc
 // connector: connection refused"). A consequence: the agent's port is the node's, reachable as NODE_IP:PORT,
-// which Prometheus's kubernetes_sd (role pod) and the API server's pod proxy both use as the pod IP.
+// which Prometheus's kubernetes_sd (role pod) and tare cluster measure use as the pod IP.
 func daemonSet(o Options) *appsv1.DaemonSet {
 	l := labels()
 	return &appsv1.DaemonSet{

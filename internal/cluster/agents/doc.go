@@ -1,5 +1,6 @@
 // Package agents finds a cluster's tare agents through the API server and reads their /summary over one
-// window through the API server's pod proxy (client-go), waiting for agents that started less than the
+// window from each agent at its node's address, over TLS with the caller's own credentials (which the agent
+// checks with the API server: the pod proxy would forward none), waiting for agents that started less than the
 // window ago; internal/cluster folds what they said into the cluster view. It is apart from cluster so
 // that the view's readers (the HTML report) do not pull in client-go.
 //

@@ -1,0 +1,8 @@
+// Package userfile opens the files a user names on tare's command line (recordings, density results,
+// profiles, audit logs, experiment specs) so that none can hang or fool tare: only a regular file is
+// opened (a FIFO waits for a writer that may never come, a device never ends, a directory is no file), and
+// a file read whole has a bound, past which it is refused with its size rather than cut short.
+//
+// It imports only the standard library and nothing of tare's, so any package may use it. Every reader of a
+// file named by the user opens it here.
+package userfile

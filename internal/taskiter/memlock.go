@@ -14,8 +14,8 @@ import (
 // may not load unless the limit is raised.
 
 // raiseMemlock lifts RLIMIT_MEMLOCK where the kernel charges BPF memory to it, and does nothing where it
-// does not (cilium/ebpf's rlimit.RemoveMemlock: the package's init creates a one-entry map with the limit
-// at 0 to tell, once per process). Lifting it above the hard limit needs CAP_SYS_RESOURCE; the error
+// does not (cilium/ebpf's rlimit.RemoveMemlock: the package's init, in every tare process, creates a
+// one-entry array map with the soft limit at 0 for a moment to tell, and restores the limit). Lifting it above the hard limit needs CAP_SYS_RESOURCE; the error
 // then says so, and the caller still tries to load within the limit it has.
 func raiseMemlock() error {
 	if err := rlimit.RemoveMemlock(); err != nil {
@@ -41,10 +41,13 @@ func memlockNow() string {
 }
 
 // memlockError explains a load refused with EPERM after the limit could not be raised: on a kernel that
-// charges BPF memory to RLIMIT_MEMLOCK that, not a missing privilege, is the likely cause.
+// charges BPF memory to RLIMIT_MEMLOCK that is the likely cause. The probe that decides whether the limit
+// matters is itself a bpf(2) call, which a seccomp profile or missing privileges also refuse with EPERM,
+// so the message names both.
 func memlockError(p Pass, err, raiseErr error) error {
 	if raiseErr == nil || !errors.Is(err, unix.EPERM) {
 		return loadError(p, err)
 	}
-	return fmt.Errorf("%w: loading the BPF task iterator: %w; %w", ErrNotSupported, err, raiseErr)
+	return fmt.Errorf("%w: loading the BPF task iterator: %w; %w (or bpf(2) is refused outright: it needs CAP_BPF and CAP_PERFMON, "+
+		"or CAP_SYS_ADMIN, and a seccomp profile that allows it)", ErrNotSupported, err, raiseErr)
 }

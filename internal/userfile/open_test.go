@@ -2,6 +2,7 @@ package userfile
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -51,5 +52,34 @@ func TestReadAllBound(t *testing.T) {
 	}
 	if _, err := ReadAll(path, "spec", 1024); err == nil || !strings.Contains(err.Error(), "larger than 1 KiB") {
 		t.Errorf("past the bound: %v", err)
+	}
+}
+
+// TestWrite: an output is its owner's alone, and a fill that fails leaves neither the file nor a temporary
+// one behind.
+func TestWrite(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "report.html")
+	if err := Write(path, func(w io.Writer) error { _, err := io.WriteString(w, "ok"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("written file %v, %v: want mode 0600", fi.Mode(), err)
+	}
+	failed := filepath.Join(dir, "failed.html")
+	if err := Write(failed, func(io.Writer) error { return errors.New("no") }); err == nil {
+		t.Fatal("a failed fill was written")
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 {
+		t.Errorf("after a failed write the directory holds %d entries, want the one good file", len(es))
+	}
+	for _, bad := range []string{filepath.Join(dir, "missing", "x"), dir} {
+		if err := CheckOutput(bad); err == nil {
+			t.Errorf("CheckOutput(%s) accepted it", bad)
+		}
+	}
+	if err := CheckOutput(filepath.Join(dir, "new.pb.gz")); err != nil {
+		t.Errorf("CheckOutput of a new file in a writable directory: %v", err)
 	}
 }

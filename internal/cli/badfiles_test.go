@@ -79,3 +79,39 @@ func TestFilesThatCannotHurt(t *testing.T) {
 		}
 	}
 }
+
+// TestLabStateWithoutWhatItNeeds: a state.json that tare lab up did not write ({}; or a pause record with no
+// start) is refused by pause and unpause, saying so, and nothing is written anywhere (the directory comes
+// from the command line, never from the file).
+func TestLabStateWithoutWhatItNeeds(t *testing.T) {
+	t.Parallel()
+	for name, state := range map[string]string{
+		"empty":        `{}`,
+		"no dir":       `{"version": 1, "processes": []}`,
+		"paused never": `{"version": 1, "dir": "/elsewhere", "processes": [], "paused": {"complete": true}}`,
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "state.json"), []byte(state), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, verb := range []string{"pause", "unpause"} {
+			_, _, err := run(context.Background(), "lab", verb, "--dir", dir)
+			if err == nil {
+				t.Errorf("%s: lab %s accepted %s", name, verb, state)
+				continue
+			}
+			if strings.Contains(err.Error(), "2562047h") || strings.Contains(err.Error(), "lab in  runs") {
+				t.Errorf("%s: lab %s: %v", name, verb, err)
+			}
+			if name != "no dir" && !strings.Contains(err.Error(), "state.json") {
+				t.Errorf("%s: lab %s: %v; want the state file named", name, verb, err)
+			}
+		}
+		if names, _ := filepath.Glob(filepath.Join(dir, "*")); len(names) != 1 {
+			t.Errorf("%s: the lab directory holds %v after pause and unpause", name, names)
+		}
+	}
+	if _, err := os.Stat("state.json"); err == nil {
+		t.Error("a state.json was written in the current directory")
+	}
+}

@@ -2,12 +2,12 @@ package cli
 
 import (
 	"io"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/tare-dev/tare/internal/deploy"
+	"github.com/tare-dev/tare/internal/sample"
 )
 
 // newAgentManifest is `tare agent manifest`: the DaemonSet, ServiceAccount and RBAC that run tare agent on
@@ -51,8 +51,8 @@ another cluster, write it with tare agent image --out FILE.tar, load or push it,
 				return usageError("--port %d: want a port from 1 to 65535", o.Port)
 			case o.HealthPort < 0 || o.HealthPort > 65535:
 				return usageError("--health-port %d: want a port from 1 to 65535 (0: --port + 1)", o.HealthPort)
-			case o.Interval < 10*time.Millisecond:
-				return usageError("--interval %s is below the agent's 10ms floor", o.Interval)
+			case sample.CheckInterval(o.Interval) != nil:
+				return usageError("%w", sample.CheckInterval(o.Interval))
 			}
 			objs, err := deploy.Objects(*o)
 			if err != nil {

@@ -77,7 +77,7 @@ func TestBadInput(t *testing.T) {
 		{"agent detail interval 0", []string{"agent", "--detail-interval", "0"}, 2, "--detail-interval must be positive"},
 		{"manifest port 0", []string{"agent", "manifest", "--port", "0"}, 2, "--port 0: want a port from 1 to 65535"},
 		{"manifest port too high", []string{"agent", "manifest", "--port", "70000"}, 2, "--port 70000"},
-		{"manifest interval 0", []string{"agent", "manifest", "--interval", "0"}, 2, "--interval 0s is below"},
+		{"manifest interval 0", []string{"agent", "manifest", "--interval", "0"}, 2, "--interval must be positive"},
 		{"density bad namespace", []string{"density", "--namespace", "Bad_NS!"}, 2, `--namespace "Bad_NS!"`},
 		{"density pods too many", []string{"density", "--pods", "0,1000000000"}, 2, "pod count 1000000000 is above"},
 		{"unknown verb", []string{"mesure"}, 2, "unknown command"},

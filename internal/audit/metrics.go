@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/tare-dev/tare/internal/output"
 )
 
 // Without an audit log, kube-apiserver's own apiserver_request_total counter still says how many requests
@@ -85,7 +87,7 @@ type MetricsReport struct {
 // Delta is what the counters grew by between two scrapes taken minutes apart. A counter that went down
 // (an API server restart) counts from zero.
 func Delta(before, after RequestTotals, minutes float64) MetricsReport {
-	rep := MetricsReport{Minutes: round2(minutes), Missing: MetricsGap, Rows: []MetricRow{}}
+	rep := MetricsReport{Minutes: output.Round(minutes, 2), Missing: MetricsGap, Rows: []MetricRow{}}
 	for k, v := range after {
 		d := v - before[k]
 		if d < 0 {
@@ -95,9 +97,9 @@ func Delta(before, after RequestTotals, minutes float64) MetricsReport {
 			continue
 		}
 		rep.Requests += d
-		rep.Rows = append(rep.Rows, MetricRow{Verb: k[0], Resource: k[1], Requests: d, PerMinute: round2(d / max(minutes, 1.0/60))})
+		rep.Rows = append(rep.Rows, MetricRow{Verb: k[0], Resource: k[1], Requests: d, PerMinute: output.Round(d/max(minutes, 1.0/60), 2)})
 	}
-	rep.PerMinute = round2(rep.Requests / max(minutes, 1.0/60))
+	rep.PerMinute = output.Round(rep.Requests/max(minutes, 1.0/60), 2)
 	sort.Slice(rep.Rows, func(i, j int) bool {
 		if rep.Rows[i].Requests != rep.Rows[j].Requests {
 			return rep.Rows[i].Requests > rep.Rows[j].Requests

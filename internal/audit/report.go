@@ -9,6 +9,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"github.com/tare-dev/tare/internal/output"
 	"github.com/tare-dev/tare/internal/redact"
 )
 
@@ -253,12 +254,12 @@ func (a *aggregator) report() *Report {
 		span = time.Second
 	}
 	r.Minutes = span.Minutes()
-	rate := func(n int) float64 { return round2(float64(n) / r.Minutes) }
+	rate := func(n int) float64 { return output.Round(float64(n)/r.Minutes, 2) }
 	r.PerMinute = rate(r.Requests)
 	startMin := r.From.Unix() / 60
 	for name, c := range a.clients {
 		cl := Client{Name: name, Requests: c.n, PerMinute: rate(c.n), Errors: c.errs,
-			SharePct: round2(100 * float64(c.n) / float64(max(r.Requests, 1)))}
+			SharePct: output.Round(100*float64(c.n)/float64(max(r.Requests, 1)), 2)}
 		for u := range c.users {
 			cl.Users = append(cl.Users, redact.Text(u))
 		}
@@ -315,5 +316,3 @@ func sortLeases(ls []Lease) {
 		return ls[i].Client+ls[i].Name < ls[j].Client+ls[j].Name
 	})
 }
-
-func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }

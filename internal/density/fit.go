@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"gonum.org/v1/gonum/stat"
+
+	"github.com/tare-dev/tare/internal/stats"
 )
 
 // Fit is a line fitted to cost against pod count: Fixed at zero pods plus Marginal per pod, with the 95%
@@ -94,7 +96,7 @@ func slope(xs, ys []float64) (float64, bool) {
 	if len(s) == 0 {
 		return 0, false
 	}
-	return median(s), true
+	return stats.MedianOf(s), true
 }
 
 func intercept(xs, ys []float64, b float64) float64 {
@@ -102,7 +104,7 @@ func intercept(xs, ys []float64, b float64) float64 {
 	for i := range xs {
 		r[i] = ys[i] - b*xs[i]
 	}
-	return median(r)
+	return stats.MedianOf(r)
 }
 
 // rSquared is 1 − SSres/SStot of the line on the points; 1 when every y is equal and on the line.
@@ -122,16 +124,6 @@ func rSquared(xs, ys []float64, a, b float64) float64 {
 		return 0
 	}
 	return 1 - res/tot
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // fitJSON and costJSON are Fit and Cost as JSON holds them: a figure that could not be fitted (NaN) is

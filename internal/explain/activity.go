@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/tare-dev/tare/internal/output"
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/stats"
 	"github.com/tare-dev/tare/internal/summary"
@@ -101,9 +102,9 @@ func Analyze(samples []sample.Sample, sum summary.Summary) Activity {
 	for _, s := range samples[1:] {
 		a.Times = append(a.Times, s.Time)
 	}
-	a.IntervalSeconds = round(sum.Window.Seconds/float64(len(x)), 3)
+	a.IntervalSeconds = output.Round(sum.Window.Seconds/float64(len(x)), 3)
 	a.Baseline = robustBaseline(x)
-	a.ThresholdMc = round(spikeThreshold(a.Baseline, spikeFloorMc), 1)
+	a.ThresholdMc = output.Round(spikeThreshold(a.Baseline, spikeFloorMc), 1)
 	gs := sum.GroupSeries()
 	groupMed := map[string]float64{}
 	for g, s := range gs {
@@ -111,11 +112,11 @@ func Analyze(samples []sample.Sample, sum summary.Summary) Activity {
 	}
 	var spikeStarts []float64
 	for _, r := range findSpikes(x, dt, a.Baseline, a.ThresholdMc) {
-		sp := Spike{At: samples[r.first].Time, PeakMc: round(r.peak, 1), ExcessMs: round(r.excess, 1)}
+		sp := Spike{At: samples[r.first].Time, PeakMc: output.Round(r.peak, 1), ExcessMs: output.Round(r.excess, 1)}
 		for i := r.first; i <= r.last; i++ {
 			sp.Seconds += dt[i]
 		}
-		sp.Seconds = round(sp.Seconds, 2)
+		sp.Seconds = output.Round(sp.Seconds, 2)
 		spikeStarts = append(spikeStarts, samples[r.first].Time.Sub(samples[0].Time).Seconds())
 		for g, s := range gs {
 			var ex float64
@@ -123,7 +124,7 @@ func Analyze(samples []sample.Sample, sum summary.Summary) Activity {
 				ex += math.Max(0, s[i]-groupMed[g]) * dt[i]
 			}
 			if ex >= 1 {
-				sp.Groups = append(sp.Groups, Contributor{Group: g, ExcessMs: round(ex, 1)})
+				sp.Groups = append(sp.Groups, Contributor{Group: g, ExcessMs: output.Round(ex, 1)})
 			}
 		}
 		sort.Slice(sp.Groups, func(i, j int) bool { return sp.Groups[i].ExcessMs > sp.Groups[j].ExcessMs })
@@ -142,11 +143,11 @@ func Analyze(samples []sample.Sample, sum summary.Summary) Activity {
 		a.Spikes = append(a.Spikes, sp)
 	}
 	if p, irr := gapStats(spikeStarts); p > 0 && irr <= maxPollerIrregularity {
-		a.SpikePeriod = round(p, 2)
+		a.SpikePeriod = output.Round(p, 2)
 	}
 	busy := sum.Reconcile.NodeBusy
 	if lag, r := period(x); lag > 0 {
-		a.NodePeriod = &Periodic{Group: "node", PeriodSeconds: round(float64(lag)*a.IntervalSeconds, 2), Autocorr: round(r, 2), MeanMc: round(mean(x), 1), SharePct: 100}
+		a.NodePeriod = &Periodic{Group: "node", PeriodSeconds: output.Round(float64(lag)*a.IntervalSeconds, 2), Autocorr: output.Round(r, 2), MeanMc: output.Round(mean(x), 1), SharePct: 100}
 	}
 	for g, s := range gs {
 		m := mean(s)
@@ -154,8 +155,8 @@ func Analyze(samples []sample.Sample, sum summary.Summary) Activity {
 			continue
 		}
 		if lag, r := period(s); lag > 0 && r >= 0.4 {
-			a.Periodic = append(a.Periodic, Periodic{Group: g, PeriodSeconds: round(float64(lag)*a.IntervalSeconds, 2),
-				Autocorr: round(r, 2), MeanMc: round(m, 1), SharePct: round(pctOf(m, busy), 1)})
+			a.Periodic = append(a.Periodic, Periodic{Group: g, PeriodSeconds: output.Round(float64(lag)*a.IntervalSeconds, 2),
+				Autocorr: output.Round(r, 2), MeanMc: output.Round(m, 1), SharePct: output.Round(output.Percent(m, busy), 1)})
 		}
 	}
 	sort.Slice(a.Periodic, func(i, j int) bool { return a.Periodic[i].MeanMc > a.Periodic[j].MeanMc })
@@ -180,8 +181,8 @@ func pollers(sum summary.Summary) []Poller {
 			continue
 		}
 		out = append(out, Poller{ParentPID: c.ParentPID, ParentCmdline: c.ParentCmdline, Group: c.Group, Cmdline: c.Cmdline,
-			Runs: c.Runs, PeriodSeconds: round(p, 2), Irregularity: round(irr, 3), CPUPerRunMs: round(c.CPUPerRunMs, 1),
-			CPUMc: round(c.CPU, 1), SharePct: round(c.SharePct, 1)})
+			Runs: c.Runs, PeriodSeconds: output.Round(p, 2), Irregularity: output.Round(irr, 3), CPUPerRunMs: output.Round(c.CPUPerRunMs, 1),
+			CPUMc: output.Round(c.CPU, 1), SharePct: output.Round(c.SharePct, 1)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].CPUMc > out[j].CPUMc })
 	return out
@@ -210,8 +211,8 @@ func sawtooth(x []float64, interval float64, p *Periodic) *Sawtooth {
 		return nil
 	}
 	m := mean(x)
-	return &Sawtooth{PeriodSeconds: p.PeriodSeconds, Autocorr: p.Autocorr, HighMc: round(hi, 1), LowMc: round(lo, 1),
-		MeanMc: round(m, 1), IdlePct: round(100*idle, 1), LostPct: round(100*(hi-m)/hi, 1)}
+	return &Sawtooth{PeriodSeconds: p.PeriodSeconds, Autocorr: p.Autocorr, HighMc: output.Round(hi, 1), LowMc: output.Round(lo, 1),
+		MeanMc: output.Round(m, 1), IdlePct: output.Round(100*idle, 1), LostPct: output.Round(100*(hi-m)/hi, 1)}
 }
 
 func mean(x []float64) float64 {
@@ -223,18 +224,6 @@ func mean(x []float64) float64 {
 		s += v
 	}
 	return s / float64(len(x))
-}
-
-func pctOf(part, whole float64) float64 {
-	if whole <= 0 {
-		return 0
-	}
-	return 100 * part / whole
-}
-
-func round(x float64, digits int) float64 {
-	p := math.Pow(10, float64(digits))
-	return math.Round(x*p) / p
 }
 
 // describePoller is the one-line statement of a poller finding.

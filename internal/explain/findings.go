@@ -7,6 +7,7 @@ import (
 
 	"github.com/tare-dev/tare/internal/audit"
 	"github.com/tare-dev/tare/internal/component"
+	"github.com/tare-dev/tare/internal/output"
 	"github.com/tare-dev/tare/internal/summary"
 )
 
@@ -71,8 +72,8 @@ func Findings(in Inputs) []Finding {
 	}
 	busy := in.Summary.Reconcile.NodeBusy
 	for i := range fs {
-		fs[i].Mc = round(fs[i].Mc, 1)
-		fs[i].SharePct = round(pctOf(fs[i].Mc, busy), 1)
+		fs[i].Mc = output.Round(fs[i].Mc, 1)
+		fs[i].SharePct = output.Round(output.Percent(fs[i].Mc, busy), 1)
 	}
 	sort.SliceStable(fs, func(i, j int) bool { return fs[i].Mc > fs[j].Mc })
 	return fs

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare/internal/audit"
+	"github.com/tare-dev/tare/internal/output"
 	"github.com/tare-dev/tare/internal/pprof"
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/summary"
@@ -70,13 +71,13 @@ func NewClusterRead(t time.Time, recording bool) *ClusterRead {
 // New analyses a measurement and assembles the report. api, facts and profiles may be empty.
 func New(samples []sample.Sample, sum summary.Summary, api API, facts *ClusterFacts, profiles []pprof.Summary) Report {
 	act := Analyze(samples, sum)
-	r := Report{Window: sum.Window, NodeBusy: round(sum.Reconcile.NodeBusy, 1), Busy: sum.Reconcile.Reference, BusyWarnings: sum.Reconcile.Warnings, Activity: act,
+	r := Report{Window: sum.Window, NodeBusy: output.Round(sum.Reconcile.NodeBusy, 1), Busy: sum.Reconcile.Reference, BusyWarnings: sum.Reconcile.Warnings, Activity: act,
 		API: api, Profiles: profiles, USE: BuildUSE(samples, sum), Facts: facts, Summary: &sum, Groups: sum.Groups}
 	if r.Profiles == nil {
 		r.Profiles = []pprof.Summary{}
 	}
 	if sum.Self != nil {
-		r.Self = round(sum.Self.CPU.Mean, 1)
+		r.Self = output.Round(sum.Self.CPU.Mean, 1)
 	}
 	if len(r.Groups) > 12 {
 		r.Groups = r.Groups[:12]

@@ -80,8 +80,8 @@ func BuildUSE(samples []sample.Sample, sum summary.Summary) USE {
 		du := DiskUse{Device: d.Name, ReadIOPS: rate(d.ReadIOs-p.ReadIOs, secs), WriteIOPS: rate(d.WriteIOs-p.WriteIOs, secs),
 			ReadBps: rate((d.ReadSectors-p.ReadSectors)*d.SectorBytes, secs), WriteBps: rate((d.WriteSectors-p.WriteSectors)*d.SectorBytes, secs),
 			FlushPerSec: rate(d.FlushIOs-p.FlushIOs, secs),
-			UtilPct:     round(min(100, float64(d.IOTicksMs-p.IOTicksMs)/(secs*1000)*100), 1),
-			QueueDepth:  round(float64(d.WeightedMs-p.WeightedMs)/(secs*1000), 2)}
+			UtilPct:     output.Round(min(100, float64(d.IOTicksMs-p.IOTicksMs)/(secs*1000)*100), 1),
+			QueueDepth:  output.Round(float64(d.WeightedMs-p.WeightedMs)/(secs*1000), 2)}
 		u.Disks = append(u.Disks, du)
 		row := USERow{Resource: "disk " + d.Name, UtilPct: du.UtilPct,
 			Utilisation: fmt.Sprintf("%.1f%% busy; %.0f r/s %.0f w/s, %s/s written, %.1f flushes/s", du.UtilPct, du.ReadIOPS, du.WriteIOPS, output.Bytes(du.WriteBps), du.FlushPerSec),
@@ -103,7 +103,7 @@ func BuildUSE(samples []sample.Sample, sum summary.Summary) USE {
 		row := USERow{Resource: "net " + n.Name, UtilPct: -1,
 			Utilisation: fmt.Sprintf("%s/s in, %s/s out; link speed unknown", output.Bytes(rate(n.RxBytes-p.RxBytes, secs)), output.Bytes(rate(n.TxBytes-p.TxBytes, secs)))}
 		if n.SpeedMbps > 0 {
-			row.UtilPct = round(bps*8/(float64(n.SpeedMbps)*1e6)*100, 2)
+			row.UtilPct = output.Round(bps*8/(float64(n.SpeedMbps)*1e6)*100, 2)
 			row.Utilisation = fmt.Sprintf("%.2f%% of %d Mb/s (%s/s in, %s/s out)", row.UtilPct, n.SpeedMbps, output.Bytes(rate(n.RxBytes-p.RxBytes, secs)), output.Bytes(rate(n.TxBytes-p.TxBytes, secs)))
 		}
 		drops := (n.RxDrop - p.RxDrop) + (n.TxDrop - p.TxDrop)
@@ -115,7 +115,7 @@ func BuildUSE(samples []sample.Sample, sum summary.Summary) USE {
 	}
 	for _, g := range sum.Groups {
 		if g.WriteBps > 0 || g.ReadBps > 0 {
-			u.Writers = append(u.Writers, Writer{Group: g.Name, WriteBps: round(g.WriteBps, 0), ReadBps: round(g.ReadBps, 0)})
+			u.Writers = append(u.Writers, Writer{Group: g.Name, WriteBps: output.Round(g.WriteBps, 0), ReadBps: output.Round(g.ReadBps, 0)})
 		}
 	}
 	sort.Slice(u.Writers, func(i, j int) bool { return u.Writers[i].WriteBps > u.Writers[j].WriteBps })
@@ -132,7 +132,7 @@ func cpuRow(samples []sample.Sample, sum summary.Summary) USERow {
 	run /= float64(len(samples) - 1)
 	// procs_running counts the reader itself: one runnable task is the sampler.
 	sat := run-1 > float64(cpus) || psiSome(sum, "cpu") > saturatedPSI
-	return USERow{Resource: "cpu", UtilPct: round(util, 1),
+	return USERow{Resource: "cpu", UtilPct: output.Round(util, 1),
 		Utilisation: fmt.Sprintf("%.1f%% of %d CPUs (%.0fm)", util, cpus, sum.Reconcile.NodeBusy),
 		Saturation:  fmt.Sprintf("%.1f tasks runnable on average, tare's reader included (%d CPUs)", run, cpus) + psi(sum, "cpu"),
 		Errors:      "n/a", Verdict: verdict(util, sat, false)}
@@ -141,7 +141,7 @@ func cpuRow(samples []sample.Sample, sum summary.Summary) USERow {
 func memRow(first, last *kernel.Resources, sum summary.Summary, secs float64) USERow {
 	util := -1.0
 	if last.MemTotal > 0 {
-		util = round(100*(1-float64(last.MemAvailable)/float64(last.MemTotal)), 1)
+		util = output.Round(100*(1-float64(last.MemAvailable)/float64(last.MemTotal)), 1)
 	}
 	swaps := (last.VM.PswpIn - first.VM.PswpIn) + (last.VM.PswpOut - first.VM.PswpOut)
 	majors := rate(last.VM.PgMajFault-first.VM.PgMajFault, secs)
@@ -179,5 +179,5 @@ func rate(n uint64, secs float64) float64 {
 	if secs <= 0 {
 		return 0
 	}
-	return round(float64(n)/secs, 1)
+	return output.Round(float64(n)/secs, 1)
 }

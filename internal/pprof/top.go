@@ -5,6 +5,8 @@ import (
 	"sort"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/tare-dev/tare/internal/output"
 )
 
 // Func is one function's CPU in a profile: flat (in the function itself) and cumulative (with callees).
@@ -94,10 +96,10 @@ func Summarize(component string, p *profile.Profile, n int) Summary {
 	}
 	s.TotalMs = float64(total) / 1e6
 	if s.Seconds > 0 {
-		s.Mc = round1(s.TotalMs / s.Seconds)
+		s.Mc = output.Round(s.TotalMs/s.Seconds, 1)
 	}
 	for name, v := range cum {
-		s.Top = append(s.Top, Func{Name: name, FlatMs: round1(float64(flat[name]) / 1e6), CumMs: round1(float64(v) / 1e6),
+		s.Top = append(s.Top, Func{Name: name, FlatMs: output.Round(float64(flat[name])/1e6, 1), CumMs: output.Round(float64(v)/1e6, 1),
 			FlatPct: pct(flat[name], total), CumPct: pct(v, total)})
 	}
 	sort.Slice(s.Top, func(i, j int) bool {
@@ -112,7 +114,7 @@ func Summarize(component string, p *profile.Profile, n int) Summary {
 	if len(s.Top) > n {
 		s.Top = s.Top[:n]
 	}
-	s.TotalMs = round1(s.TotalMs)
+	s.TotalMs = output.Round(s.TotalMs, 1)
 	return s
 }
 
@@ -120,7 +122,5 @@ func pct(v, total int64) float64 {
 	if total == 0 {
 		return 0
 	}
-	return round1(100 * float64(v) / float64(total))
+	return output.Round(100*float64(v)/float64(total), 1)
 }
-
-func round1(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/tare-dev/tare/internal/output"
 	"github.com/tare-dev/tare/internal/pprof"
 )
 
@@ -51,10 +52,10 @@ func Summarize(raw *Raw, p *profile.Profile, n int) Summary {
 		sub := pprof.Summarize(g, GroupOf(p, g), n)
 		row := Group{Name: g, Samples: c, Top: sub.Top}
 		if s.Seconds > 0 {
-			row.Millicores = round1(sub.TotalMs / s.Seconds)
+			row.Millicores = output.Round(sub.TotalMs/s.Seconds, 1)
 		}
 		if possible > 0 {
-			row.NodePct = round1(100 * float64(c) / possible)
+			row.NodePct = output.Round(100*float64(c)/possible, 1)
 		}
 		s.Groups = append(s.Groups, row)
 	}
@@ -66,8 +67,6 @@ func Summarize(raw *Raw, p *profile.Profile, n int) Summary {
 	})
 	return s
 }
-
-func round1(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }
 
 // WriteTable prints the summary: a line for the recording, then per group its CPU and top functions.
 func WriteTable(w io.Writer, s Summary) error {

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/tare-dev/tare/internal/output"
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/stats"
 )
@@ -53,7 +54,7 @@ func Build(meta sample.Meta, samples []sample.Sample, opts Options) Summary {
 	first, last := samples[0], samples[len(samples)-1]
 	n := len(samples) - 1
 	secs := windowSeconds(samples) // monotonic: the sum of the intervals, immune to wall-clock steps
-	s.Window = Window{Start: first.Time, End: last.Time, Seconds: round(secs, 3), Intervals: n}
+	s.Window = Window{Start: first.Time, End: last.Time, Seconds: output.Round(secs, 3), Intervals: n}
 	procs := map[int64]*procAcc{}
 	s.buildNode(samples, secs)
 	at := 0.0
@@ -251,7 +252,7 @@ func (s *Summary) assemble(procs map[int64]*procAcc, samples []sample.Sample, se
 	for name, g := range groups {
 		g.CPU = stats.Describe(groupSeries[name])
 		g.CPU.Mean = mcFromSeries(groupSeries[name], samples)
-		g.SharePct = pct(g.CPU.Mean/1000*secs*1e9, busyNs)
+		g.SharePct = output.Percent(g.CPU.Mean/1000*secs*1e9, busyNs)
 		s.Groups = append(s.Groups, *g)
 	}
 	sortGroups(s.Groups)
@@ -278,7 +279,7 @@ func (s *Summary) assemble(procs map[int64]*procAcc, samples []sample.Sample, se
 		c.CPUPerRunMs = float64(c.ns) / 1e6 / float64(c.Runs)
 		c.PerMinute = float64(c.Runs) / secs * 60
 		c.PeriodSeconds = medianGap(c.Starts)
-		c.SharePct = pct(float64(c.ns), busyNs)
+		c.SharePct = output.Percent(float64(c.ns), busyNs)
 		if opts.Match == nil || opts.Match.MatchString(c.Cmdline) || opts.Match.MatchString(c.ParentCmdline) {
 			s.Children = append(s.Children, *c)
 		}
@@ -368,13 +369,6 @@ func medianGap(ts []time.Time) float64 {
 		return (gaps[n/2-1] + gaps[n/2]) / 2
 	}
 	return gaps[len(gaps)/2]
-}
-
-func pct(part, whole float64) float64 {
-	if whole <= 0 {
-		return 0
-	}
-	return part / whole * 100
 }
 
 // reconcile checks groups + tare + unattributed = node busy against the node's reference (see

@@ -2,6 +2,7 @@ package summary
 
 import (
 	"github.com/tare-dev/tare/internal/bpfstats"
+	"github.com/tare-dev/tare/internal/output"
 	"github.com/tare-dev/tare/internal/sample"
 )
 
@@ -31,7 +32,7 @@ func buildSelfBPF(first, last sample.Sample, secs float64) *SelfBPF {
 		all += uint64(p.RunTime)
 	}
 	out := uint64(bpfstats.Outside(d))
-	return &SelfBPF{Programs: d, Outside: round(mc(out, secs), 2), InSelf: round(mc(all-out, secs), 2)}
+	return &SelfBPF{Programs: d, Outside: output.Round(mc(out, secs), 2), InSelf: output.Round(mc(all-out, secs), 2)}
 }
 
 func (s Summary) tableSelfBPF(w *errWriter) {

@@ -1,13 +1,11 @@
 package summary
 
 import (
-	"math"
 	"regexp"
 	"sort"
 	"time"
 
 	"github.com/tare-dev/tare/internal/blockio"
-
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/stats"
 )
@@ -192,11 +190,6 @@ func mc(ns uint64, seconds float64) float64 {
 		return 0
 	}
 	return float64(ns) / 1e9 / seconds * 1000
-}
-
-func round(x float64, digits int) float64 {
-	p := math.Pow(10, float64(digits))
-	return math.Round(x*p) / p
 }
 
 func sortGroups(gs []Group) {

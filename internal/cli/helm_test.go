@@ -23,6 +23,7 @@ import (
 	"github.com/tare-dev/tare/internal/deploy"
 	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/lab/labtest"
+	"github.com/tare-dev/tare/internal/promread/promtest"
 )
 
 // chartDir is the agent's Helm chart, from this package's directory.
@@ -31,21 +32,21 @@ var chartDir = filepath.Join("..", "..", "deploy", "helm", "tare-agent")
 // TestHelmChartOnThreeNodeLab installs the agent's chart with the real helm on a three-node lab, as the
 // README says (a namespace of Pod Security level privileged, then helm install), with the Prometheus
 // Operator's PodMonitor and PrometheusRule, whose CRDs come from the operator's module: the API server
-// accepts both under strict field validation against those CRDs. An agent runs on every node and tare
+// accepts both under strict field validation against those CRDs, and the operator, built from its module,
+// turns them into a configuration under which tare's Prometheus scrapes every agent and evaluates the rules. An agent runs on every node and tare
 // cluster measure reads them all, their node's CPUs and boot ID as the kubelet and the kernel tell them;
 // helm upgrade rolls a new setting onto every node; helm uninstall leaves nothing of tare's.
 func TestHelmChartOnThreeNodeLab(t *testing.T) {
 	requireLab(t)
-	helm := labtest.Helm(t) // built the first time: before the lab's deadline starts
+	// Built the first time, before the lab's deadline starts.
+	helm := labtest.Helm(t)
+	operator := labtest.PrometheusOperator(t)
+	prometheus := promtest.Upstream(t, "prometheus")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	var crds []string
-	for _, plural := range []string{"podmonitors", "prometheusrules"} {
-		p, err := lab.PrometheusOperatorCRD(ctx, plural)
-		if err != nil {
-			t.Fatal(err)
-		}
-		crds = append(crds, p)
+	crds, err := lab.PrometheusOperatorCRDs(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
 	_, kc, _ := labUp(ctx, t, "--nodes", "3")
 	cs := clientsetOf(t, kc)
@@ -54,8 +55,7 @@ func TestHelmChartOnThreeNodeLab(t *testing.T) {
 	for _, p := range crds {
 		kubectl(t, kc, "apply", "--server-side", "-f", p)
 	}
-	kubectl(t, kc, "wait", "--for=condition=Established", "--timeout=60s",
-		"crd/podmonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com")
+	kubectl(t, kc, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
 
 	ns := deploy.DefaultNamespace
 	kubectl(t, kc, "create", "namespace", ns)
@@ -67,7 +67,7 @@ func TestHelmChartOnThreeNodeLab(t *testing.T) {
 	kubectl(t, kc, "create", "serviceaccount", "prometheus", "--namespace", ns)
 
 	monitors := []string{"--set", "podMonitor.enabled=true", "--set", "prometheusRule.enabled=true",
-		"--set", "podMonitor.prometheusServiceAccount=prometheus"}
+		"--set", "podMonitor.prometheusServiceAccount=prometheus", "--set", "podMonitor.interval=5s"}
 	checkOperatorObjects(t, helm, kc, ns, monitors)
 
 	helmRun := func(args ...string) string {
@@ -97,6 +97,7 @@ func TestHelmChartOnThreeNodeLab(t *testing.T) {
 	}
 	checkClusterMeasure(ctx, t, kc, nodes.Items, agents)
 	checkScrapeToken(ctx, t, cs, ns, agents)
+	checkOperatorScrape(ctx, t, operator, prometheus, kc, ns, nodes.Items, agents)
 
 	// An upgrade with another interval replaces the agent on every node.
 	helmRun(append([]string{"upgrade", "tare-agent", chartDir, "--wait", "--timeout", "3m", "--set", "interval=2s"}, monitors...)...)

@@ -8,6 +8,11 @@
 // objects are typed k8s.io/api structs, serialised with sigs.k8s.io/yaml: what the API server decodes is
 // what the tests check.
 //
+// The Helm chart deploy/helm/tare-agent renders the same objects (less the Namespace: Helm installs into
+// one), plus the Prometheus Operator's PodMonitor and PrometheusRule on request; chart_test.go renders it
+// with the real helm and compares it with Objects field by field, so a change to one fails until the other
+// follows.
+//
 // It imports k8s.io/api and, of tare's, only output. A new object of the agent's deployment goes in Objects
 // (with its test against what the API server accepts); a new output format next to encode.go.
 package deploy

@@ -14,7 +14,8 @@
 //     toolsimage.go (ToolsImage: the machine's iperf3, sockperf and fio with their libraries, which
 //     elfdeps.go finds as the dynamic loader does, and tare-crr; InstallDatapathTools), crrprogram.go
 //     (tare-crr, tcp-crr's program from images/crr, built into the cache), binaries.go (finding the
-//     programs at up).
+//     programs at up), prometheus.go (upstream Prometheus), helm.go (helm, which installs the agent's chart)
+//     and prometheusoperator.go (the Prometheus Operator and its CRDs, from its module).
 //   - Starting and stopping: up.go (Up and UpOptions: the start sequence, its supervision and why a start
 //     failed), down.go (Down and Leftovers), process.go (one daemon: start, follow, stop; stray lab
 //     processes), state.go (DIR/state.json, which down and status read).

@@ -14,7 +14,7 @@ import (
 // (lab.InstallHelm, a few minutes). Without go or the module proxy the test is unavailable.
 func Helm(t testing.TB) string {
 	t.Helper()
-	return buildOnce(t, "helm "+lab.HelmVersion, lab.HelmBin, lab.InstallHelm)
+	return BuildOnce(t, "helm "+lab.HelmVersion, lab.HelmBin, lab.InstallHelm)
 }
 
 // PrometheusOperator returns the path of the Prometheus Operator at lab.PrometheusOperatorVersion, built
@@ -22,12 +22,13 @@ func Helm(t testing.TB) string {
 // proxy the test is unavailable.
 func PrometheusOperator(t testing.TB) string {
 	t.Helper()
-	return buildOnce(t, "the Prometheus Operator "+lab.PrometheusOperatorVersion, lab.PrometheusOperatorBin, lab.InstallPrometheusOperator)
+	return BuildOnce(t, "the Prometheus Operator "+lab.PrometheusOperatorVersion, lab.PrometheusOperatorBin, lab.InstallPrometheusOperator)
 }
 
-// buildOnce returns cached() if it is there, else builds it with install, within the test's deadline and
-// 15 minutes. Tests that ask at once wait for one build.
-func buildOnce(t testing.TB, what string, cached func() string, install func(context.Context) (lab.Component, error)) string {
+// BuildOnce returns cached() if it is there, else builds it with install, within the test's deadline and
+// 15 minutes, and returns what install made. Tests that ask at once wait for one build. Without go or the
+// module proxy the test is unavailable.
+func BuildOnce(t testing.TB, what string, cached func() string, install func(context.Context) (lab.Component, error)) string {
 	t.Helper()
 	builds.Lock()
 	defer builds.Unlock()
@@ -49,5 +50,5 @@ func buildOnce(t testing.TB, what string, cached func() string, install func(con
 	return c.Path
 }
 
-// builds serialises the builds of buildOnce within a test binary.
+// builds serialises the builds of BuildOnce within a test binary.
 var builds sync.Mutex

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/lab/labtest"
 	"github.com/tare-dev/tare/internal/testenv"
 )
 
@@ -161,28 +162,10 @@ func BadTargets(t testing.TB) (closed, notPrometheus, empty string) {
 // Tests that ask at once wait for one build.
 func Upstream(t testing.TB, program string) string {
 	t.Helper()
-	upstream.Lock()
-	defer upstream.Unlock()
-	if p := lab.PrometheusBin(program); p != "" {
-		return p
-	}
-	end := time.Now().Add(15 * time.Minute)
-	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
-		if testEnd, ok := d.Deadline(); ok && testEnd.Add(-30*time.Second).Before(end) {
-			end = testEnd.Add(-30 * time.Second)
-		}
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), end)
-	defer cancel()
-	if _, err := lab.InstallPrometheus(ctx); err != nil {
-		testenv.Unavailable(t, "building upstream Prometheus %s: %v", lab.PrometheusVersion, err)
-	}
+	labtest.BuildOnce(t, "upstream Prometheus "+lab.PrometheusVersion, func() string { return lab.PrometheusBin(program) }, lab.InstallPrometheus)
 	p := lab.PrometheusBin(program)
 	if p == "" {
 		t.Fatalf("upstream %s missing from the cache after building it", program)
 	}
 	return p
 }
-
-// upstream serialises Upstream's builds within a test binary.
-var upstream sync.Mutex

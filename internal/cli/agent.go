@@ -11,6 +11,7 @@ import (
 
 	"github.com/tare-dev/tare/internal/agent"
 	"github.com/tare-dev/tare/internal/kube"
+	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/summary"
 )
@@ -159,7 +160,7 @@ func runAgent(ctx context.Context, s streams, g *globalOptions, o *agentOptions)
 		return err
 	}
 	node := o.nodeName(g.procRoot)
-	names, nameNote := podNamer(ctx, g.kubeconfig, node)
+	names, nameNote := podNamer(ctx, g.cluster(s, lab.DefaultDir()), node)
 	ao := agent.Options{Listen: o.listen, Interval: o.interval, Detail: o.detail, Window: o.window, TopProcesses: o.top,
 		Node: node, Version: Version, Log: s.err, BlockIO: o.blockIO,
 		// In a pod, the agent's own cgroup names its kubelet's: pods of another kubelet on the same kernel

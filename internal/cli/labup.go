@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -107,6 +109,11 @@ func runLabUp(ctx context.Context, s streams, g *globalOptions, dir string, o la
 	if err != nil {
 		return fmt.Errorf("lab up: %w", err)
 	}
+	// As kind and minikube: kubectl, and tare's verbs, use the lab with no flags. An unwritable kubeconfig
+	// does not stop the lab: it runs on, reached with its own kubeconfig (or, by tare, as the lab).
+	if st.UserContext, err = lab.AddUserContext(dir); err != nil {
+		fmt.Fprintf(s.err, "warning: the lab's context is not in your kubeconfig (%v): use export KUBECONFIG=%s (tare's verbs use the lab when they find no kubeconfig)\n", err, st.Kubeconfig)
+	}
 	return render(s, g, viewOf(st, printUp))
 }
 
@@ -157,6 +164,17 @@ func printUp(w io.Writer, st *lab.State) error {
 	}
 	if st.Audit != "" {
 		fmt.Fprintf(w, "audit log: %s\n", st.Audit)
+	}
+	if uc := st.UserContext; uc != nil {
+		var files []string
+		for _, f := range uc.Files {
+			files = append(files, f.Path)
+		}
+		was := "none was"
+		if uc.Previous != "" {
+			was = "was " + uc.Previous
+		}
+		fmt.Fprintf(w, "kubeconfig %s: context %s added and made current (%s); lab down removes it\n", strings.Join(files, string(filepath.ListSeparator)), uc.Name, was)
 	}
 	_, err := fmt.Fprintf(w, "export KUBECONFIG=%s\n", st.Kubeconfig)
 	return err

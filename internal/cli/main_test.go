@@ -21,7 +21,7 @@ const envRunCLI = "TARE_TEST_RUN_CLI"
 func TestMain(m *testing.M) {
 	testload.Main()
 	if os.Getenv(envRunCLI) != "" || experiment.ReaperAsked() { // tare itself, or an experiment's reaper
-		if err := Execute(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+		if err := ExecuteAs(context.Background(), os.Args[0], os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)

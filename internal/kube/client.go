@@ -130,11 +130,11 @@ func (c *Client) HTTPClient() (*http.Client, error) {
 }
 
 // CheckKubeconfig tells whether path is a kubeconfig tare can use: a readable file that clientcmd parses,
-// with at least one cluster and a current context that client-go can build a client from (it does not
-// contact the server). The error names the file and says what is wrong with it. It loads the file as
-// NewClient does.
-func CheckKubeconfig(path string) error {
-	_, err := NewClient(path, Options{})
+// with at least one cluster and a current context (or the context kubeContext names, when not empty)
+// that client-go can build a client from (it does not contact the server). The error names the file and
+// says what is wrong with it. It loads the file as NewClient does.
+func CheckKubeconfig(path, kubeContext string) error {
+	_, err := NewClient(path, Options{Context: kubeContext})
 	return err
 }
 

@@ -34,7 +34,11 @@ func newLabUp(s streams, g *globalOptions, dir *string) *cobra.Command {
 		Long: `Start a lab: PKI and kubeconfigs, etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
 containerd, kubelet and kube-proxy (and kwok with --kwok-nodes). up returns when /readyz is ok, every
 node is Ready, a probe pod has run and kube-proxy is healthy, and prints the time each step took and the
-KUBECONFIG to use.
+KUBECONFIG to use. It then adds the lab to your kubeconfig as kubectl config set-context would ($KUBECONFIG,
+else ~/.kube/config; the context tare-lab, or tare-lab-NAME for another --dir) and makes it current, so
+kubectl and tare's verbs use the lab with no flags; lab down removes it and makes the previous context
+current again. A kubeconfig that cannot be written is a warning: the lab runs, reached with the KUBECONFIG
+printed.
 pprof is on for every component (etcd --enable-pprof; /debug/pprof on the others).
 
 Profiles: upstream keeps every upstream default; tuned applies single-node reductions, each printed with

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +28,25 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(runTests(m))
+}
+
+// runTests runs the tests with $KUBECONFIG naming a file of the run's own, absent until a test makes it:
+// tare lab up adds the lab's context to the user's kubeconfig, and no test may touch the real
+// ~/.kube/config (tests run as root, with root's). Tests that pass --kubeconfig, or set $KUBECONFIG or
+// $HOME themselves, see no difference.
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "tare-cli-kubeconfig-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Setenv("KUBECONFIG", filepath.Join(dir, "config")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
 }
 
 // run executes tare in-process.

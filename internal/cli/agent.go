@@ -171,7 +171,7 @@ func runAgent(ctx context.Context, s streams, g *globalOptions, o *agentOptions)
 	}
 	ao.HealthListen, ao.ServeCmdlines = o.health, o.cmdlines
 	if o.auth == "kubernetes" {
-		access, note, err := agentAccess(ctx, g.kubeconfig, o)
+		access, note, err := agentAccess(ctx, g.cluster(s, lab.DefaultDir()), o)
 		if err != nil {
 			return err
 		}
@@ -187,8 +187,8 @@ func runAgent(ctx context.Context, s streams, g *globalOptions, o *agentOptions)
 // agentAccess is what --auth kubernetes needs: the clients of the reviews (the pod's ServiceAccount, else
 // --kubeconfig) and the client CA. A client CA that cannot be read is a note, not an error: bearer tokens
 // still work.
-func agentAccess(ctx context.Context, kubeconfig string, o *agentOptions) (*agent.Access, string, error) {
-	c, err := kube.NewClient(kubeconfig, kube.Options{UserAgent: "tare-agent", Timeout: 15 * time.Second})
+func agentAccess(ctx context.Context, target kubeTarget, o *agentOptions) (*agent.Access, string, error) {
+	c, err := target.client(kube.Options{UserAgent: "tare-agent", Timeout: 15 * time.Second})
 	if err != nil {
 		return nil, "", fmt.Errorf("--auth kubernetes checks callers with the API server: %w (run in a pod with the manifest's ServiceAccount, pass --kubeconfig, or listen on 127.0.0.1)", err)
 	}

@@ -35,7 +35,16 @@ func TestLabContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	home, bare := t.TempDir(), t.TempDir() // bare: a user with no kubeconfig
-	t.Setenv("TARE_CACHE_DIR", cache)      // the components, built under the real $HOME
+	// What lives under the real $HOME stays there: the lab's components, and Go's caches (lab up builds
+	// tare's image).
+	t.Setenv("TARE_CACHE_DIR", cache)
+	for _, v := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
+		b, err := exec.Command("go", "env", v).Output()
+		if err != nil {
+			t.Fatalf("go env %s: %v", v, err)
+		}
+		t.Setenv(v, strings.TrimSpace(string(b)))
+	}
 	t.Setenv("HOME", home)
 	t.Setenv("KUBECONFIG", "")
 	userKubeconfig := filepath.Join(home, ".kube", "config")

@@ -83,6 +83,12 @@ func (g *globalOptions) validate() error {
 		if err := kube.CheckKubeconfig(g.kubeconfig, g.context); err != nil {
 			return usageError("--kubeconfig: %w", err)
 		}
+	} else if g.context != "" {
+		// As kubectl: a context the kubeconfig found lacks is refused before anything runs. With no
+		// kubeconfig at all, the verb says so (or uses the lab) when it needs a cluster.
+		if err := kube.CheckKubeconfig("", g.context); err != nil && !errors.Is(err, kube.ErrNoKubeconfig) {
+			return usageError("--context: %w", err)
+		}
 	}
 	return nil
 }

@@ -54,9 +54,10 @@ type Options struct {
 
 // validate checks the options and fills in the defaults' derived values.
 func (o *Options) validate() error {
+	if err := sample.CheckInterval(o.Interval); err != nil {
+		return err
+	}
 	switch {
-	case o.Interval < 10*time.Millisecond:
-		return fmt.Errorf("--interval %s is below the 10ms floor: the sampler cannot keep up and would measure itself", o.Interval)
 	case o.Window < 2*o.Interval:
 		return fmt.Errorf("--window %s must hold at least two --interval %s samples", o.Window, o.Interval)
 	case o.Window/o.Interval > maxRing:

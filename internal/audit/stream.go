@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/tare-dev/tare/internal/userfile"
 )
 
 // Options restrict what is counted.
@@ -35,7 +37,7 @@ const EnableHint = "start kube-apiserver with --audit-log-path=FILE and --audit-
 
 // File streams an audit log from disk. A missing file is ErrNoLog with the hint to enable one.
 func File(ctx context.Context, path string, opts Options) (*Report, error) {
-	f, err := os.Open(path)
+	f, err := userfile.Open(path, "audit log")
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%w at %s: %s", ErrNoLog, path, EnableHint)

@@ -102,8 +102,10 @@ Ctrl-C or SIGTERM shuts the server down gracefully.`,
 
 func (o *agentOptions) validate() error {
 	switch {
-	case o.interval < 10*time.Millisecond:
-		return usageError("--interval %s is below the 10ms floor: the sampler cannot keep up and would measure itself", o.interval)
+	case sample.CheckInterval(o.interval) != nil:
+		return usageError("%w", sample.CheckInterval(o.interval))
+	case o.detail <= 0:
+		return usageError("--detail-interval must be positive, got %s (it is rounded up to a multiple of --interval)", o.detail)
 	case o.window < 2*o.interval:
 		return usageError("--window %s must hold at least two --interval %s samples", o.window, o.interval)
 	case o.top < 0:

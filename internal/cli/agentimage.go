@@ -19,11 +19,10 @@ func newAgentImage(s streams, _ *globalOptions) *cobra.Command {
 		Use:   "image --out FILE.tar",
 		Short: "Write the tare agent's container image as an OCI archive",
 		Long: `Write the image tare agent manifest runs by default (` + lab.TareImage.Name + `) as an OCI archive:
-one layer holding this tare binary at /tare, its entrypoint. Nothing else is in the image: tare is one
-static binary. tare lab up imports the same image into the lab's containerd.
-
-The binary is the running tare when it is statically linked (make build; CGO_ENABLED=0), else tare is
-built from the source of the module the current directory is in.
+one layer holding this tare binary at /tare, its entrypoint. tare lab up imports the same image into the
+lab's containerd. A static tare (make build; CGO_ENABLED=0) is the only file in the image; a tare built
+with cgo (go install, or go build where a C compiler exists) comes with its dynamic loader and the shared
+libraries it loads, taken from this machine.
 
 The image is for this machine's architecture (tare's own). On each node with containerd, import it where
 the kubelet looks:

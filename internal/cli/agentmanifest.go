@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/tare-dev/tare/internal/deploy"
+	"github.com/tare-dev/tare/internal/sample"
 )
 
 // newAgentManifest is `tare agent manifest`: the DaemonSet, ServiceAccount and RBAC that run tare agent on
@@ -45,6 +46,14 @@ another cluster, write it with tare agent image --out FILE.tar, load or push it,
   tare agent manifest --image registry.example.com/tare:v1 --namespace monitoring | kubectl apply -f -`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
+			switch {
+			case o.Port < 1 || o.Port > 65535:
+				return usageError("--port %d: want a port from 1 to 65535", o.Port)
+			case o.HealthPort < 0 || o.HealthPort > 65535:
+				return usageError("--health-port %d: want a port from 1 to 65535 (0: --port + 1)", o.HealthPort)
+			case sample.CheckInterval(o.Interval) != nil:
+				return usageError("%w", sample.CheckInterval(o.Interval))
+			}
 			objs, err := deploy.Objects(*o)
 			if err != nil {
 				return usageError("%w", err)

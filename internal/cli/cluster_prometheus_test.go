@@ -78,6 +78,14 @@ func checkPrometheusOnLab(ctx context.Context, t *testing.T, prometheus, kc stri
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatalf("cluster measure -o json: %v\n%s", err, out)
 	}
+	// Every window's end must lie between two scrapes of every agent: the query waits for the scrape after it.
+	var last time.Time
+	for _, n := range v.Nodes {
+		if end := n.Start.Add(time.Duration(n.Seconds * float64(time.Second))); end.After(last) {
+			last = end
+		}
+	}
+	srv.WaitScrapedAfter(t, len(agents), last.Add(promtest.Interval))
 	for _, n := range v.Nodes {
 		if n.Status != cluster.StatusOK {
 			t.Errorf("node %s: %s: %s", n.Name, n.Status, n.Reason)

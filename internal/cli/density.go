@@ -3,9 +3,11 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tare-dev/tare/internal/density"
 	"github.com/tare-dev/tare/internal/htmlreport"
@@ -109,6 +111,8 @@ func runDensity(cmd *cobra.Command, s streams, g *globalOptions, o *densityOptio
 		return usageError("--settle %v: want 0 or more", o.settle)
 	case o.namespace == "":
 		return usageError("--namespace: give one")
+	case len(validation.IsDNS1123Label(o.namespace)) > 0:
+		return usageError("--namespace %q: %s", o.namespace, strings.Join(validation.IsDNS1123Label(o.namespace), "; "))
 	case o.containers < 1 || o.containers > 64:
 		return usageError("--containers-per-pod %d: want 1 to 64", o.containers)
 	case o.maxPods < 0:

@@ -3,7 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
+	"io"
 	"slices"
 	"strings"
 
@@ -11,6 +11,7 @@ import (
 
 	"github.com/tare-dev/tare/internal/export"
 	"github.com/tare-dev/tare/internal/record"
+	"github.com/tare-dev/tare/internal/userfile"
 )
 
 func newExport(s streams, g *globalOptions) *cobra.Command {
@@ -48,6 +49,9 @@ func runExport(ctx context.Context, s streams, g *globalOptions, path, format, o
 	if !slices.Contains(export.Formats, format) {
 		return usageError("--format %q: want %s", format, strings.Join(export.Formats, ", "))
 	}
+	if err := checkOutput("--out", out); err != nil {
+		return err
+	}
 	rec, err := record.Read(ctx, path)
 	if err != nil {
 		return err
@@ -59,13 +63,8 @@ func runExport(ctx context.Context, s streams, g *globalOptions, path, format, o
 	if out == "" {
 		return export.Write(s.out, format, rec.Meta, series)
 	}
-	f, err := os.Create(out)
-	if err != nil {
-		return fmt.Errorf("export: %w", err)
-	}
-	if err := export.Write(f, format, rec.Meta, series); err != nil {
-		_ = f.Close()
+	if err := userfile.Write(out, func(w io.Writer) error { return export.Write(w, format, rec.Meta, series) }); err != nil {
 		return fmt.Errorf("writing %s: %w", out, err)
 	}
-	return f.Close()
+	return nil
 }

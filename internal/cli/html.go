@@ -2,8 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/pflag"
 
@@ -12,29 +10,26 @@ import (
 	"github.com/tare-dev/tare/internal/htmlreport"
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/summary"
+	"github.com/tare-dev/tare/internal/userfile"
 )
 
 const htmlUsage = "also write a self-contained HTML report (charts, tables, findings) to this file; it opens offline"
 
 func htmlFlag(f *pflag.FlagSet, dst *string) { f.StringVar(dst, "html", "", htmlUsage) }
 
-// checkHTML fails before any measuring when the report could not be written: its directory is missing
-// or is not writable.
-func checkHTML(path string) error {
-	if path == "" {
+// checkHTML fails before any measuring when the report could not be written.
+func checkHTML(path string) error { return checkOutput("--html", path) }
+
+// checkOutput fails before any work when the file an output flag names could not be written: its
+// directory is missing or is not writable, or it is a directory.
+func checkOutput(flag, path string) error {
+	if path == "" || path == "-" {
 		return nil
 	}
-	dir := filepath.Dir(path)
-	st, err := os.Stat(dir)
-	if err != nil || !st.IsDir() {
-		return usageError("--html %s: directory %s does not exist", path, dir)
+	if err := userfile.CheckOutput(path); err != nil {
+		return usageError("%s %s: %w", flag, path, err)
 	}
-	f, err := os.CreateTemp(dir, ".tare-check-*")
-	if err != nil {
-		return usageError("--html %s: cannot write in %s: %w", path, dir, err)
-	}
-	f.Close()
-	return os.Remove(f.Name())
+	return nil
 }
 
 func writeHTML(s streams, path string, p htmlreport.Page) error {

@@ -78,12 +78,12 @@ func (o *measureOptions) validate() (*regexp.Regexp, error) {
 	switch {
 	case o.duration <= 0:
 		return nil, usageError("--duration must be positive, got %s", o.duration)
-	case o.interval <= 0:
-		return nil, usageError("--interval must be positive, got %s", o.interval)
-	case o.interval < 10*time.Millisecond:
-		return nil, usageError("--interval %s is below the 10ms floor: the sampler cannot keep up and would measure itself", o.interval)
+	case sample.CheckInterval(o.interval) != nil:
+		return nil, usageError("%w", sample.CheckInterval(o.interval))
 	case o.interval > o.duration:
 		return nil, usageError("--interval %s is longer than --duration %s: no interval would complete", o.interval, o.duration)
+	case o.detail <= 0:
+		return nil, usageError("--detail-interval must be positive, got %s (it is rounded up to a multiple of --interval)", o.detail)
 	}
 	o.detail = max(o.detail, o.interval)
 	if err := checkTop(o.top); err != nil {

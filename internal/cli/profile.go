@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/tare-dev/tare/internal/lab"
 	tprofile "github.com/tare-dev/tare/internal/profile"
 	"github.com/tare-dev/tare/internal/sample"
+	"github.com/tare-dev/tare/internal/userfile"
 )
 
 type profileOptions struct {
@@ -90,6 +92,9 @@ func (o *profileOptions) validate() error {
 
 func runProfile(ctx context.Context, s streams, g *globalOptions, o *profileOptions) error {
 	if err := o.validate(); err != nil {
+		return err
+	}
+	if err := checkOutput("--pprof", o.pprofOut); err != nil {
 		return err
 	}
 	names, nameNote := podNamer(ctx, g.cluster(s, lab.DefaultDir()), sample.HostName(g.procRoot))
@@ -176,26 +181,16 @@ func renderProfile(s streams, g *globalOptions, sum tprofile.Summary) error {
 
 // writeProfile writes p gzipped through a temporary file, so a failure leaves no half-written profile.
 func writeProfile(path string, p *profile.Profile) error {
-	f, err := os.Create(path + ".tmp")
+	err := userfile.Write(path, func(w io.Writer) error {
+		// Gzipped at the fastest level, as the Go runtime writes its own profiles: the default level costs
+		// tare profile a few milliseconds more for a few percent smaller file.
+		zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
+		if err := p.WriteUncompressed(zw); err != nil {
+			return err
+		}
+		return zw.Close()
+	})
 	if err != nil {
-		return fmt.Errorf("writing the profile: %w", err)
-	}
-	defer func() { _ = os.Remove(f.Name()) }()
-	// Gzipped at the fastest level, as the Go runtime writes its own profiles: the default level costs
-	// tare profile a few milliseconds more for a few percent smaller file.
-	zw, _ := gzip.NewWriterLevel(f, gzip.BestSpeed)
-	if err := p.WriteUncompressed(zw); err != nil {
-		f.Close()
-		return fmt.Errorf("writing the profile %s: %w", path, err)
-	}
-	if err := zw.Close(); err != nil {
-		f.Close()
-		return fmt.Errorf("writing the profile %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing the profile %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
 		return fmt.Errorf("writing the profile %s: %w", path, err)
 	}
 	return nil

@@ -111,7 +111,8 @@ func (p Plan) BudgetText() string {
 	}
 	budget := (time.Duration(p.BudgetSeconds) * time.Second).String()
 	if p.ReachablePct > p.MDEPct {
-		return fmt.Sprintf("the budget (%s) cannot reach ±%.1f%%: its %d rounds detect ±%.1f%%", budget, p.MDEPct, p.MaxRounds, p.ReachablePct)
+		return fmt.Sprintf("the budget (%s) cannot reach ±%.1f%%: it allows %d rounds, about %s, which detect ±%.1f%%", budget, p.MDEPct, p.MaxRounds,
+			(time.Duration(float64(p.MaxRounds)*p.RoundSeconds*float64(time.Second))).Round(time.Second), p.ReachablePct)
 	}
 	need := ""
 	if p.NeedRounds > 0 {

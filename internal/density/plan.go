@@ -25,8 +25,12 @@ func Order(counts []int, trials int, rng *rand.Rand) []Step {
 	return out
 }
 
-// CheckCounts says what is wrong with the pod counts asked for: fewer than two, negative, not increasing,
-// or more than the node may run (maxPods, 0 when unknown) beside the pods already on it.
+// MaxPodCount bounds a pod count: far beyond any node (110 by default) and any kwok run tare makes.
+const MaxPodCount = 50000
+
+// CheckCounts says what is wrong with the pod counts asked for: fewer than two, negative, above
+// MaxPodCount, not increasing, or more than the node may run (maxPods, 0 when unknown) beside the pods
+// already on it.
 func CheckCounts(counts []int, maxPods, running int) error {
 	if len(counts) < 2 {
 		return fmt.Errorf("%d pod counts: a line needs at least two", len(counts))
@@ -34,6 +38,9 @@ func CheckCounts(counts []int, maxPods, running int) error {
 	for i, n := range counts {
 		if n < 0 {
 			return fmt.Errorf("pod count %d is negative", n)
+		}
+		if n > MaxPodCount {
+			return fmt.Errorf("pod count %d is above %d: no cluster tare measures holds that many pods (a node takes 110 by default)", n, MaxPodCount)
 		}
 		if i > 0 && n <= counts[i-1] {
 			return fmt.Errorf("pod counts must increase: %d after %d", n, counts[i-1])

@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tare-dev/tare/internal/userfile"
 )
 
 // maxStored bounds what ReadOverhead reads: a density result is tens of kilobytes.
@@ -16,14 +16,9 @@ const maxStored = 64 << 20
 // ReadOverhead reads what `tare density -o json` wrote to path and returns its per-pod overhead as the
 // RuntimeClass it printed charges it (overhead.podFixed), and the node it was measured on.
 func ReadOverhead(path string) (corev1.ResourceList, string, error) {
-	f, err := os.Open(path)
+	b, err := userfile.ReadAll(path, "density result", maxStored)
 	if err != nil {
-		return nil, "", fmt.Errorf("reading the density result: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxStored))
-	if err != nil {
-		return nil, "", fmt.Errorf("reading the density result %s: %w", path, err)
+		return nil, "", err
 	}
 	over, node, err := parseOverhead(b)
 	if err != nil {

@@ -142,10 +142,15 @@ func inflation(p compare.Plan, alpha float64) float64 {
 	return g.Inflation(compare.Power)
 }
 
-// PlanText says what the plan is and what it will take.
+// PlanText says what the plan is and what it will take: once what the asked change needs, and, with a
+// budget, once what the budget's rounds reach.
 func PlanText(p compare.Plan) string {
+	need := p.MaxRounds
+	if p.NeedRounds > 0 {
+		need = p.NeedRounds
+	}
 	s := fmt.Sprintf("plan: ±%.1f%% of %.4g with 80%% power takes up to %d rounds, about %s at %s a round (looks from round %d; noise of one pair %.3g, from %s)",
-		p.MDEPct, p.Base, p.MaxRounds, seconds(float64(p.MaxRounds)*p.RoundSeconds), seconds(p.RoundSeconds), p.FirstLook, p.Sigma, p.Pilot)
+		p.MDEPct, p.Base, need, seconds(float64(need)*p.RoundSeconds), seconds(p.RoundSeconds), p.FirstLook, p.Sigma, p.Pilot)
 	if p.Labs > 0 {
 		s += fmt.Sprintf("\nthe labs are dealt to the variants at random every round, %d a share: the estimate is every lab's value in every round with each lab's and each round's level removed", p.Labs)
 	}

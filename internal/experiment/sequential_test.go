@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -81,6 +82,12 @@ func TestMakePlan(t *testing.T) {
 	}
 	if p.MaxRounds != 10 || !(p.ReachablePct > 2) || !strings.Contains(PlanText(p), "cannot reach") {
 		t.Errorf("budgeted plan %+v: %s", p, PlanText(p))
+	}
+	// Said once each, without contradiction: what ±2% needs (more rounds than the budget's), then what the
+	// budget's 10 rounds reach.
+	if txt := PlanText(p); p.NeedRounds <= 10 || !strings.Contains(txt, fmt.Sprintf("takes up to %d rounds", p.NeedRounds)) ||
+		!strings.Contains(txt, "allows 10 rounds, about 10m0s") || strings.Count(txt, "rounds") != 3 {
+		t.Errorf("budgeted plan text says %q; want ±2%%'s %d rounds, then the budget's 10", txt, p.NeedRounds)
 	}
 	// A budget of an hour, a minute a round, at little noise: the plan runs every round the budget allows
 	// (fewer would detect 2%), and says what they detect.

@@ -3,7 +3,6 @@ package experiment
 import (
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/tare-dev/tare/internal/compare"
 	"github.com/tare-dev/tare/internal/component"
 	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/userfile"
 )
 
 // Spec is an experiment file (YAML).
@@ -136,12 +136,15 @@ func (p *Percent) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// maxSpec bounds a spec file: one is a few kilobytes of YAML.
+const maxSpec = 1 << 20
+
 // Load reads and checks a spec file. Each adjust changes the spec as read (command-line flags that
 // override its fields) before the check.
 func Load(path string, adjust ...func(*Spec) error) (*Spec, error) {
-	b, err := os.ReadFile(path)
+	b, err := userfile.ReadAll(path, "experiment spec", maxSpec)
 	if err != nil {
-		return nil, fmt.Errorf("reading spec: %w", err)
+		return nil, err
 	}
 	return Parse(b, adjust...)
 }

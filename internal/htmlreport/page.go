@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/tare-dev/tare/internal/explain"
+	"github.com/tare-dev/tare/internal/userfile"
 )
 
 // Embedded assets: ECharts (dist/echarts.min.js of the npm package, Apache-2.0; its LICENSE and NOTICE
@@ -107,26 +106,9 @@ func Write(w io.Writer, p Page) error {
 		Data: template.JS(data), Style: template.CSS(reportCSS), EChartsVersion: EChartsVersion}) //nolint:gosec // marshalled JSON, escaped
 }
 
-// WriteFile renders the page into path through a temporary file in the same directory, so a failure
-// leaves no half-written report behind.
+// WriteFile renders the page into path (userfile.Write: whole or not at all, its owner's alone).
 func WriteFile(path string, p Page) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tare-report-*.html")
-	if err != nil {
-		return fmt.Errorf("writing the HTML report: %w", err)
-	}
-	defer func() { _ = os.Remove(f.Name()) }()
-	if err := Write(f, p); err != nil {
-		f.Close()
-		return fmt.Errorf("writing the HTML report: %w", err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return fmt.Errorf("writing the HTML report: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("writing the HTML report: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := userfile.Write(path, func(w io.Writer) error { return Write(w, p) }); err != nil {
 		return fmt.Errorf("writing the HTML report: %w", err)
 	}
 	return nil

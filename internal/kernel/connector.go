@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -70,10 +71,12 @@ type ExecWatcher struct {
 	sockMu sync.Mutex // held while reading the socket, so Sync and the loop never race
 	buf    []byte
 	table  *ExecTable
-	mu     sync.Mutex // guards lost and starts
+	mu     sync.Mutex // guards lost, unnamed and starts
 	lost   int
-	starts int // processes forked since the watcher started
-	done   chan struct{}
+	// unnamed counts execs whose command line could not be read: the program had ended.
+	unnamed int
+	starts  int // processes forked since the watcher started
+	done    chan struct{}
 }
 
 // WatchExecs subscribes to proc connector events (needs CAP_NET_ADMIN) and records them in table until ctx
@@ -187,7 +190,19 @@ func (w *ExecWatcher) handle(ev ProcEvent) {
 		forked = forked && now.Sub(prev.At) < staleRecord
 		cmd, ppid, err := w.reader(ev.TGID, !forked)
 		if err != nil {
+			// It ran and ended before tare could read it (a busy node delays tare's wake-up past a program
+			// of a few milliseconds). Its exec is recorded with no command line, so it is named by its comm
+			// and not by the fork's record, which holds its parent's command line.
+			w.mu.Lock()
+			w.unnamed++
+			w.mu.Unlock()
+			w.table.Execed(ev.TGID, ExecInfo{Started: now, At: now})
 			return
+		}
+		if isCommName(cmd) { // ending as it was read: named by its comm all the same
+			w.mu.Lock()
+			w.unnamed++
+			w.mu.Unlock()
 		}
 		w.table.Execed(ev.TGID, ExecInfo{Cmdline: cmd, PPID: ppid, Started: now, At: now})
 	case procEventFork:
@@ -206,11 +221,24 @@ func (w *ExecWatcher) handle(ev ProcEvent) {
 	}
 }
 
+// isCommName says whether cmd is a comm in brackets, the name CmdlineReader gives a process whose command
+// line was empty (it was ending).
+func isCommName(cmd string) bool {
+	return len(cmd) > 2 && cmd[0] == '[' && cmd[len(cmd)-1] == ']' && !strings.ContainsRune(cmd, ' ')
+}
+
 // Lost reports how many event batches the kernel dropped because tare fell behind.
 func (w *ExecWatcher) Lost() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.lost
+}
+
+// Unnamed is how many execs the watcher saw whose program ended before its command line could be read.
+func (w *ExecWatcher) Unnamed() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.unnamed
 }
 
 // Starts is how many processes the watcher saw forked since it started.

@@ -3,8 +3,11 @@ package kernel
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,5 +145,55 @@ func TestWatchExecsKeepsCommandLines(t *testing.T) {
 	}
 	if n := w.Lost(); n != 0 {
 		t.Errorf("%d batches lost", n)
+	}
+}
+
+// TestWatchExecsLateReadNamesByComm: an exec whose program ended before the watcher read its command line
+// is recorded with none (so it is named by its comm) and counted, never named after its fork, whose
+// record holds the parent's command line. The lateness is made certain: the reader refuses the test's own
+// program as /proc does once it is gone.
+func TestWatchExecsLateReadNamesByComm(t *testing.T) {
+	testenv.NeedRoot(t, "the proc connector needs CAP_NET_ADMIN")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	table := NewExecTable()
+	read := CmdlineReader("/proc")
+	late := func(pid int, stat bool) (string, int, error) {
+		cmd, ppid, err := read(pid, stat)
+		if err == nil && strings.Contains(cmd, "tare-late-marker") {
+			return "", 0, fmt.Errorf("reading /proc/%d/cmdline: %w", pid, fs.ErrNotExist)
+		}
+		return cmd, ppid, err
+	}
+	w, err := WatchExecs(ctx, late, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	// The program waits on its input until the watcher has handled its exec, so the reader sees the marker.
+	sh := exec.Command("sh", "-c", "read x; : tare-late-marker")
+	in, err := sh.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for w.Unnamed() == 0 && time.Now().Before(deadline) {
+		w.Sync()
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, _ = in.Write([]byte("\n"))
+	if err := sh.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	w.Sync()
+	got, ok := table.Lookup(sh.Process.Pid)
+	if !ok || got.Cmdline != "" || got.PPID != os.Getpid() {
+		t.Errorf("watcher has %+v (found %v) for the late program, want no command line and parent %d", got, ok, os.Getpid())
+	}
+	if w.Unnamed() < 1 {
+		t.Errorf("the late read was not counted")
 	}
 }

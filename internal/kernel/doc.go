@@ -18,8 +18,9 @@
 //     time accounting, host name and release).
 //   - cgroupv2.go (the exact task time of a cgroup v2 hierarchy), cgroupusage.go (cpuacct.usage and
 //     cpu.stat).
-//   - taskstats.go, taskstats_parse.go (per-process CPU queries and exit notifications), connector.go
-//     (exec and fork events).
+//   - taskstats.go, taskstats_parse.go (per-process CPU queries and exit notifications),
+//     taskstats_legacy.go (what some kernels' taskstats lack: ac_tgid before 5.19, CPU time without delay
+//     accounting), connector.go (exec and fork events).
 //   - rawio.go (raw system calls for reads that cannot block, and ReadBounded), pinned.go (files kept
 //     open and re-read), blockingread.go (files whose read can block behind the process, such as cmdline
 //     and smaps_rollup, read with ordinary system calls and a deadline).

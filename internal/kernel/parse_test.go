@@ -199,12 +199,15 @@ func TestExitFromReply(t *testing.T) {
 		in   TaskstatsReply
 		want *ExitRecord
 	}{
-		{"single-threaded process", TaskstatsReply{PIDStats: &TaskStats{PID: 7, TGID: 7, PPID: 1, Comm: "sh", CPUNs: 5}},
+		{"single-threaded process", TaskstatsReply{PIDStats: &TaskStats{Version: 16, PID: 7, TGID: 7, PPID: 1, Comm: "sh", CPUNs: 5}},
 			&ExitRecord{PID: 7, PPID: 1, Comm: "sh", CPUNs: 5}},
-		{"one thread of a live process", TaskstatsReply{PIDStats: &TaskStats{PID: 8, TGID: 7, CPUNs: 5}}, nil},
+		{"one thread of a live process", TaskstatsReply{PIDStats: &TaskStats{Version: 16, PID: 8, TGID: 7, CPUNs: 5}}, nil},
 		{"last thread: the group total", TaskstatsReply{TGID: 7, PIDStats: &TaskStats{PID: 9, TGID: 7, PPID: 1, Comm: "go"}, TGIDStats: &TaskStats{CPUNs: 50}},
 			&ExitRecord{PID: 7, PPID: 1, Comm: "go", CPUNs: 50}},
-		{"old kernel without ac_tgid", TaskstatsReply{PIDStats: &TaskStats{PID: 7, PPID: 1, CPUNs: 5}}, &ExitRecord{PID: 7, PPID: 1, CPUNs: 5}},
+		{"old kernel without ac_tgid", TaskstatsReply{PIDStats: &TaskStats{Version: 11, PID: 7, PPID: 1, CPUNs: 5}},
+			&ExitRecord{PID: 7, PPID: 1, CPUNs: 5, MaybeThread: true}},
+		{"old kernel, last thread: the group total", TaskstatsReply{TGID: 7, PIDStats: &TaskStats{Version: 11, PID: 9, PPID: 1}, TGIDStats: &TaskStats{CPUNs: 50}},
+			&ExitRecord{PID: 7, PPID: 1, CPUNs: 50}},
 		{"empty", TaskstatsReply{}, nil},
 	}
 	for _, tt := range tests {

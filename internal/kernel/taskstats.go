@@ -22,7 +22,9 @@ func taskstatsFamily() (uint16, error) {
 	f, err := c.GetFamily("TASKSTATS")
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return 0, fmt.Errorf("taskstats generic netlink family: %w (kernel built without CONFIG_TASKSTATS)", ErrNotSupported)
+			// Before Linux 5.19 the family is registered in the initial network namespace only
+			// ("kernel: make taskstats available from all net namespaces"): both causes look the same.
+			return 0, fmt.Errorf("taskstats generic netlink family: %w (kernel built without CONFIG_TASKSTATS or, before Linux 5.19, tare outside the host's network namespace: give it hostNetwork)", ErrNotSupported)
 		}
 		return 0, fmt.Errorf("looking up the taskstats netlink family: %w", err)
 	}
@@ -96,7 +98,11 @@ func OpenTaskstats() (*TaskstatsClient, error) {
 		return nil, err
 	}
 	c := &TaskstatsClient{sock: sock}
-	if _, err := c.TGID(os.Getpid()); err != nil {
+	self, err := c.TGID(os.Getpid())
+	if err == nil {
+		err = checkCPUFilled(self)
+	}
+	if err != nil {
 		_ = sock.Close()
 		return nil, err
 	}
@@ -168,6 +174,12 @@ type ExitRecord struct {
 	PPID  int
 	Comm  string
 	CPUNs uint64
+	// MaybeThread is set when the kernel did not say whether this was a process's end: a lone per-task
+	// record from a kernel whose struct taskstats has no ac_tgid (version 11 or earlier, Linux before
+	// 5.19). Such a record is the end of a single-threaded process, of a thread group's leader, or of
+	// one thread of a process that runs on; the caller tells them apart (the sampler by the process starts
+	// its exec source saw: internal/sample/exits.go).
+	MaybeThread bool
 }
 
 // ExitListener receives taskstats exit notifications for every CPU. Drain reads what has queued without
@@ -175,6 +187,11 @@ type ExitRecord struct {
 type ExitListener struct {
 	sock    *netlinkSocket
 	Dropped int // notifications lost to a full socket buffer (ENOBUFS)
+	// Unsure counts the records returned with MaybeThread set: ends the kernel did not say were a
+	// process's (taskstats before version 12).
+	Unsure int
+	// readAs, when not 0, is the taskstats version records are read as (ReadAsVersion).
+	readAs uint16
 }
 
 // ListenExits registers for exit notifications on all possible CPUs.
@@ -207,7 +224,8 @@ func ListenExits(sysRoot string) (*ExitListener, error) {
 func (l *ExitListener) Close() error { return l.sock.Close() }
 
 // Drain returns the process exits queued since the last call. Exits of single threads of a process that
-// lives on are skipped: their CPU stays in the thread group's counters.
+// lives on are skipped where the kernel says so (taskstats version 12, Linux 5.19): their CPU stays in the
+// thread group's counters. Before that, such an exit comes with MaybeThread set.
 func (l *ExitListener) Drain() ([]ExitRecord, error) {
 	var out []ExitRecord
 	for {
@@ -232,7 +250,11 @@ func (l *ExitListener) Drain() ([]ExitRecord, error) {
 			if err != nil {
 				return err
 			}
+			readAsVersion(&r, l.readAs)
 			if rec, ok := exitFromReply(r); ok {
+				if rec.MaybeThread {
+					l.Unsure++
+				}
 				out = append(out, rec)
 			}
 			return nil
@@ -245,6 +267,16 @@ func (l *ExitListener) Drain() ([]ExitRecord, error) {
 
 // exitFromReply turns one exit notification into a process exit, or reports false for the exit of one
 // thread of a process that keeps running.
+//
+// What the kernel sends (kernel/taskstats.c, taskstats_exit, read in 5.15's source; the records of 6.18
+// captured under testdata/ show the same): for every task that exits, one TASKSTATS_TYPE_AGGR_PID (the
+// task's own statistics, ac_pid its thread ID); and, when the exit ends a thread group that ever had
+// another thread (signal->stats allocated), also a TASKSTATS_TYPE_AGGR_TGID with the group's total. The
+// exit of a thread while others run sends the AGGR_PID alone, as does the end of a process that never had
+// a second thread. Only ac_tgid (struct taskstats version 12, Linux 5.19) tells those two apart in the
+// record itself: before it, ac_ppid of a thread is its process's parent (CLONE_THREAD copies real_parent)
+// and ac_btime its own start, so nothing in the record does. Such a record is returned with MaybeThread
+// set.
 func exitFromReply(r TaskstatsReply) (ExitRecord, bool) {
 	if r.PIDStats == nil {
 		return ExitRecord{}, false
@@ -253,7 +285,10 @@ func exitFromReply(r TaskstatsReply) (ExitRecord, bool) {
 	if r.TGIDStats != nil { // last thread of a multi-threaded process: the group total
 		return ExitRecord{PID: r.TGID, PPID: ps.PPID, Comm: ps.Comm, CPUNs: r.TGIDStats.CPUNs}, true
 	}
-	if ps.TGID != 0 && ps.TGID != ps.PID {
+	if ps.Version < tsVersionTGID || ps.TGID == 0 {
+		return ExitRecord{PID: ps.PID, PPID: ps.PPID, Comm: ps.Comm, CPUNs: ps.CPUNs, MaybeThread: true}, true
+	}
+	if ps.TGID != ps.PID {
 		return ExitRecord{}, false
 	}
 	return ExitRecord{PID: ps.PID, PPID: ps.PPID, Comm: ps.Comm, CPUNs: ps.CPUNs}, true

@@ -41,6 +41,7 @@ const (
 	tsOffWriteB    = 256
 	tsOffTGID      = 368 // ac_tgid, taskstats version 12 and later
 	tsMinLen       = 264
+	tsVersionTGID  = 12 // the first version of struct taskstats with ac_tgid (Linux 5.19)
 )
 
 // TaskStats is the part of struct taskstats tare uses.
@@ -51,7 +52,7 @@ type TaskStats struct {
 	Comm       string
 	PID        int
 	PPID       int
-	TGID       int // 0 when the kernel is older than taskstats version 12
+	TGID       int // 0 when the kernel is older than taskstats version 12 (Linux 5.19)
 	BTime      uint32
 	UTimeUs    uint64
 	STimeUs    uint64
@@ -91,7 +92,7 @@ func parseTaskStats(b []byte) (TaskStats, error) {
 		comm = comm[:i]
 	}
 	s.Comm = string(comm)
-	if s.Version >= 12 && len(b) >= tsOffTGID+4 {
+	if s.Version >= tsVersionTGID && len(b) >= tsOffTGID+4 {
 		s.TGID = int(le.Uint32(b[tsOffTGID:]))
 	}
 	return s, nil

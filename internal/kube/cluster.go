@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/tare-dev/tare/internal/bounded"
 	"github.com/tare-dev/tare/internal/component"
 	"github.com/tare-dev/tare/internal/explain"
 	"github.com/tare-dev/tare/internal/pprof"
@@ -76,7 +77,15 @@ func (c *Cluster) Metrics(ctx context.Context) (io.ReadCloser, error) {
 		cancel()
 		return nil, fmt.Errorf("kube-apiserver /metrics: %s", resp.Status)
 	}
-	return cancelOnClose{resp.Body, cancel}, nil
+	return cancelOnClose{readCloser{bounded.Reader(resp.Body, maxMetrics, "kube-apiserver's /metrics"), resp.Body}, cancel}, nil
+}
+
+// maxMetrics bounds kube-apiserver's /metrics: tens of megabytes on a large cluster.
+const maxMetrics = 256 << 20
+
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 type cancelOnClose struct {

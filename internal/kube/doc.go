@@ -6,7 +6,7 @@
 // pprof targets. The lab and experiments build their clients with NewClient too. PathOptions are kubectl's
 // rules for writing to the files NewClient reads (tare lab up adds its context with them).
 //
-// It imports client-go and, of tare's, internal/component, and the packages whose plain types it fills:
+// It imports client-go and, of tare's, internal/component, internal/bounded (bodies read within a bound), and the packages whose plain types it fills:
 // internal/explain (ClusterFacts) and internal/pprof (Target, the input of pprof.Fetch). Those types live
 // with the package that consumes them, not here. A new way to reach the API belongs here, built on
 // NewClient.

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tare-dev/tare/internal/bounded"
 )
 
 // PodRef names a pod and, when known, the container.
@@ -96,11 +98,14 @@ func (n *PodNamer) get(ctx context.Context, fieldSelector string) ([]corev1.Pod,
 		return nil, "", fmt.Errorf("GET /api/v1/pods: %s: %s", resp.Status, strings.TrimSpace(string(b)))
 	}
 	var list corev1.PodList
-	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+	if err := json.NewDecoder(bounded.Reader(resp.Body, maxPodList, "the API server's pod list")).Decode(&list); err != nil {
 		return nil, "", fmt.Errorf("decoding the pod list: %w", err)
 	}
 	return list.Items, list.ResourceVersion, nil
 }
+
+// maxPodList bounds a pod list read whole: 5,000 pods of a large cluster are tens of megabytes.
+const maxPodList = 512 << 20
 
 func (n *PodNamer) list(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -94,6 +94,17 @@ func LoadState(dir string) (*State, error) {
 	if s.Version > stateVersion {
 		return nil, fmt.Errorf("the lab state %s was written by a newer tare (version %d > %d)", statePath(dir), s.Version, stateVersion)
 	}
+	if s.Version < 1 {
+		return nil, fmt.Errorf("the lab state %s names no version: tare lab up did not write it, or it was damaged; tare lab down --dir %s still stops what it can find", statePath(dir), dir)
+	}
+	// The directory is where the state was found, whatever the file says: a state copied or edited by hand
+	// must not make tare write or look elsewhere.
+	if abs, err := filepath.Abs(dir); err == nil {
+		s.Dir = abs
+	}
+	if s.Paused != nil && s.Paused.Since.IsZero() {
+		return nil, fmt.Errorf("the lab state %s says the lab is paused but not since when: unpause cannot trust it; tare lab down --dir %s still stops what it can find", statePath(dir), dir)
+	}
 	return &s, nil
 }
 

@@ -22,53 +22,122 @@ const (
 )
 
 // TareImageArchive returns the path of the tare image's OCI archive (TareImage: tare at /tare, run as the
-// entrypoint), building it into the cache when missing. The image holds the running tare binary when it is
-// a static Linux executable (`make build` builds it with CGO_ENABLED=0), so the agent on the cluster is the
-// tare that deployed it; otherwise, as in tests, tare is built from the module's source the current
-// directory lies in. The archive is named for the binary's digest and replaces the one of an older binary.
+// entrypoint), building it into the cache when missing. The image holds the running tare binary, so the
+// agent on the cluster is the tare that deployed it: alone when it is a static Linux executable (`make
+// build` builds it with CGO_ENABLED=0), with its dynamic loader and shared libraries when it was built with
+// cgo (`go install`, or `go build` where a C compiler exists). Only a program that is not tare (a test) has
+// tare built from the module's source the current directory lies in. The archive is named for its files'
+// digest and replaces the one of an older binary.
 func TareImageArchive(ctx context.Context) (string, error) {
-	bin, cleanup, err := tareBinary(ctx)
+	img, cleanup, err := tareImageFiles(ctx)
 	if err != nil {
 		return "", err
 	}
 	defer cleanup()
-	archive, err := tareArchivePath(bin)
-	if err != nil {
+	if _, err := os.Stat(img.archive); err == nil {
+		return img.archive, nil
+	}
+	if err := writeArchiveFile(img.archive, TareImage, img.layer); err != nil {
 		return "", err
 	}
-	if _, err := os.Stat(archive); err == nil {
-		return archive, nil
+	removeOtherArchives(img.archive, "tare-")
+	return img.archive, nil
+}
+
+// tareImage is what the tare image holds and where its archive is cached.
+type tareImage struct {
+	layer   []layerFile
+	archive string
+}
+
+// tareImageFiles finds the files of the tare image (see TareImageArchive), and a function removing a tare
+// built for it.
+func tareImageFiles(ctx context.Context) (tareImage, func(), error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return tareImage{}, nil, fmt.Errorf("finding the running tare binary: %w", err)
+	}
+	notStatic := staticTare(exe)
+	if notStatic != nil && isTare(exe) {
+		img, err := dynamicTareImage(ctx, exe)
+		return img, func() {}, err
+	}
+	bin, cleanup := exe, func() {}
+	if notStatic != nil {
+		dir, err := tareSourceDir(ctx)
+		if err != nil {
+			return tareImage{}, nil, fmt.Errorf("the tare image holds a tare binary, and %w; and there is no tare source here to build one from (%w): "+
+				"run the image's verbs with a tare binary (make build, go install or go build)", notStatic, err)
+		}
+		if bin, cleanup, err = buildTare(ctx, dir); err != nil {
+			return tareImage{}, nil, err
+		}
+	}
+	archive, err := tareArchivePath(bin)
+	if err != nil {
+		cleanup()
+		return tareImage{}, nil, err
 	}
 	prog, err := fileProgram(bin)
 	if err != nil {
-		return "", err
+		cleanup()
+		return tareImage{}, nil, err
 	}
-	if err := writeArchiveFile(archive, TareImage, TareImage.binaryLayer(prog)); err != nil {
-		return "", err
+	return tareImage{layer: TareImage.binaryLayer(prog), archive: archive}, cleanup, nil
+}
+
+// dynamicTareImage is the image of a tare built with cgo: the binary at /tare, its loader and libraries
+// where the loader looks for them (elfdeps.go), named for all their paths, sizes, times and modes.
+func dynamicTareImage(ctx context.Context, exe string) (tareImage, error) {
+	files, err := sharedLibraries(exe)
+	if err != nil {
+		return tareImage{}, fmt.Errorf("finding the libraries of %s (built with cgo) for the tare image: %w", exe, err)
 	}
-	removeOtherArchives(archive, "tare-")
-	return archive, nil
+	files[0].Path = TareImage.Binary // sharedLibraries lists the program first
+	layer, key, err := hostLayer(ctx, TareImage, files)
+	if err != nil {
+		return tareImage{}, err
+	}
+	cache, err := CacheDir()
+	if err != nil {
+		return tareImage{}, err
+	}
+	return tareImage{layer: layer, archive: filepath.Join(cache, "images", "tare-"+key+".tar")}, nil
+}
+
+// isTare says whether the program at path is tare's main package.
+func isTare(path string) bool {
+	info, err := buildinfo.ReadFile(path)
+	return err == nil && info.Path == tareMain
 }
 
 // tareImageCached says whether the tare image is already in the cache: the running tare's, or, when the
-// running program is not a static tare (a test), any tare's, since building tare from unchanged source is
-// itself served from Go's build cache and gives the same binary.
+// running program is not tare (a test), any tare's, since building tare from unchanged source is itself
+// served from Go's build cache and gives the same binary.
 func tareImageCached() bool {
 	exe, err := os.Executable()
 	if err != nil {
 		return false
 	}
-	if staticTare(exe) != nil {
+	var archive string
+	switch {
+	case staticTare(exe) == nil:
+		if archive, err = tareArchivePath(exe); err != nil {
+			return false
+		}
+	case isTare(exe):
+		img, err := dynamicTareImage(context.Background(), exe)
+		if err != nil {
+			return false
+		}
+		archive = img.archive
+	default:
 		cache, err := CacheDir()
 		if err != nil {
 			return false
 		}
 		found, _ := filepath.Glob(filepath.Join(cache, "images", "tare-*.tar"))
 		return len(found) > 0
-	}
-	archive, err := tareArchivePath(exe)
-	if err != nil {
-		return false
 	}
 	_, err = os.Stat(archive)
 	return err == nil
@@ -103,24 +172,6 @@ func removeOtherArchives(keep, prefix string) {
 			_ = os.Remove(p)
 		}
 	}
-}
-
-// tareBinary is the static tare binary the image holds, and a function removing it if it was built here.
-func tareBinary(ctx context.Context) (path string, cleanup func(), err error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return "", nil, fmt.Errorf("finding the running tare binary: %w", err)
-	}
-	notStatic := staticTare(exe)
-	if notStatic == nil {
-		return exe, func() {}, nil
-	}
-	dir, err := tareSourceDir(ctx)
-	if err != nil {
-		return "", nil, fmt.Errorf("the tare image holds a static tare binary, and %w; and there is no tare source here to build one from (%w): "+
-			"build tare with CGO_ENABLED=0 (make build) and run that binary", notStatic, err)
-	}
-	return buildTare(ctx, dir)
 }
 
 // errNotStatic says a binary cannot run alone in an image of one file.

@@ -65,7 +65,7 @@ func ToolsImageArchive(ctx context.Context) (ToolsArchive, error) {
 		return ToolsArchive{}, err
 	}
 	tools, files = append(tools, CRRName), append(files, loadedFile{Path: "/usr/bin/" + CRRName, Host: crr})
-	layer, key, err := hostLayer(ctx, files)
+	layer, key, err := hostLayer(ctx, ToolsImage, files)
 	if err != nil {
 		return ToolsArchive{}, err
 	}
@@ -117,12 +117,12 @@ func missingToolsError(missing []string) error {
 		strings.Join(missing, " and "), installToolsHint, ErrPrerequisite)
 }
 
-// hostLayer is the image's layer of files from the machine (each with its mode there) and an empty /tmp,
-// with the key naming its archive: a digest of the image's name and of every file's paths, size,
-// modification time and mode.
-func hostLayer(ctx context.Context, files []loadedFile) (layer []layerFile, key string, err error) {
+// hostLayer is img's layer of files from the machine (each with its mode there) and an empty /tmp, with the
+// key naming its archive: a digest of the image's name and of every file's paths, size, modification time
+// and mode.
+func hostLayer(ctx context.Context, img Image, files []loadedFile) (layer []layerFile, key string, err error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00", ToolsImage.Name)
+	fmt.Fprintf(h, "%s\x00", img.Name)
 	for _, f := range files {
 		fi, err := os.Stat(f.Host)
 		if err != nil {

@@ -43,7 +43,7 @@ func TestHostLayerKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		layer, k, err := hostLayer(t.Context(), files)
+		layer, k, err := hostLayer(t.Context(), ToolsImage, files)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/tare-dev/tare/internal/bounded"
 	"github.com/tare-dev/tare/internal/redact"
 )
 
@@ -24,6 +25,9 @@ type Target struct {
 	Base      string
 	Client    *http.Client
 }
+
+// maxProfile bounds a fetched profile: a component's CPU profile is a few megabytes.
+const maxProfile = 128 << 20
 
 // Fetch takes a CPU profile of d (whole seconds, at least 1). Errors name the component, the URL and the
 // reason (refused, forbidden, not a profile).
@@ -61,7 +65,7 @@ func Fetch(ctx context.Context, t Target, d time.Duration) (*profile.Profile, er
 		}
 		return nil, fmt.Errorf("%s pprof at %s: %s: %s%s", t.Component, redact.Text(u), resp.Status, redact.Text(strings.TrimSpace(string(b))), hint)
 	}
-	p, err := profile.Parse(resp.Body)
+	p, err := profile.Parse(bounded.Reader(resp.Body, maxProfile, t.Component+"'s profile"))
 	if err != nil {
 		return nil, fmt.Errorf("%s pprof at %s: not a profile: %w", t.Component, redact.Text(u), err)
 	}

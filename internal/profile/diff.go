@@ -4,18 +4,19 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 	"text/tabwriter"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/tare-dev/tare/internal/userfile"
 )
 
 // ReadFile reads a pprof profile (gzipped or not).
 func ReadFile(path string) (*profile.Profile, error) {
-	f, err := os.Open(path)
+	f, err := userfile.Open(path, "profile")
 	if err != nil {
-		return nil, fmt.Errorf("reading the profile: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	p, err := profile.Parse(f)

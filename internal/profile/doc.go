@@ -21,7 +21,7 @@
 // procfs root and split into read and pure parse (parseKallsyms, parseMaps, parseRecord); /proc/PID/maps,
 // which takes the process's memory-map lock, is read through kernel's blocking reader, with a deadline.
 //
-// It imports classify (groups), kernel (process identity, the blocking reader), pprof (top functions)
-// and google/pprof's profile package; never client-go or the lab. A new record type of the ring goes in
+// It imports classify (groups), kernel (process identity, the blocking reader), pprof (top functions),
+// userfile (a profile to compare is a regular file) and google/pprof's profile package; never client-go or the lab. A new record type of the ring goes in
 // ring.go, a new source of symbols in symbols.go, a new label in build.go.
 package profile

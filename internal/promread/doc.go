@@ -5,6 +5,6 @@
 // (read.go) is split from mapping the API's vectors to a Report (mapping.go), which is pure.
 //
 // It imports classify and component (which groups are the control plane, the kubelet and the runtime),
-// output, and Prometheus's API client; never client-go. A new figure is a query in queries.go (and its
+// output, bounded (every answer read within a bound), and Prometheus's API client; never client-go. A new figure is a query in queries.go (and its
 // recording rule in deploy/prometheus/rules.yml), mapped in mapping.go and drawn in render.go.
 package promread

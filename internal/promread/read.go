@@ -14,12 +14,16 @@ import (
 	"github.com/prometheus/common/model"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tare-dev/tare/internal/bounded"
 	"github.com/tare-dev/tare/internal/warning"
 )
 
 // queryTimeout bounds a whole Read: a server that accepts connections but never answers is named, not
 // waited on forever.
 const queryTimeout = 30 * time.Second
+
+// maxAnswer bounds one answer of Prometheus: tare's queries return a few series per node.
+const maxAnswer = 256 << 20
 
 // Options say what Read asks Prometheus for.
 type Options struct {
@@ -39,7 +43,7 @@ func Read(ctx context.Context, o Options) (Report, error) {
 	if err := checkURL(o.URL); err != nil {
 		return Report{}, err
 	}
-	client, err := api.NewClient(api.Config{Address: o.URL})
+	client, err := api.NewClient(api.Config{Address: o.URL, RoundTripper: bounded.Transport(api.DefaultRoundTripper, maxAnswer)})
 	if err != nil {
 		return Report{}, fmt.Errorf("prometheus %s: %w", o.URL, err)
 	}

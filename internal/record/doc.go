@@ -12,5 +12,6 @@
 // when an older tare could not read the file.
 //
 // It imports sample (the data it stores), kernel (the resource counters a sample carries), blockio (the
-// window's block I/O, stored once at its end) and the SQLite driver, and nothing of the verbs.
+// window's block I/O, stored once at its end), userfile (a recording is a regular file) and the SQLite driver, and
+// nothing of the verbs. Readers never write beside a recording (readonly.go).
 package record

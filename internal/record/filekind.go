@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/tare-dev/tare/internal/userfile"
 )
 
 // sqliteMagic opens every SQLite 3 file.
@@ -58,7 +60,12 @@ func OpenFile(ctx context.Context, path, query string, kind FileKind) (*sql.DB, 
 	if err := checkHeader(path, kind); err != nil {
 		return nil, FileMeta{}, err
 	}
-	db, err := sql.Open("sqlite", DSN(path, query))
+	return openDSN(ctx, path, DSN(path, query), kind)
+}
+
+// openDSN opens the SQLite database dsn (the file at path, or a copy of it) and checks its meta table.
+func openDSN(ctx context.Context, path, dsn string, kind FileKind) (*sql.DB, FileMeta, error) {
+	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, FileMeta{}, fmt.Errorf("opening %s %s: %w", kind.Name, path, err)
 	}
@@ -72,6 +79,9 @@ func OpenFile(ctx context.Context, path, query string, kind FileKind) (*sql.DB, 
 
 // checkHeader rejects a file that is not SQLite.
 func checkHeader(path string, kind FileKind) error {
+	if err := userfile.Check(path, kind.Name); err != nil {
+		return err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("opening %s: %w", kind.Name, err)

@@ -64,7 +64,7 @@ func TestOpenFileChecks(t *testing.T) {
 		is         error
 		says       []string
 	}{
-		{"missing", filepath.Join(dir, "nope.db"), fs.ErrNotExist, []string{"opening recording", "no such file"}},
+		{"missing", filepath.Join(dir, "nope.db"), fs.ErrNotExist, []string{"opening the recording", "no such file"}},
 		{"not sqlite", write("text.db", []byte("this is not a database at all, just text\n")), ErrNotRecording,
 			[]string{"not a tare recording (not a SQLite file; record one with tare measure --record FILE)"}},
 		{"empty", write("empty.db", nil), ErrNotRecording, []string{"not a SQLite file"}},

@@ -27,7 +27,15 @@ type Recording struct {
 
 // Read loads a recording. A file cut short by a crash loads up to its last committed sample.
 func Read(ctx context.Context, path string) (Recording, error) {
-	db, meta, err := OpenFile(ctx, path, "mode=ro&_pragma=busy_timeout(5000)", recordingKind)
+	if err := checkHeader(path, recordingKind); err != nil {
+		return Recording{}, err
+	}
+	dsn, cleanup, err := readOnlySource(path, "mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		return Recording{}, err
+	}
+	defer cleanup()
+	db, meta, err := openDSN(ctx, path, dsn, recordingKind)
 	if err != nil {
 		return Recording{}, err
 	}

@@ -9,9 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -132,33 +130,7 @@ func TestRoundTrip(t *testing.T) {
 func TestKill9(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "killed.db")
-	self, _ := os.Executable()
-	cmd := exec.Command(self, "-test.run=^$")
-	cmd.Env = append(os.Environ(), envChild+"="+path)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 4096)
-	committed := 0
-	var acc string
-	for committed < 10 {
-		n, err := out.Read(buf)
-		if err != nil {
-			t.Fatalf("recorder stopped early: %v", err)
-		}
-		acc += string(buf[:n])
-		lines := strings.Fields(acc)
-		committed, _ = strconv.Atoi(lines[len(lines)-1])
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	committed := recordThenKill(t, path, 10)
 	rec, err := Read(context.Background(), path)
 	if err != nil {
 		t.Fatalf("recording unreadable after kill -9: %v", err)

@@ -183,6 +183,10 @@ func (w *Writer) Finish(ctx context.Context, meta sample.Meta) error {
 	if err == nil {
 		_, err = w.db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
 	}
+	if err == nil {
+		// A finished recording is one file: out of WAL mode, its readers open it immutable (readonly.go).
+		_, err = w.db.ExecContext(ctx, "PRAGMA journal_mode=DELETE")
+	}
 	return errors.Join(err, w.Close())
 }
 

@@ -9,7 +9,9 @@ import (
 
 // The end of a process: settled from its taskstats exit notification (creditExits), or, without one, when
 // it is missing from /proc or its PID was reused (finish). Its CPU then goes into its parent's ledger
-// (ledger.go) so that the parent's cutime does not count it again.
+// (ledger.go) so that the parent's cutime does not count it again. Before Linux 5.19 a notification does
+// not say whether it is a process's end or one thread's (kernel.ExitRecord.MaybeThread): forkedProcess
+// decides.
 
 type recentExit struct {
 	id    int64
@@ -133,8 +135,27 @@ func (s *Sampler) creditExits(smp *Sample, recs []kernel.ExitRecord) {
 		if s.baseDone[r.PID] {
 			continue // ended before the window opened: the baseline booked it (baselineExits)
 		}
+		if r.MaybeThread && !s.forkedProcess(r.PID) {
+			continue // most likely one thread of a running process: see forkedProcess
+		}
 		s.addTransient(smp, r)
 	}
+}
+
+// forkedProcess tells, for an exit record that may be one thread's (kernel.ExitRecord.MaybeThread:
+// taskstats before version 12, Linux 5.19), whether pid was a process: the exec source (proc connector or
+// tracepoints) records every process forked, never a thread, and it has seen every fork that preceded
+// the exit by the time the exits are drained (drainExits). A thread's exit is skipped: its CPU is in its
+// process's thread-group total already, and booking it as a short-lived child would count it twice. A
+// record the exec source cannot vouch for (none running, its events lost, or an entry forgotten after two
+// minutes) is skipped too: if it was a child process, its parent's cutime brings its CPU when it reaps it
+// (ledger.go), with 10 ms resolution and no command line, rather than a thread's CPU counting twice.
+func (s *Sampler) forkedProcess(pid int) bool {
+	if s.execs == nil {
+		return false
+	}
+	_, ok := s.execs.Lookup(pid)
+	return ok
 }
 
 // addTransient records a process that started and ended between two samples.

@@ -119,7 +119,7 @@ type Meta struct {
 	Detail       time.Duration `json:"detail_interval_ns"`
 	Duration     time.Duration `json:"duration_ns"`
 	Started      time.Time     `json:"started"`
-	CPUSource    string        `json:"cpu_source"`  // taskstats or schedstat
+	CPUSource    string        `json:"cpu_source"`  // "schedstat" (no taskstats), "schedstat+taskstats", or that + ", bpf task iterator (<pass> pass) skips idle processes"
 	ExitSource   string        `json:"exit_source"` // taskstats+tracepoints, taskstats+connector, taskstats or cutime
 	TareVersion  string        `json:"tare_version"`
 	SelfPID      int           `json:"self_pid"`

@@ -16,7 +16,8 @@ type ExecSource string
 
 const (
 	// ExecAuto starts with the proc connector and loads the exec tracepoints once the process starts it
-	// has seen would have paid for loading them (switchAfterStarts).
+	// has seen would have paid for loading them (switchAfterStarts), or at the first program that ended
+	// before the connector could read its command line (a busy node: the tracepoints copy it in the kernel).
 	ExecAuto ExecSource = ""
 	// ExecConnector uses the proc connector only, never the tracepoints.
 	ExecConnector ExecSource = "connector"
@@ -104,7 +105,8 @@ func (st *starts) Sync() {
 		return
 	}
 	st.conn.Sync()
-	if st.why == nil && st.mode == ExecAuto && st.conn.Starts() >= switchAfterStarts && st.loadTracepoints() == nil {
+	due := st.conn.Starts() >= switchAfterStarts || st.conn.Unnamed() > 0
+	if st.why == nil && st.mode == ExecAuto && due && st.loadTracepoints() == nil {
 		// Attached: what the connector queued meanwhile is drained into the same table, then it goes.
 		st.conn.Sync()
 		st.lost += st.conn.Lost()

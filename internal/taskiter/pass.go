@@ -129,9 +129,10 @@ func loadBPFIter() (*Iter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the embedded task iterator: %w", err)
 	}
+	raiseErr := raiseMemlock() // for its map, on 5.8 to 5.10 (memlock.go)
 	var objs bpfiterObjects
 	if err := spec.LoadAndAssign(&objs, nil); err != nil {
-		return nil, loadError(PassBPFIter, err)
+		return nil, memlockError(PassBPFIter, err, raiseErr)
 	}
 	it, err := attach(PassBPFIter, objs.ThreadGroups58, &objs, objs.EmitAll)
 	if err != nil {

@@ -4,7 +4,7 @@
 // window ago; internal/cluster folds what they said into the cluster view. It is apart from cluster so
 // that the view's readers (the HTML report) do not pull in client-go.
 //
-// It imports cluster, summary, kube (the client and the pods) and deploy (the agents' labels and port). A
+// It imports cluster, summary, kube (the client and the pods), deploy (the agents' labels and port) and bounded (an agent's answer is read within a bound). A
 // new way to reach the agents (another proxy, a direct address) goes here, returning the same per-node
 // results.
 package agents

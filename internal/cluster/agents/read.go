@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tare-dev/tare/internal/bounded"
 	"github.com/tare-dev/tare/internal/cluster"
 	"github.com/tare-dev/tare/internal/deploy"
 	"github.com/tare-dev/tare/internal/kube"
@@ -170,7 +171,7 @@ func readSummary(ctx context.Context, o Options, addr string) (*summary.Summary,
 		return nil, cluster.StatusUnreachable, fmt.Sprintf("GET %s: %v", u.String(), err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxSummary))
+	b, err := io.ReadAll(bounded.Reader(resp.Body, maxSummary, "the agent's /summary at "+addr))
 	if err != nil {
 		return nil, cluster.StatusUnreachable, fmt.Sprintf("reading %s: %v", u.String(), err)
 	}

@@ -58,6 +58,26 @@ func (s *Server) WaitCovered(t testing.TB, nodes int, window time.Duration) time
 	}
 }
 
+// WaitScrapedAfter waits until Prometheus holds a scrape of every node taken after at, so that a rate over
+// a window ending at at has a sample past its end: without one, a scrape delayed on a busy machine makes
+// Prometheus extrapolate only half an interval beyond the newest sample, and the rate reads short.
+func (s *Server) WaitScrapedAfter(t testing.TB, nodes int, at time.Time) {
+	t.Helper()
+	q := fmt.Sprintf("timestamp(tare_node_cpus) > %.3f", float64(at.UnixMilli())/1000)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for {
+		if n, err := s.Count(ctx, q, time.Now()); err == nil && n == nodes {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("prometheus holds no scrape of each of %d agents after %s within 30 s", nodes, at.Format(time.RFC3339Nano))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 // Count returns how many series the instant query expr returns at time at.
 func (s *Server) Count(ctx context.Context, expr string, at time.Time) (int, error) {
 	body, err := s.Raw(ctx, expr, at)

@@ -6,10 +6,28 @@ LDFLAGS   := -X github.com/tare-dev/tare/internal/cli.Version=$(VERSION)
 GOLANGCI  ?= $(shell $(GO) env GOPATH)/bin/golangci-lint
 GOLANGCI_VERSION ?= v2.15.0
 
-.PHONY: build test test-short bench bench-overhead bench-lab bench-audit bench-experiment bench-agent bench-datapath bench-kernel lint measure deps clean
+.PHONY: build krew test test-short bench bench-overhead bench-lab bench-audit bench-experiment bench-agent bench-datapath bench-kernel lint measure deps clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/tare
+
+# krew builds what a release publishes for krew (kubectl krew install tare): an archive per Linux
+# architecture in KREW_ARCHES (the tare executable and README.md) and deploy/krew/tare.yaml with the
+# version and each archive's SHA-256 filled in, all in KREW_DIST. VERSION must be a release tag (vX.Y.Z).
+KREW_ARCHES ?= amd64 arm64
+KREW_DIST   ?= dist/krew
+krew:
+	@case "$(VERSION)" in v[0-9]*.[0-9]*.[0-9]*) ;; *) echo "make krew: VERSION=$(VERSION) is not a release tag vX.Y.Z" >&2; exit 2;; esac
+	rm -rf $(KREW_DIST) && mkdir -p $(KREW_DIST)
+	sed 's/__VERSION__/$(VERSION)/g' deploy/krew/tare.yaml > $(KREW_DIST)/tare.yaml
+	set -e; for arch in $(KREW_ARCHES); do \
+		d=$$(mktemp -d); \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$d/tare ./cmd/tare; \
+		cp README.md $$d/; \
+		tar -C $$d -czf $(KREW_DIST)/tare_linux_$$arch.tar.gz tare README.md; rm -rf $$d; \
+		sum=$$(sha256sum $(KREW_DIST)/tare_linux_$$arch.tar.gz | cut -d' ' -f1); \
+		sed -i "s/__SHA256_LINUX_$$(echo $$arch | tr a-z A-Z)__/$$sum/" $(KREW_DIST)/tare.yaml; \
+	done
 
 # apt_install installs Debian packages as root: scripts/asroot.sh goes through sudo only when make does not
 # run as root, and says so when there is neither (measure re-runs itself through it too).
@@ -131,4 +149,4 @@ lint:
 	$(GO) mod tidy -diff
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

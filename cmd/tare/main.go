@@ -29,7 +29,8 @@ func main() {
 		<-sigs
 		os.Exit(130)
 	}()
-	err := cli.Execute(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	// Run as kubectl-tare, tare is kubectl's plugin (kubectl tare ...).
+	err := cli.ExecuteAs(ctx, os.Args[0], os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	cancel()
 	if err != nil {
 		var ec cli.ExitCoder

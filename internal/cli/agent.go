@@ -11,6 +11,7 @@ import (
 
 	"github.com/tare-dev/tare/internal/agent"
 	"github.com/tare-dev/tare/internal/kube"
+	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/summary"
 )
@@ -161,7 +162,7 @@ func runAgent(ctx context.Context, s streams, g *globalOptions, o *agentOptions)
 		return err
 	}
 	node := o.nodeName(g.procRoot)
-	names, nameNote := podNamer(ctx, g.kubeconfig, node)
+	names, nameNote := podNamer(ctx, g.cluster(s, lab.DefaultDir()), node)
 	ao := agent.Options{Listen: o.listen, Interval: o.interval, Detail: o.detail, Window: o.window, TopProcesses: o.top,
 		Node: node, Version: Version, Log: s.err, BlockIO: o.blockIO,
 		// In a pod, the agent's own cgroup names its kubelet's: pods of another kubelet on the same kernel
@@ -172,7 +173,7 @@ func runAgent(ctx context.Context, s streams, g *globalOptions, o *agentOptions)
 	}
 	ao.HealthListen, ao.ServeCmdlines = o.health, o.cmdlines
 	if o.auth == "kubernetes" {
-		access, note, err := agentAccess(ctx, g.kubeconfig, o)
+		access, note, err := agentAccess(ctx, g.cluster(s, lab.DefaultDir()), o)
 		if err != nil {
 			return err
 		}
@@ -188,8 +189,8 @@ func runAgent(ctx context.Context, s streams, g *globalOptions, o *agentOptions)
 // agentAccess is what --auth kubernetes needs: the clients of the reviews (the pod's ServiceAccount, else
 // --kubeconfig) and the client CA. A client CA that cannot be read is a note, not an error: bearer tokens
 // still work.
-func agentAccess(ctx context.Context, kubeconfig string, o *agentOptions) (*agent.Access, string, error) {
-	c, err := kube.NewClient(kubeconfig, kube.Options{UserAgent: "tare-agent", Timeout: 15 * time.Second})
+func agentAccess(ctx context.Context, target kubeTarget, o *agentOptions) (*agent.Access, string, error) {
+	c, err := target.client(kube.Options{UserAgent: "tare-agent", Timeout: 15 * time.Second})
 	if err != nil {
 		return nil, "", fmt.Errorf("--auth kubernetes checks callers with the API server: %w (run in a pod with the manifest's ServiceAccount, pass --kubeconfig, or listen on 127.0.0.1)", err)
 	}

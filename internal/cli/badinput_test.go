@@ -43,6 +43,16 @@ func TestBadInput(t *testing.T) {
 	if err := os.WriteFile(notKubeconfig, []byte("just some notes\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	oneContext := filepath.Join(dir, "one-context")
+	if err := os.WriteFile(oneContext, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: one, context: {cluster: c, user: u}}]
+current-context: one
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	emptyKubeconfig := filepath.Join(dir, "empty-kubeconfig")
 	if err := os.WriteFile(emptyKubeconfig, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -70,6 +80,7 @@ func TestBadInput(t *testing.T) {
 		{"experiment --mde with --resume", []string{"experiment", "--resume", dir, "--mde", "2%"}, 2, "--resume goes on with the stored plan"},
 		{"kubeconfig that is not one", []string{"measure", "--duration", "1s", "--kubeconfig", notKubeconfig}, 2, "is not a kubeconfig"},
 		{"kubeconfig without clusters", []string{"report", garbage, "--kubeconfig", emptyKubeconfig}, 2, "names no cluster"},
+		{"context the kubeconfig lacks", []string{"density", "--kubeconfig", oneContext, "--context", "two"}, 2, `has no context "two"`},
 		{"kubeconfig missing", []string{"measure", "--duration", "1s", "--kubeconfig", filepath.Join(dir, "nope")}, 2, "no such file"},
 		{"experiment negative tolerance", []string{"experiment", negTolerance}, 2, "guard.tolerance -10%"},
 		{"unknown flag", []string{"measure", "--durration", "1s"}, 2, "unknown flag: --durration"},

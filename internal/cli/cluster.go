@@ -10,6 +10,7 @@ import (
 	"github.com/tare-dev/tare/internal/deploy"
 	"github.com/tare-dev/tare/internal/htmlreport"
 	"github.com/tare-dev/tare/internal/kube"
+	"github.com/tare-dev/tare/internal/lab"
 )
 
 type clusterOptions struct {
@@ -72,7 +73,7 @@ agents' serving certificates are their own: pass --agent-ca when they were given
 	}
 	f := cmd.Flags()
 	f.DurationVar(&o.duration, "duration", 30*time.Second, "trailing window read from every agent (at most the agents' --window)")
-	f.StringVar(&o.namespace, "namespace", deploy.DefaultNamespace, "namespace of the agents' pods")
+	f.StringVarP(&o.namespace, "namespace", "n", deploy.DefaultNamespace, "namespace of the agents' pods")
 	f.StringVar(&o.selector, "selector", deploy.NameLabel+"="+deploy.Name, "label selector of the agents' pods")
 	f.IntVar(&o.port, "port", deploy.DefaultPort, "port the agents serve /summary on")
 	f.StringVar(&o.agentCA, "agent-ca", "", "CA that signed the agents' serving certificates (their --tls-cert-file); without it their certificates are not verified")
@@ -91,7 +92,7 @@ func runClusterMeasure(cmd *cobra.Command, s streams, g *globalOptions, o *clust
 	if err := checkHTML(o.html); err != nil {
 		return err
 	}
-	c, err := kube.NewClient(g.kubeconfig, kube.Options{UserAgent: "tare-cluster", Timeout: 30 * time.Second, QPS: 50, Burst: 100})
+	c, err := g.cluster(s, lab.DefaultDir()).client(kube.Options{UserAgent: "tare-cluster", Timeout: 30 * time.Second, QPS: 50, Burst: 100})
 	if err != nil {
 		return fmt.Errorf("tare cluster measure reads the agents through the API server: %w", err)
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/tare-dev/tare/internal/datapath"
 	"github.com/tare-dev/tare/internal/htmlreport"
@@ -96,7 +98,7 @@ like tare measure, and runs on the node it measures.`,
 	f.DurationVar(&o.duration, "duration", 4*time.Second, "length of each trial, whole seconds (sockperf adds its own 2 s warm-up)")
 	f.IntVar(&o.parallel, "parallel", 1, "parallel streams of the stream modes, connections under way at once of tcp-crr")
 	f.StringVar(&o.node, "node", "", "the node of the pods (default: this machine's node, else the only one)")
-	f.StringVar(&o.namespace, "namespace", "tare-datapath", "namespace of the run's pods: created for the run and deleted after it")
+	f.StringVarP(&o.namespace, "namespace", "n", "tare-datapath", "namespace of the run's pods: created for the run and deleted after it")
 	f.StringVar(&o.image, "image", "tools", "image with iperf3 and sockperf; tools is the lab's ("+lab.ToolsImage.Name+", never pulled)")
 	f.StringVar(&o.pull, "pull", "", "image pull policy: never or if-not-present (default: never for tools, else if-not-present)")
 	f.StringVar(&o.labDir, "lab-dir", lab.DefaultDir(), "the lab to use when one runs (its kubeconfig, tools image and overlay)")
@@ -167,7 +169,7 @@ func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapat
 	source := "this machine"
 	var cs kubernetes.Interface
 	if !onlyHost {
-		c, err := podCluster(ctx, g, o.labDir, image, host, say)
+		c, err := podCluster(ctx, s, g, o.labDir, image, host, say)
 		if err != nil {
 			return err
 		}
@@ -226,9 +228,20 @@ func datapathResult(s streams, g *globalOptions, v rendered, html string, page h
 	return nil
 }
 
-// sameKubeconfig says whether two paths name the same file.
-func sameKubeconfig(a, b string) bool {
-	x, err1 := os.Stat(a)
-	y, err2 := os.Stat(b)
-	return err1 == nil && err2 == nil && os.SameFile(x, y)
+// sameCluster says whether c reaches the cluster of the kubeconfig file other: the same API server,
+// trusted through the same CA (a lab's context in the user's kubeconfig embeds the lab's CA).
+func sameCluster(c *kube.Client, other string) bool {
+	o, err := kube.NewClient(other, kube.Options{})
+	if err != nil {
+		return false
+	}
+	ca := func(cfg *rest.Config) []byte {
+		if len(cfg.CAData) > 0 {
+			return cfg.CAData
+		}
+		b, _ := os.ReadFile(cfg.CAFile)
+		return b
+	}
+	x, y := ca(c.Config), ca(o.Config)
+	return c.Config.Host == o.Config.Host && len(x) > 0 && bytes.Equal(x, y)
 }

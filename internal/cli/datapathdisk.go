@@ -76,7 +76,7 @@ runs on the node it measures.`,
 	f.DurationVar(&o.duration, "duration", 4*time.Second, "length of each trial (fio's ramp included), at least 1s")
 	f.StringVar(&o.dir, "dir", "/var/tmp/tare-datapath-disk", "directory of the host target's file and of the hostpath and pvc volumes; on the node's disk")
 	f.StringVar(&o.node, "node", "", "the node of the pod (default: this machine's node, else the only one)")
-	f.StringVar(&o.namespace, "namespace", "tare-datapath-disk", "namespace of the run's pod: created for the run and deleted after it")
+	f.StringVarP(&o.namespace, "namespace", "n", "tare-datapath-disk", "namespace of the run's pod: created for the run and deleted after it")
 	f.StringVar(&o.image, "image", "tools", "image with fio; tools is the lab's ("+lab.ToolsImage.Name+", never pulled)")
 	f.StringVar(&o.pull, "pull", "", "image pull policy: never or if-not-present (default: never for tools, else if-not-present)")
 	f.StringVar(&o.labDir, "lab-dir", lab.DefaultDir(), "the lab to use when one runs (its kubeconfig and tools image)")
@@ -147,7 +147,7 @@ func runDatapathDisk(ctx context.Context, s streams, g *globalOptions, o *datapa
 	source := "this machine"
 	var cs kubernetes.Interface
 	if !onlyHost {
-		c, err := podCluster(ctx, g, o.labDir, image, host, say)
+		c, err := podCluster(ctx, s, g, o.labDir, image, host, say)
 		if err != nil {
 			return err
 		}
@@ -168,25 +168,22 @@ type clusterAccess struct {
 	lab      *lab.State // the tare lab's state; nil on another cluster
 }
 
-// podCluster connects to the cluster of --kubeconfig, else of the lab at labDir, and on a tare lab
-// imports the tools image into its nodes when the run uses it.
-func podCluster(ctx context.Context, g *globalOptions, labDir, image, host string, say func(string, ...any)) (clusterAccess, error) {
+// podCluster connects to the cluster found as kubectl finds it (--kubeconfig, --context, $KUBECONFIG,
+// ~/.kube/config), else to the lab at labDir, and on that lab (reached through any kubeconfig: its own,
+// or the context tare lab up added) imports the tools image into its nodes when the run uses it.
+func podCluster(ctx context.Context, s streams, g *globalOptions, labDir, image, host string, say func(string, ...any)) (clusterAccess, error) {
 	var a clusterAccess
-	kubeconfig := g.kubeconfig
-	st, lerr := lab.LoadState(labDir)
-	isLab := lerr == nil && (kubeconfig == "" || sameKubeconfig(kubeconfig, st.Kubeconfig))
-	if isLab {
-		a.lab = st
-		if kubeconfig == "" {
-			kubeconfig = st.Kubeconfig
-		}
-	}
-	if !isLab && image == lab.ToolsImage.Name {
-		return a, usageError("--image tools is the tare lab's image and no lab runs at --lab-dir %s for this kubeconfig: on another cluster give --image, an image with the tools on its PATH", labDir)
-	}
-	c, err := kube.NewClient(kubeconfig, kube.Options{UserAgent: "tare-datapath", Timeout: 0, QPS: 50, Burst: 100})
+	t := g.cluster(s, labDir)
+	c, err := t.client(kube.Options{UserAgent: "tare-datapath", Timeout: 0, QPS: 50, Burst: 100})
 	if err != nil {
 		return a, fmt.Errorf("tare datapath runs its pods through the API server: %w", err)
+	}
+	if st, lerr := lab.LoadState(labDir); lerr == nil && (t.lab != nil || sameCluster(c, st.Kubeconfig)) {
+		a.lab = st
+	}
+	isLab := a.lab != nil
+	if !isLab && image == lab.ToolsImage.Name {
+		return a, usageError("--image tools is the tare lab's image and no lab runs at --lab-dir %s for this kubeconfig: on another cluster give --image, an image with the tools on its PATH", labDir)
 	}
 	cset, err := c.Clientset()
 	if err != nil {
@@ -196,7 +193,7 @@ func podCluster(ctx context.Context, g *globalOptions, labDir, image, host strin
 	a.exec = func(ctx context.Context, ns, pod, container string, cmd []string, stdout, stderr io.Writer) error {
 		return c.Exec(ctx, cset, ns, pod, container, cmd, stdout, stderr)
 	}
-	names, note := podNamer(ctx, kubeconfig, host)
+	names, note := podNamer(ctx, t, host)
 	a.podNames = names
 	if note != "" {
 		say("warning: %s", note)

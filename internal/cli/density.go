@@ -84,7 +84,7 @@ the steps it measured.`,
 	f.DurationVar(&o.window, "window", 20*time.Second, "measured window at each step")
 	f.DurationVar(&o.settle, "settle", 10*time.Second, "wait after the pods are Running before measuring")
 	f.StringVar(&o.node, "node", "", "the node to fill (default: the cluster's only node that takes pods)")
-	f.StringVar(&o.namespace, "namespace", "tare-density", "namespace of the run's pods: created for the run and deleted after it")
+	f.StringVarP(&o.namespace, "namespace", "n", "tare-density", "namespace of the run's pods: created for the run and deleted after it")
 	f.StringVar(&o.image, "image", "pause", "the idle pods' image; pause is the lab's pause image ("+lab.PauseImage.Name+", never pulled); "+busyboxSleep+" runs `busybox sleep` in each container (the lab's "+lab.BusyboxImage.Name+", Debian's static busybox)")
 	f.StringVar(&o.pull, "pull", "", "image pull policy: never or if-not-present (default: never for pause, else if-not-present)")
 	f.StringVar(&o.runtimeClass, "runtime-class", "tare-measured", "name of the RuntimeClass printed")
@@ -162,7 +162,7 @@ func runDensity(cmd *cobra.Command, s streams, g *globalOptions, o *densityOptio
 	if o.kwok {
 		qps = 200 // thousands of pods to create and delete between windows
 	}
-	c, err := kube.NewClient(g.kubeconfig, kube.Options{UserAgent: "tare-density", Timeout: 30 * time.Second, QPS: qps, Burst: 2 * int(qps)})
+	c, err := g.cluster(s, lab.DefaultDir()).client(kube.Options{UserAgent: "tare-density", Timeout: 30 * time.Second, QPS: qps, Burst: 2 * int(qps)})
 	if err != nil {
 		return fmt.Errorf("tare density creates pods through the API server: %w", err)
 	}

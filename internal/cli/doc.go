@@ -5,4 +5,8 @@
 // holding newVerb(s, g) (flags into an options value, no globals) registered in newRoot (root.go); it
 // parses and checks its flags, returning usageError for bad ones (exit status 2), calls the domain
 // packages, and prints through render (render.go), so -o json and -o table mean the same everywhere.
+//
+// A verb that needs a cluster finds it through globalOptions.cluster (kubeconfig.go): kubectl's lookup
+// (--kubeconfig, --context, $KUBECONFIG, ~/.kube/config), else a running lab's kubeconfig, and connects
+// with kube.NewClient. Run as kubectl-tare, tare is kubectl's plugin (ExecuteAs, plugin.go).
 package cli

@@ -166,7 +166,7 @@ func runExplain(ctx context.Context, s streams, g *globalOptions, o *explainOpti
 // openSession opens the measuring session of a live window, naming pods through the cluster explain found
 // (kubeconfig); the note says why pods are shown by UID when they are.
 func (o *explainOptions) openSession(ctx context.Context, s streams, g *globalOptions, kubeconfig, node string, live *progress.Line) (*session.Session, string, error) {
-	names, note := podNamer(ctx, kubeconfig, node)
+	names, note := podNamer(ctx, kubeTarget{kubeconfig: kubeconfig}, node)
 	ses, err := session.Open(ctx, o.sessionOptions(g, names, warner(s, live)))
 	return ses, note, err
 }

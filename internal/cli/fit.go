@@ -10,6 +10,7 @@ import (
 	"github.com/tare-dev/tare/internal/density"
 	"github.com/tare-dev/tare/internal/fit"
 	"github.com/tare-dev/tare/internal/kube"
+	"github.com/tare-dev/tare/internal/lab"
 )
 
 // newFit is `tare fit`: how many pods of a request fit a node (issue 15).
@@ -63,7 +64,7 @@ that still fits N pods.`,
 					node = measuredOn
 				}
 			}
-			c, err := kube.NewClient(g.kubeconfig, kube.Options{UserAgent: "tare-fit", Timeout: 30 * time.Second})
+			c, err := g.cluster(s, lab.DefaultDir()).client(kube.Options{UserAgent: "tare-fit", Timeout: 30 * time.Second})
 			if err != nil {
 				return fmt.Errorf("tare fit reads the node through the API server: %w", err)
 			}

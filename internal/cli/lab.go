@@ -25,10 +25,14 @@ nodes. Pods run tiny images tare builds from Go code (a pause and an HTTP app).
 
 A lab lives in one directory (--dir; default $TARE_LAB_DIR, /var/lib/tare/lab as root, else
 ~/.local/state/tare/lab): state, certificates, data, logs. Without root the lab is control plane only
-(etcd, kube-apiserver, controller-manager, scheduler) with kwok nodes.`,
+(etcd, kube-apiserver, controller-manager, scheduler) with kwok nodes.
+
+As kind and minikube do, up adds the lab to your kubeconfig ($KUBECONFIG, else ~/.kube/config) as the
+context tare-lab (tare-lab-NAME for a lab in another --dir) and makes it current; down takes it out and
+makes the previous context current again.`,
 		Example: `  sudo tare lab install
-  sudo tare lab up --profile tuned
-  export KUBECONFIG=$(sudo tare lab env --kubeconfig)
+  sudo tare lab up --profile tuned     # adds the context tare-lab to (root's) kubeconfig, made current
+  sudo kubectl get nodes
   sudo tare measure --duration 60s
   sudo tare lab down`,
 	}

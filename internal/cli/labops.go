@@ -52,10 +52,19 @@ func printDown(w io.Writer, r *lab.DownReport) error {
 	}
 	fmt.Fprintf(w, "; removed %d cgroups", r.Cgroups)
 	if r.Kept {
-		_, err := fmt.Fprintf(w, "; kept %s\n", r.Dir)
-		return err
+		fmt.Fprintf(w, "; kept %s\n", r.Dir)
+		return printDownKubeconfig(w, r)
 	}
-	_, err := fmt.Fprintf(w, "; removed %s\n", r.Dir)
+	fmt.Fprintf(w, "; removed %s\n", r.Dir)
+	return printDownKubeconfig(w, r)
+}
+
+// printDownKubeconfig says what down did with the context lab up added to the user's kubeconfig.
+func printDownKubeconfig(w io.Writer, r *lab.DownReport) error {
+	if r.Kubeconfig == "" {
+		return nil
+	}
+	_, err := fmt.Fprintln(w, r.Kubeconfig)
 	return err
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -32,7 +34,11 @@ func newLabUp(s streams, g *globalOptions, dir *string) *cobra.Command {
 		Long: `Start a lab: PKI and kubeconfigs, etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
 containerd, kubelet and kube-proxy (and kwok with --kwok-nodes). up returns when /readyz is ok, every
 node is Ready, a probe pod has run and kube-proxy is healthy, and prints the time each step took and the
-KUBECONFIG to use.
+KUBECONFIG to use. It then adds the lab to your kubeconfig as kubectl config set-context would ($KUBECONFIG,
+else ~/.kube/config; the context tare-lab, or tare-lab-NAME for another --dir) and makes it current, so
+kubectl and tare's verbs use the lab with no flags; lab down removes it and makes the previous context
+current again. A kubeconfig that cannot be written is a warning: the lab runs, reached with the KUBECONFIG
+printed.
 pprof is on for every component (etcd --enable-pprof; /debug/pprof on the others).
 
 Profiles: upstream keeps every upstream default; tuned applies single-node reductions, each printed with
@@ -107,6 +113,11 @@ func runLabUp(ctx context.Context, s streams, g *globalOptions, dir string, o la
 	if err != nil {
 		return fmt.Errorf("lab up: %w", err)
 	}
+	// As kind and minikube: kubectl, and tare's verbs, use the lab with no flags. An unwritable kubeconfig
+	// does not stop the lab: it runs on, reached with its own kubeconfig (or, by tare, as the lab).
+	if st.UserContext, err = lab.AddUserContext(dir); err != nil {
+		fmt.Fprintf(s.err, "warning: the lab's context is not in your kubeconfig (%v): use export KUBECONFIG=%s (tare's verbs use the lab when they find no kubeconfig)\n", err, st.Kubeconfig)
+	}
 	return render(s, g, viewOf(st, printUp))
 }
 
@@ -157,6 +168,17 @@ func printUp(w io.Writer, st *lab.State) error {
 	}
 	if st.Audit != "" {
 		fmt.Fprintf(w, "audit log: %s\n", st.Audit)
+	}
+	if uc := st.UserContext; uc != nil {
+		var files []string
+		for _, f := range uc.Files {
+			files = append(files, f.Path)
+		}
+		was := "none was"
+		if uc.Previous != "" {
+			was = "was " + uc.Previous
+		}
+		fmt.Fprintf(w, "kubeconfig %s: context %s added and made current (%s); lab down removes it\n", strings.Join(files, string(filepath.ListSeparator)), uc.Name, was)
 	}
 	_, err := fmt.Fprintf(w, "export KUBECONFIG=%s\n", st.Kubeconfig)
 	return err

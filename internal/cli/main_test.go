@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,12 +23,30 @@ const envRunCLI = "TARE_TEST_RUN_CLI"
 func TestMain(m *testing.M) {
 	testload.Main()
 	if os.Getenv(envRunCLI) != "" || experiment.ReaperAsked() { // tare itself, or an experiment's reaper
-		if err := Execute(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+		if err := ExecuteAs(context.Background(), os.Args[0], os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(runTests(m))
+}
+
+// runTests runs the tests with $KUBECONFIG naming a file of the run's own, absent until a test makes it:
+// tare lab up adds the lab's context to the user's kubeconfig, and no test may touch the real
+// ~/.kube/config (tests run as root, with root's). Tests that pass --kubeconfig, or set $KUBECONFIG or
+// $HOME themselves, see no difference.
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "tare-cli-kubeconfig-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Setenv("KUBECONFIG", filepath.Join(dir, "config")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
 }
 
 // run executes tare in-process.

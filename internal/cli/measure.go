@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare/internal/kube"
+	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/progress"
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/session"
@@ -107,7 +108,7 @@ func runMeasure(ctx context.Context, s streams, g *globalOptions, o *measureOpti
 		return err
 	}
 	live := liveLine(s, g)
-	names, nameNote := podNamer(ctx, g.kubeconfig, sample.HostName(g.procRoot))
+	names, nameNote := podNamer(ctx, g.cluster(s, lab.DefaultDir()), sample.HostName(g.procRoot))
 	so := o.sessionOptions(g, names, warner(s, live))
 	if nameNote != "" {
 		so.Limitations = append(so.Limitations, nameNote)
@@ -171,8 +172,8 @@ func warner(s streams, live *progress.Line) func(string) {
 
 // podNamer connects to the API when a kubeconfig is given or found, so pods are named namespace/name.
 // Without one, or when the API does not answer, pods keep their UID and the note says why.
-func podNamer(ctx context.Context, flag, node string) (func(uid, ctr string) (string, string, string, bool), string) {
-	n, err := kube.NewPodNamer(ctx, flag, node)
+func podNamer(ctx context.Context, t kubeTarget, node string) (func(uid, ctr string) (string, string, string, bool), string) {
+	n, err := kube.NewPodNamer(ctx, t.kubeconfig, t.context, node)
 	switch {
 	case errors.Is(err, kube.ErrNoKubeconfig):
 		return nil, ""

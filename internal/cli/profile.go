@@ -97,7 +97,7 @@ func runProfile(ctx context.Context, s streams, g *globalOptions, o *profileOpti
 	if err := checkOutput("--pprof", o.pprofOut); err != nil {
 		return err
 	}
-	names, nameNote := podNamer(ctx, g.kubeconfig, sample.HostName(g.procRoot))
+	names, nameNote := podNamer(ctx, g.cluster(s, lab.DefaultDir()), sample.HostName(g.procRoot))
 	if nameNote != "" {
 		fmt.Fprintf(s.err, "warning: %s\n", nameNote)
 	}

@@ -56,6 +56,8 @@ type streams struct {
 type globalOptions struct {
 	output     string
 	kubeconfig string
+	context    string // kubectl's --context: the kubeconfig context to use instead of the current one
+	saidLab    bool   // stderr said that the lab's kubeconfig is used (cluster)
 	procRoot   string
 	sysRoot    string
 	hostRoot   string // where the measured host's / is mounted (its /boot)
@@ -78,8 +80,14 @@ func (g *globalOptions) validate() error {
 		return usageError("unknown output format %q: use -o table or -o json", g.output)
 	}
 	if g.kubeconfig != "" {
-		if err := kube.CheckKubeconfig(g.kubeconfig); err != nil {
+		if err := kube.CheckKubeconfig(g.kubeconfig, g.context); err != nil {
 			return usageError("--kubeconfig: %w", err)
+		}
+	} else if g.context != "" {
+		// As kubectl: a context the kubeconfig found lacks is refused before anything runs. With no
+		// kubeconfig at all, the verb says so (or uses the lab) when it needs a cluster.
+		if err := kube.CheckKubeconfig("", g.context); err != nil && !errors.Is(err, kube.ErrNoKubeconfig) {
+			return usageError("--context: %w", err)
 		}
 	}
 	return nil
@@ -87,6 +95,14 @@ func (g *globalOptions) validate() error {
 
 // Execute runs tare with args and returns the error to report; it has already been printed to stderr.
 func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return ExecuteAs(ctx, "tare", args, stdin, stdout, stderr)
+}
+
+// ExecuteAs is Execute for a program run by the name argv0. Run as kubectl-tare (PluginName), tare is
+// kubectl's plugin "kubectl tare": it names itself so in help and errors, and takes kubectl's flags as
+// they come (kubectl passes a plugin every argument after its name and parses none): --kubeconfig and
+// --context (global) and -n/--namespace (the verbs with a namespace) have the same meaning as kubectl's.
+func ExecuteAs(ctx context.Context, argv0 string, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if code, asked := experiment.Reap(stdin, stdout, stderr); asked { // tare started as an experiment's reaper
 		if code != 0 {
 			return exitError{code: code, err: errors.New("the experiment's reaper failed")}
@@ -95,6 +111,11 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	s := streams{in: stdin, out: stdout, err: stderr}
 	root := newRoot(s)
+	name := "tare"
+	if isPlugin(argv0) {
+		name = "kubectl tare"
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: name}
+	}
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -106,7 +127,7 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fmt.Fprintf(stderr, "Error: %v\n", err)
 	var ec ExitCoder
 	if errors.As(err, &ec) && ec.ExitCode() == 2 {
-		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", strings.Join(append([]string{"tare"}, commandPath(root, args)...), " "))
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", strings.Join(append([]string{name}, commandPath(root, args)...), " "))
 	}
 	return err
 }
@@ -116,7 +137,7 @@ func commandPath(root *cobra.Command, args []string) []string {
 	if err != nil || cmd == root {
 		return nil
 	}
-	return strings.Fields(strings.TrimPrefix(cmd.CommandPath(), root.Name()+" "))
+	return strings.Fields(strings.TrimPrefix(cmd.CommandPath(), root.CommandPath()+" "))
 }
 
 func newRoot(s streams) *cobra.Command {
@@ -133,7 +154,8 @@ reconcile against the node's counters.`,
 	}
 	pf := root.PersistentFlags()
 	pf.StringVarP(&g.output, "output", "o", "table", "output format: table or json")
-	pf.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig used to name pods (default $KUBECONFIG or ~/.kube/config when present)")
+	pf.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default as kubectl: $KUBECONFIG, else ~/.kube/config, where tare lab up adds its context; else a running lab's)")
+	pf.StringVar(&g.context, "context", "", "kubeconfig context to use (default its current context)")
 	pf.StringVar(&g.procRoot, "proc-root", "/proc", "where procfs is mounted (a host's /proc seen from a container)")
 	pf.StringVar(&g.sysRoot, "sys-root", "/sys", "where sysfs is mounted")
 	pf.StringVar(&g.hostRoot, "host-root", "/", "where the host's / is mounted: its /boot/config-RELEASE gives the tick rate and IRQ time accounting when /proc/config.gz is missing")
@@ -161,7 +183,7 @@ reconcile against the node's counters.`,
 		}
 		return nil
 	}
-	root.AddCommand(newMeasure(s, g), newReport(s, g), newExplain(s, g), newExperiment(s, g), newDiff(s, g), newExport(s, g), newLab(s, g), newAgent(s, g), newCluster(s, g), newDensity(s, g), newFit(s, g), newDatapath(s, g), newProfile(s, g))
+	root.AddCommand(newMeasure(s, g), newReport(s, g), newExplain(s, g), newExperiment(s, g), newDiff(s, g), newExport(s, g), newLab(s, g), newAgent(s, g), newCluster(s, g), newDensity(s, g), newFit(s, g), newDatapath(s, g), newProfile(s, g), newPlugin(s))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return asUsage(err) })
 	usageArgs(root)
 	return root

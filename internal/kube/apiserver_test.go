@@ -102,7 +102,7 @@ func TestPodNamerAgainstAPIServer(t *testing.T) {
 	c := requireAPIServer(t)
 	cid := strings.Repeat("ab", 32)
 	pod := probePod(t, c, "tare-namer-probe", cid)
-	n, err := kube.NewPodNamer(t.Context(), apiLab.Kubeconfig, "")
+	n, err := kube.NewPodNamer(t.Context(), apiLab.Kubeconfig, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,9 @@ type Options struct {
 	// QPS and Burst are client-go's client-side rate limit; 0 keeps its defaults (5 a second, bursts of 10).
 	QPS   float32
 	Burst int
+	// Context is the kubeconfig context to use instead of its current-context (kubectl's --context); it
+	// must exist in the kubeconfig.
+	Context string
 }
 
 // Client is a cluster reached through a kubeconfig. Making one reads files only: nothing contacts the API
@@ -63,7 +66,7 @@ func NewClient(kubeconfig string, o Options) (*Client, error) {
 		return nil, err
 	}
 	source := strings.Join(files, string(filepath.ListSeparator))
-	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.Context})
 	raw, err := loader.RawConfig()
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s is not a kubeconfig: %w", source, err)
@@ -71,7 +74,11 @@ func NewClient(kubeconfig string, o Options) (*Client, error) {
 	if len(raw.Clusters) == 0 {
 		return nil, fmt.Errorf("kubeconfig %s is not a kubeconfig: it names no cluster (see kubectl config view --raw for one that works)", source)
 	}
-	if raw.CurrentContext == "" {
+	if o.Context != "" {
+		if _, ok := raw.Contexts[o.Context]; !ok {
+			return nil, fmt.Errorf("kubeconfig %s has no context %q (kubectl config get-contexts lists them)", source, o.Context)
+		}
+	} else if raw.CurrentContext == "" {
 		how := "kubectl config use-context NAME"
 		if kubeconfig != "" {
 			how += " --kubeconfig " + kubeconfig
@@ -123,11 +130,11 @@ func (c *Client) HTTPClient() (*http.Client, error) {
 }
 
 // CheckKubeconfig tells whether path is a kubeconfig tare can use: a readable file that clientcmd parses,
-// with at least one cluster and a current context that client-go can build a client from (it does not
-// contact the server). The error names the file and says what is wrong with it. It loads the file as
-// NewClient does.
-func CheckKubeconfig(path string) error {
-	_, err := NewClient(path, Options{})
+// with at least one cluster and a current context (or the context kubeContext names, when not empty)
+// that client-go can build a client from (it does not contact the server). The error names the file and
+// says what is wrong with it. It loads the file as NewClient does.
+func CheckKubeconfig(path, kubeContext string) error {
+	_, err := NewClient(path, Options{Context: kubeContext})
 	return err
 }
 
@@ -136,14 +143,29 @@ func loadingRules(explicit string) *clientcmd.ClientConfigLoadingRules {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = explicit
 	if os.Getenv(clientcmd.RecommendedConfigPathEnvVar) == "" {
-		// clientcmd fixes ~/.kube/config when the program starts; take $HOME as it is now, as a kubectl
-		// started now would.
-		rules.Precedence = []string{filepath.Join(homedir.HomeDir(), clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName)}
+		rules.Precedence = []string{homeKubeconfig()}
 	}
 	// tare reads kubeconfigs and never writes them; a $KUBECONFIG whose files are all missing is
 	// ErrNoKubeconfig rather than a log line on stderr.
 	rules.MigrationRules, rules.WarnIfAllMissing = nil, false
 	return rules
+}
+
+// homeKubeconfig is ~/.kube/config of $HOME as it is now: clientcmd fixes its own when the program starts,
+// and a kubectl started now would take today's $HOME.
+func homeKubeconfig() string {
+	return filepath.Join(homedir.HomeDir(), clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName)
+}
+
+// PathOptions are kubectl's rules for where a change to the user's kubeconfig is written, for
+// clientcmd.ModifyConfig (as kubectl config set-context and use-context write): the files of $KUBECONFIG
+// (a new entry goes to the first that exists, else the last), else ~/.kube/config of $HOME as it is now.
+// They are the files NewClient reads when given no kubeconfig.
+func PathOptions() *clientcmd.PathOptions {
+	po := clientcmd.NewDefaultPathOptions()
+	po.GlobalFile = homeKubeconfig()
+	po.LoadingRules.MigrationRules, po.LoadingRules.WarnIfAllMissing = nil, false
+	return po
 }
 
 // kubeconfigFiles are the files rules will read: the explicit one, which must exist, or those of the

@@ -195,7 +195,7 @@ func TestNewClientTalksTLS(t *testing.T) {
 	t.Setenv("KUBECONFIG", write(t, filepath.Join(dir, "tls"), cfg))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	n, err := kube.NewPodNamer(ctx, "", "")
+	n, err := kube.NewPodNamer(ctx, "", "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

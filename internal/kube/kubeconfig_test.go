@@ -40,7 +40,7 @@ current-context: lab
 					t.Fatal(err)
 				}
 			}
-			err := kube.CheckKubeconfig(path)
+			err := kube.CheckKubeconfig(path, "")
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("rejected: %v", err)
@@ -51,9 +51,24 @@ current-context: lab
 			}
 		})
 	}
+	// kubectl's --context: a context that exists is used even when none is current; one that does not is
+	// named.
+	t.Run("context", func(t *testing.T) {
+		t.Parallel()
+		path := filepath.Join(dir, "no-current")
+		if err := os.WriteFile(path, []byte(strings.Replace(valid, "current-context: lab\n", "", 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := kube.CheckKubeconfig(path, "lab"); err != nil {
+			t.Errorf("--context lab: %v", err)
+		}
+		if err := kube.CheckKubeconfig(path, "prod"); err == nil || !strings.Contains(err.Error(), `has no context "prod"`) {
+			t.Errorf("--context prod: got %v, want an error naming it", err)
+		}
+	})
 	t.Run("directory", func(t *testing.T) {
 		t.Parallel()
-		if err := kube.CheckKubeconfig(dir); err == nil || !strings.Contains(err.Error(), dir) {
+		if err := kube.CheckKubeconfig(dir, ""); err == nil || !strings.Contains(err.Error(), dir) {
 			t.Errorf("a directory: got %v, want an error naming it", err)
 		}
 	})

@@ -44,14 +44,14 @@ type PodNamer struct {
 }
 
 // NewPodNamer connects with a kubeconfig, found as NewClient finds it (path is --kubeconfig, "" to look as
-// kubectl does), and lists the pods of this node (node is the node name; when no pod matches it, all pods
+// kubectl does; kubeContext is --context, "" for the current one), and lists the pods of this node (node is the node name; when no pod matches it, all pods
 // are listed). It fails if the API does not answer within the context.
 //
 // Until ctx ends it also watches those pods, so that a pod created later is named from its first process
 // on (the kubelet starts a pod's containers after the API server has bound it, so the watch hears of the
 // pod first).
-func NewPodNamer(ctx context.Context, path, node string) (*PodNamer, error) {
-	c, err := NewClient(path, Options{Timeout: 5 * time.Second})
+func NewPodNamer(ctx context.Context, path, kubeContext, node string) (*PodNamer, error) {
+	c, err := NewClient(path, Options{Timeout: 5 * time.Second, Context: kubeContext})
 	if err != nil {
 		return nil, err
 	}

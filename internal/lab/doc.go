@@ -18,7 +18,9 @@
 //     and prometheusoperator.go (the Prometheus Operator and its CRDs, from its module).
 //   - Starting and stopping: up.go (Up and UpOptions: the start sequence, its supervision and why a start
 //     failed), down.go (Down and Leftovers), process.go (one daemon: start, follow, stop; stray lab
-//     processes), state.go (DIR/state.json, which down and status read).
+//     processes), state.go (DIR/state.json, which down and status read), usercontext.go (AddUserContext:
+//     the lab's context in the user's kubeconfig, as kubectl writes it, which tare lab up adds and Down
+//     takes out).
 //   - One file per start stage, holding the settings of the components it starts (their flags, etcdArgs,
 //     apiserverArgs, …, and configuration files) and the start itself: etcd.go, apiserver.go (also the
 //     audit policy, the API server's certificates and address), controllers.go (kube-controller-manager

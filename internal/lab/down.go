@@ -26,6 +26,9 @@ type DownReport struct {
 	Dir       string    `json:"dir"`
 	Leftover  []string  `json:"leftover,omitempty"`
 	WasPaused bool      `json:"was_paused,omitempty"` // the lab was paused: down thawed it first
+	// Kubeconfig says how the context tare lab up added to the user's kubeconfig was taken out ("" when up
+	// added none).
+	Kubeconfig string `json:"kubeconfig,omitempty"`
 }
 
 // stopFirst are the components stopped first, the node agents and kwok (so nothing restarts pods); then
@@ -38,7 +41,8 @@ var stopFirst = component.Names(func(e component.Entry) bool {
 var nodePrograms = component.LabPrograms(func(e component.Entry) bool { return e.Lab.Daemon && e.Lab.Node })
 
 // Down stops every process of the lab in dir and removes what it added to the machine: mounts, pod
-// network namespaces, the bridge, iptables rules, cgroups, container log links and changed sysctls. It
+// network namespaces, the bridge, iptables rules, cgroups, container log links and changed sysctls, and
+// the context tare lab up added to the user's kubeconfig (removeUserContext). It
 // works from the recorded state and, for what the state misses (a kill -9 of tare mid-up, shims), from
 // the command lines that name the lab directory. The directory itself goes unless keep is set (warm
 // start: data, certificates, images). Down reports anything it could not remove.
@@ -75,6 +79,13 @@ func Down(ctx context.Context, dir string, keep bool) (*DownReport, error) {
 		thawLeftovers()
 	}
 	r.Stopped, r.Strays = stopLab(dir, st)
+	if note, err := removeUserContext(st); err != nil {
+		errs = append(errs, err)
+	} else if note != "" {
+		r.Kubeconfig = note
+		st.UserContext = nil
+		_ = st.save() // a second down does not undo it again
+	}
 	// The KUBE-/CNI- chains are the lab's when it ran a node (kubelet, kube-proxy, pods).
 	nodeLab := loaded && !st.ControlOnly
 	for _, s := range r.Strays {

@@ -43,6 +43,9 @@ type State struct {
 	// components a retune by that process restarts end with it too. A retune by any other process (tare
 	// lab retune on such a lab) starts them without, so they do not end with a short-lived command.
 	Caller int `json:"stop_with_caller_pid,omitempty"`
+	// UserContext is the context tare lab up added to the user's kubeconfig (AddUserContext), which down
+	// removes; nil when none was added (lab.Up alone adds none).
+	UserContext *UserContext `json:"user_context,omitempty"`
 }
 
 // components lists the lab components the lab runs (UpOptions.components).

@@ -74,7 +74,7 @@ func (s *Sources) Collect(ctx context.Context, measure Measure) (Result, error) 
 		g.Go(func() error {
 			fctx, cancel := context.WithTimeout(after, factsTimeout)
 			defer cancel()
-			f := s.Cluster.Facts(fctx)
+			f := clusterFacts(fctx, s.Cluster)
 			res.Facts = &f
 			res.ClusterRead = explain.NewClusterRead(time.Now(), s.opts.Recording != "")
 			for _, u := range f.Unreadable {

@@ -8,6 +8,7 @@
 // then Collect, once; a new source of evidence goes here, as a goroutine of Collect's errgroup that reports
 // failure as a note and returns when its context is cancelled.
 //
-// It imports explain (the types it fills), kube and lab (where the cluster and its endpoints are), pprof,
+// It imports explain (the types it fills, the cluster facts of facts.go among them), kube and lab (where
+// the cluster and its endpoints are), client-go's meta types, pprof,
 // audit, record, sample and summary.
 package collect

@@ -96,6 +96,9 @@ fuzz:
 # tare datapath net run, and tare profile and the block I/O tracer beside perf record and bpftrace. Root.
 bench: bench-overhead bench-lab bench-audit bench-experiment bench-agent bench-datapath bench-kernel
 
+# bench-overhead: tare beside pidstat, as tare chooses its task pass and with each pass forced
+# (TARE_TASK_PASS), with ~300 processes (30 s runs) and 3,000 idle ones (60 s runs), and start-up: about
+# 25 minutes at the defaults (3 interleaved repetitions; -reps, -passes, -skip-* to shorten it).
 bench-overhead: build deps
 	$(GO) run ./bench/overhead -tare ./$(BIN)
 

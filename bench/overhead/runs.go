@@ -18,6 +18,7 @@ import (
 type job struct {
 	name string
 	argv []string
+	env  []string // added to the bench's environment (TARE_TASK_PASS=...)
 }
 
 // result is one finished run.
@@ -27,6 +28,10 @@ type result struct {
 	window time.Duration // the run's nominal window (0: use wall)
 	maxRSS int64         // KiB
 	steady float64       // tare only: its own CPU after the baseline sample, as it reports it (millicores)
+	// tare only: the run time of its BPF programs over the window, as it reports it (self_bpf), in CPU time:
+	// bpfIn ran in tare's own context (the task pass), so it is inside cpu; bpfOut ran in other processes'
+	// (the exec tracepoints at each fork and exec), so it is not.
+	bpfIn, bpfOut time.Duration
 }
 
 // interleave runs every run reps times, one of each in turn.
@@ -38,7 +43,7 @@ func interleave(ctx context.Context, runs []job, reps int, window time.Duration)
 			for j, a := range r.argv {
 				argv[j] = strings.ReplaceAll(a, "%d", strconv.Itoa(rep))
 			}
-			res, err := measure(ctx, r.name, argv, window)
+			res, err := measure(ctx, r, argv, window)
 			if err != nil {
 				return nil, err
 			}
@@ -49,9 +54,10 @@ func interleave(ctx context.Context, runs []job, reps int, window time.Duration)
 }
 
 // measure runs argv to completion and reads its CPU and peak RSS from the kernel's rusage.
-func measure(ctx context.Context, name string, argv []string, window time.Duration) (result, error) {
+func measure(ctx context.Context, r job, argv []string, window time.Duration) (result, error) {
+	name := r.name
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	cmd.Env = append(append(os.Environ(), "LC_ALL=C"), r.env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
@@ -69,12 +75,22 @@ func measure(ctx context.Context, name string, argv []string, window time.Durati
 				Mean float64 `json:"mean"`
 			} `json:"cpu_millicores"`
 		} `json:"self"`
+		BPF struct {
+			Outside float64 `json:"outside_millicores"`
+			InSelf  float64 `json:"in_self_millicores"`
+		} `json:"self_bpf"`
+		Meta struct {
+			Duration time.Duration `json:"duration_ns"`
+		} `json:"meta"`
 	}
-	steady := 0.0
+	res := result{cpu: cpu, wall: wall, window: window, maxRSS: maxRSS}
 	if json.Unmarshal(stdout.Bytes(), &self) == nil {
-		steady = self.Self.CPU.Mean
+		res.steady = self.Self.CPU.Mean
+		secs := self.Meta.Duration.Seconds()
+		res.bpfIn = time.Duration(self.BPF.InSelf * secs * float64(time.Millisecond))
+		res.bpfOut = time.Duration(self.BPF.Outside * secs * float64(time.Millisecond))
 	}
-	return result{cpu: cpu, wall: wall, window: window, maxRSS: maxRSS, steady: steady}, nil
+	return res, nil
 }
 
 // sleepers are idle processes the bench starts to set the node's process count.

@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"errors"
 	"context"
 	"fmt"
 	"io"
@@ -185,9 +186,13 @@ func (s *Sampler) openSources(ctx context.Context, pass taskiter.Pass) {
 	}
 	ts, err := kernel.OpenTaskstats()
 	if err != nil {
+		why := "taskstats exit notifications and the proc connector need CAP_NET_ADMIN"
+		if !errors.Is(err, kernel.ErrPermission) {
+			why = "taskstats cannot be used (above)"
+		}
 		s.meta.Limitations = append(s.meta.Limitations,
 			fmt.Sprintf("taskstats: %v; per-process CPU comes from per-thread schedstat (threads that exit between samples lose their last interval)", err),
-			"short-lived processes: taskstats exit notifications and the proc connector need CAP_NET_ADMIN; their CPU is credited through their parents' cutime/cstime (10 ms resolution, no command lines)")
+			"short-lived processes: "+why+"; their CPU is credited through their parents' cutime/cstime (10 ms resolution, no command lines)")
 		return
 	}
 	exits, err := kernel.ListenExits(s.opts.SysRoot)

@@ -1,8 +1,8 @@
 package sample
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"

@@ -36,6 +36,7 @@ var (
 	descSamples  = prometheus.NewDesc("tare_samples_total", "Samples taken.", nil, nil)
 	descTook     = prometheus.NewDesc("tare_sample_duration_seconds", "How long the last sample took to read.", nil, nil)
 	descRing     = prometheus.NewDesc("tare_ring_samples", "Samples held in the ring (at most --window / --interval + 1).", nil, nil)
+	descLast     = prometheus.NewDesc("tare_last_sample_timestamp_seconds", "Unix time of the sample every counter is from: rates between two scrapes are over the time between their samples.", nil, nil)
 	descWarnings = prometheus.NewDesc("tare_warnings_total", "Sampler warnings by kind (source, skipped, limitation).", []string{"kind"}, nil)
 	ioLabels     = append(append([]string{}, groupLabels...), "direction")
 	descIOReqs   = prometheus.NewDesc("tare_group_block_io_requests_total", "Block I/O requests completed for the group's processes (the kernel's block tracepoints), by direction (read, write, other).", ioLabels, nil)
@@ -43,7 +44,7 @@ var (
 	descIODevice = prometheus.NewDesc("tare_group_block_io_device_seconds", "Device time (issue to completion) of the group's block I/O requests. The kernel counts log2 buckets of microseconds only: the bucket bounds are exact, _sum is estimated at each bucket's midpoint.", groupLabels, nil)
 	descIOLost   = prometheus.NewDesc("tare_block_io_uncounted_requests_total", "Block I/O requests in no group: completions of requests the tracer did not see made (unmatched) or had no room to count (dropped).", []string{"reason"}, nil)
 	allDescs     = []*prometheus.Desc{descInfo, descCPUs, descBusy, descNodeCPU, descGroupCPU, descChildCPU, descChildRuns, descGroupMem,
-		descRead, descWritten, descThreads, descGap, descRes, descProcCPU, descProcMem, descSelf, descSamples, descTook, descRing, descWarnings,
+		descRead, descWritten, descThreads, descGap, descRes, descProcCPU, descProcMem, descSelf, descSamples, descTook, descRing, descLast, descWarnings,
 		descIOReqs, descIOBytes, descIODevice, descIOLost, descSelfBPF}
 )
 
@@ -105,6 +106,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	emit(ch, descSamples, prometheus.CounterValue, float64(s.samples))
 	emit(ch, descTook, prometheus.GaugeValue, s.took.Seconds())
 	emit(ch, descRing, prometheus.GaugeValue, float64(s.n))
+	emit(ch, descLast, prometheus.GaugeValue, float64(s.prev.Time.UnixNano())/1e9)
 }
 
 // podTotals are a pod's (or other group's) figures summed over its containers and live processes.

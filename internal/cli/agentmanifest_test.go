@@ -64,7 +64,7 @@ func TestAgentManifestFlags(t *testing.T) {
 	}{
 		{[]string{"--namespace", "Bad_NS"}, `namespace "Bad_NS"`},
 		{[]string{"--port", "70000"}, "from 1 to 65535"},
-		{[]string{"--interval", "-1s"}, "positive sampling interval"},
+		{[]string{"--interval", "-1s"}, "--interval must be positive"},
 		{[]string{"extra"}, "unknown command"},
 	} {
 		out, errOut, err := run(ctx, append([]string{"agent", "manifest"}, tt.args...)...)

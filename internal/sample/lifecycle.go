@@ -285,12 +285,23 @@ func (s *Sampler) addDetail(ps *ProcSample, d kernel.Detail) {
 	ps.HasDetail = true
 	ps.RSS, ps.PSS, ps.Private = d.RSS, d.PSS, d.Private
 	ps.ReadBytes, ps.WriteBytes, ps.Threads = d.ReadBytes, d.WriteBytes, d.Threads
-	s.noteDenied("smaps_rollup", d.SmapsErr)
-	s.noteDenied("io", d.IOErr)
+	s.noteDenied("smaps_rollup", ps.ID, d.SmapsErr)
+	s.noteDenied("io", ps.ID, d.IOErr)
 }
 
-func (s *Sampler) noteDenied(kind string, err error) {
-	if err != nil && errors.Is(err, os.ErrPermission) && s.seq == 0 {
+// noteDenied counts a process whose kind of file was refused, once: a process's smaps_rollup may first be
+// read at any detail sample (firstSmaps), not only at the baseline.
+func (s *Sampler) noteDenied(kind string, id int64, err error) {
+	if err == nil || !errors.Is(err, os.ErrPermission) {
+		return
+	}
+	seen := s.deniedIDs[kind]
+	if seen == nil {
+		seen = map[int64]bool{}
+		s.deniedIDs[kind] = seen
+	}
+	if !seen[id] {
+		seen[id] = true
 		s.denied[kind]++
 	}
 }

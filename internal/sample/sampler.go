@@ -80,7 +80,8 @@ type Sampler struct {
 	seq          int
 	lastTime     time.Time
 	meta         Meta
-	denied       map[string]int
+	denied       map[string]int            // processes whose kind of file was refused, each counted once
+	deniedIDs    map[string]map[int64]bool // which ones (noteDenied)
 	warned       map[string]bool
 	warn         func(string)
 	uncached     bool // the open file limit was reached: new processes are read without thread counters
@@ -128,7 +129,7 @@ func New(ctx context.Context, opts Options, warn func(string)) (*Sampler, error)
 		}
 	}
 	s := &Sampler{opts: opts, pfs: pfs, node: node, res: res, procs: map[int]*procState{}, recent: map[int]recentExit{},
-		reapedBy: map[int]int64{}, ledgers: map[int]*ledger{}, baseDone: map[int]bool{}, denied: map[string]int{}, warned: map[string]bool{}, warn: warn}
+		reapedBy: map[int]int64{}, ledgers: map[int]*ledger{}, baseDone: map[int]bool{}, denied: map[string]int{}, deniedIDs: map[string]map[int64]bool{}, warned: map[string]bool{}, warn: warn}
 	detailEvery := max(1, int(opts.Detail/opts.Interval))
 	s.idleEvery = max(1, int(time.Second/opts.Interval))
 	s.stuck = kernel.BlockingReads(opts.ProcRoot).View()

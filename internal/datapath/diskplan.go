@@ -115,10 +115,13 @@ func ParseDepths(s string) ([]int, error) {
 func ParseFileSize(s string) (int64, error) {
 	f := strings.ToLower(strings.TrimSpace(s))
 	mult := int64(1)
-	for suffix, m := range map[string]int64{"k": 1 << 10, "m": 1 << 20, "g": 1 << 30} {
-		if strings.HasSuffix(f, suffix) {
-			mult, f = m, strings.TrimSuffix(f, suffix)
-		}
+	switch { // one suffix at most: 1mg is no size
+	case strings.HasSuffix(f, "k"):
+		mult, f = 1<<10, strings.TrimSuffix(f, "k")
+	case strings.HasSuffix(f, "m"):
+		mult, f = 1<<20, strings.TrimSuffix(f, "m")
+	case strings.HasSuffix(f, "g"):
+		mult, f = 1<<30, strings.TrimSuffix(f, "g")
 	}
 	n, err := strconv.ParseInt(f, 10, 64)
 	if err != nil || n <= 0 || n > (1<<40)/mult || (n*mult)%(1<<20) != 0 {

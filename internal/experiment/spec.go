@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tare-dev/tare/internal/compare"
@@ -371,11 +372,12 @@ func (v Variant) tunings() ([]lab.Tuning, error) {
 	return ts, nil
 }
 
+// parseScale reads a scale entry, NAMESPACE/DEPLOYMENT=REPLICAS, with names Kubernetes allows.
 func parseScale(s string) (ns, name string, replicas int32, err error) {
 	key, val, ok := strings.Cut(s, "=")
 	ns, name, ok2 := strings.Cut(key, "/")
 	n, err := strconv.ParseInt(val, 10, 32)
-	if !ok || !ok2 || ns == "" || name == "" || err != nil || n < 0 {
+	if !ok || !ok2 || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 || err != nil || n < 0 {
 		return "", "", 0, fmt.Errorf("scale %q: want NAMESPACE/DEPLOYMENT=REPLICAS", s)
 	}
 	return ns, name, int32(n), nil

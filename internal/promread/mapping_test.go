@@ -132,19 +132,3 @@ func TestMap(t *testing.T) {
 		})
 	}
 }
-
-// FuzzMap feeds arbitrary API answers through decoding and mapping: Map must not panic.
-func FuzzMap(f *testing.F) {
-	for name := range queryFields(promread.Queries{}) {
-		if b, err := os.ReadFile(filepath.Join("testdata", "twonodes", name+".json")); err == nil {
-			f.Add(b)
-		}
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		v, err := decode(b)
-		if err != nil {
-			return
-		}
-		_, _ = promread.Map(promread.Results{CPUs: v, Busy: v, Groups: v, Memory: v, Pods: v, ControlPlane: v})
-	})
-}

@@ -175,19 +175,25 @@ func readSummary(ctx context.Context, o Options, addr string) (*summary.Summary,
 	if err != nil {
 		return nil, cluster.StatusUnreachable, fmt.Sprintf("reading %s: %v", u.String(), err)
 	}
+	return parseSummary(resp.StatusCode, resp.Status, b, u.String())
+}
+
+// parseSummary reads an agent's answer to GET target (its status code, status line and body) the way Measure
+// takes it: a summary, or the status of the node's row and a reason that says what to do.
+func parseSummary(code int, status string, b []byte, target string) (*summary.Summary, cluster.Status, string) {
 	msg := strings.TrimSpace(string(b))
-	switch code := resp.StatusCode; {
+	switch {
 	case code == http.StatusOK:
 	case code == http.StatusBadRequest:
-		return nil, cluster.StatusBadWindow, fmt.Sprintf("%s: ask for a shorter --duration or run the agents with a longer --window", firstLine(msg, errors.New(resp.Status)))
+		return nil, cluster.StatusBadWindow, fmt.Sprintf("%s: ask for a shorter --duration or run the agents with a longer --window", firstLine(msg, errors.New(status)))
 	case code == http.StatusServiceUnavailable && strings.Contains(msg, "no sample yet"):
 		return nil, cluster.StatusUnready, noSampleReason
 	case code == http.StatusUnauthorized:
-		return nil, cluster.StatusForbidden, fmt.Sprintf("the agent does not accept your credentials (%s): use a kubeconfig whose user has a token or a client certificate of the cluster", firstLine(msg, errors.New(resp.Status)))
+		return nil, cluster.StatusForbidden, fmt.Sprintf("the agent does not accept your credentials (%s): use a kubeconfig whose user has a token or a client certificate of the cluster", firstLine(msg, errors.New(status)))
 	case code == http.StatusForbidden:
-		return nil, cluster.StatusForbidden, fmt.Sprintf("%s: you need the ClusterRole %s (kubectl create clusterrolebinding ... --clusterrole %s --user YOU)", firstLine(msg, errors.New(resp.Status)), deploy.ClusterReaderRole, deploy.ClusterReaderRole)
+		return nil, cluster.StatusForbidden, fmt.Sprintf("%s: you need the ClusterRole %s (kubectl create clusterrolebinding ... --clusterrole %s --user YOU)", firstLine(msg, errors.New(status)), deploy.ClusterReaderRole, deploy.ClusterReaderRole)
 	default:
-		return nil, cluster.StatusUnreachable, fmt.Sprintf("GET %s: %s", u.String(), firstLine(msg, errors.New(resp.Status)))
+		return nil, cluster.StatusUnreachable, fmt.Sprintf("GET %s: %s", target, firstLine(msg, errors.New(status)))
 	}
 	var s summary.Summary
 	if err := json.Unmarshal(b, &s); err != nil {

@@ -3,6 +3,7 @@ package collect
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -138,11 +139,13 @@ func (s *Sources) pprofTargets() []pprof.Target {
 // ParsePprofURL reads NAME=URL, where URL/debug/pprof/profile answers (a trailing /debug/pprof is
 // allowed), into a target.
 func ParsePprofURL(u string) (pprof.Target, error) {
-	name, url, ok := strings.Cut(u, "=")
-	if !ok || name == "" || !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
+	name, raw, ok := strings.Cut(u, "=")
+	base := strings.TrimRight(strings.TrimSuffix(strings.TrimRight(raw, "/"), "/debug/pprof"), "/")
+	parsed, err := url.Parse(base)
+	if !ok || name == "" || err != nil || parsed.Scheme != "http" && parsed.Scheme != "https" || parsed.Host == "" {
 		return pprof.Target{}, fmt.Errorf("--pprof-url %q: want NAME=http(s)://HOST:PORT", u)
 	}
-	return pprof.Target{Component: name, Base: strings.TrimSuffix(strings.TrimSuffix(url, "/"), "/debug/pprof")}, nil
+	return pprof.Target{Component: name, Base: base}, nil
 }
 
 func sameFile(a, b string) bool {

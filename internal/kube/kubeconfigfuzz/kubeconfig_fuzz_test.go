@@ -48,7 +48,7 @@ current-context: lab
 		if err := os.WriteFile(path, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if err := kube.CheckKubeconfig(path); err != nil && !strings.Contains(err.Error(), path) {
+		if err := kube.CheckKubeconfig(path, ""); err != nil && !strings.Contains(err.Error(), path) {
 			t.Fatalf("the error does not name the file: %v", err)
 		}
 	})

@@ -124,7 +124,7 @@ func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
 		s.cuts = append(s.cuts, pendingCut{st, id.Stat.ChildTimeNs()})
 	}
 	if detail && !id.Kernel {
-		d := kernel.ReadDetail(s.opts.ProcRoot, pid, &id.Stat, nil, s.firstSmaps(boot, info, false))
+		d := kernel.ReadDetail(s.opts.ProcRoot, pid, &id.Stat, nil, s.firstSmaps(boot, id.Stat.Starttime))
 		st.detail = &d
 		s.addDetail(&ps, d)
 	}
@@ -193,7 +193,7 @@ func (s *Sampler) sampleKnown(smp *Sample, st *procState, boot uint64, detail bo
 			smaps := kernel.SmapsOnDrift
 			switch {
 			case st.detail == nil || st.detail.StatmOnly:
-				smaps = s.firstSmaps(boot, st.info, ran)
+				smaps = s.firstSmaps(boot, st.info.Key.Start)
 			case st.turn(smapsEvery):
 				smaps = kernel.SmapsNow
 			}

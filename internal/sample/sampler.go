@@ -92,8 +92,6 @@ type Sampler struct {
 	lastListBoot uint64 // boot ticks at the last full listing of /proc
 	pidBuf       []int
 	lastNode     Node
-	final        bool             // this sample is the window's closing one: every process lacking smaps_rollup is read
-	details      int              // detail samples taken after the baseline (refresh.go: firstSmaps)
 	stuck        kernel.StuckView // reads of cmdline and smaps_rollup that did not answer (kernel/blockingread.go)
 	act          *activity        // which processes ran since the previous sample (activity.go); nil without it
 	bpfStats     io.Closer        // keeps the kernel's BPF run-time statistics on (selfbpf.go); nil without them
@@ -301,10 +299,6 @@ func (s *Sampler) sample(final bool) (Sample, error) {
 	now := time.Now()
 	boot := kernel.BootTicks()
 	detail := s.meta.DetailSample(s.seq) || final
-	s.final = final
-	if detail && s.seq > 0 {
-		s.details++
-	}
 	// The slow node figures are read at least once a second. With the proc connector naming new processes
 	// and taskstats reporting exits, listing /proc is only a safety net (listing).
 	full := s.execs == nil || detail || s.seq%s.idleEvery == 0

@@ -16,70 +16,9 @@ import (
 	"github.com/tare-dev/tare/internal/testload"
 )
 
-// TestBaselineDefersIdleSmaps: the baseline sample does not walk the page tables of the processes it finds
-// (smaps_rollup): with 1,500 idle sleepers, the baseline makes fewer read system calls than a baseline that
-// reads every smaps_rollup at once (a closing sample taken first, which does) by at least one smaps_rollup
-// read per process, as the test counts them reading the sleepers' smaps_rollup itself. The counts come from
-// the kernel (/proc/self/io syscr), the CPU from this process's rusage, not from the sampler.
-func TestBaselineDefersIdleSmaps(t *testing.T) {
-	testenv.NeedRoot(t, "taskstats and other users' smaps_rollup need root")
-	if testing.Short() {
-		t.Skip("starts 1,500 processes")
-	}
-	const n = 1500
-	pids := testload.Sleepers(t, n)
-	waitSleeping(t, pids)
-	// The peer: read system calls, and CPU, of reading each sleeper's smaps_rollup once.
-	rollupReads, rollupCPU := readEach(t, pids, "smaps_rollup")
-	type base struct {
-		reads int
-		cpu   time.Duration
-	}
-	baseline := func(final bool) base {
-		s, err := New(context.Background(), Options{Interval: time.Second, Detail: 5 * time.Second}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		take := s.Sample
-		if final {
-			take = s.SampleFinal
-		}
-		reads, cpu := readSyscalls(t), selfCPU()
-		smp, err := take()
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := base{readSyscalls(t) - reads, selfCPU() - cpu}
-		if len(smp.New) < n {
-			t.Fatalf("the baseline lists %d processes, fewer than the %d sleepers", len(smp.New), n)
-		}
-		return b
-	}
-	// Twice each, interleaved, keeping the cheaper: the machine is shared.
-	deferred, eager := baseline(false), baseline(true)
-	for range 1 {
-		d, e := baseline(false), baseline(true)
-		deferred.reads, deferred.cpu = min(deferred.reads, d.reads), min(deferred.cpu, d.cpu)
-		eager.reads, eager.cpu = min(eager.reads, e.reads), min(eager.cpu, e.cpu)
-	}
-	per := func(d time.Duration) float64 { return float64(d) / 1e3 / n }
-	t.Logf("baseline of %d sleepers: %d read calls and %.1f µs of CPU a sleeper, smaps_rollup deferred; %d and %.1f µs read at once; the test's own read of a smaps_rollup: %.1f calls, %.1f µs",
-		n, deferred.reads/n, per(deferred.cpu), eager.reads/n, per(eager.cpu), float64(rollupReads)/n, per(rollupCPU))
-	if saved := eager.reads - deferred.reads; saved < rollupReads*9/10 {
-		t.Errorf("the baseline made %d read calls, %d fewer than reading every smaps_rollup at once: want at least %d fewer (one smaps_rollup of each of %d sleepers)",
-			deferred.reads, saved, rollupReads*9/10, n)
-	}
-	if saved := eager.cpu - deferred.cpu; saved < rollupCPU/2 {
-		t.Errorf("the baseline took %v of CPU, %v less than reading every smaps_rollup at once: want at least half of the %v the test took to read them",
-			deferred.cpu, saved, rollupCPU)
-	}
-}
-
-// TestFinalSampleHasEverySmaps: the processes the baseline found idle have memory in every detail sample
-// (statm's, until their smaps_rollup turn), and the closing sample of a run shorter than the turns holds
-// each one's smaps_rollup reading: its PSS is what the sleeper's own smaps_rollup, read by the test after
-// the run, says.
+// TestFinalSampleHasEverySmaps: idle processes have memory in every detail sample, and the closing sample
+// holds each one's smaps_rollup reading: its PSS is what the sleeper's own smaps_rollup, read by the test
+// after the run, says.
 func TestFinalSampleHasEverySmaps(t *testing.T) {
 	eachTaskPass(t, testFinalSampleHasEverySmaps)
 }

@@ -3,10 +3,7 @@ package sample
 import (
 	"context"
 	"errors"
-	"io"
 	"math"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -110,28 +107,4 @@ func waitSleeping(t *testing.T, pids []int) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-}
-
-// readEach reads file of every process in pids once, into a buffer large enough for it, and returns the
-// read system calls (syscr) and CPU that took.
-func readEach(t *testing.T, pids []int, file string) (int, time.Duration) {
-	t.Helper()
-	buf := make([]byte, 64<<10)
-	reads, cpu := readSyscalls(t), selfCPU()
-	for _, pid := range pids {
-		f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/" + file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			if _, err := f.Read(buf); err != nil {
-				if !errors.Is(err, io.EOF) {
-					t.Fatal(err)
-				}
-				break
-			}
-		}
-		_ = f.Close()
-	}
-	return readSyscalls(t) - reads, selfCPU() - cpu
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/tare-dev/tare/internal/output"
 )
 
 // ErrTooLarge says a peer sent more than the bound.
@@ -28,7 +30,7 @@ func (b *reader) Read(p []byte) (int, error) {
 		var one [1]byte
 		n, err := b.r.Read(one[:])
 		if n > 0 {
-			return 0, fmt.Errorf("%s is larger than %s, %w: a broken or hostile peer", b.what, size(b.limit), ErrTooLarge)
+			return 0, fmt.Errorf("%s is larger than %s, %w: a broken or hostile peer", b.what, output.Limit(b.limit), ErrTooLarge)
 		}
 		return 0, err
 	}
@@ -38,13 +40,6 @@ func (b *reader) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.left -= int64(n)
 	return n, err
-}
-
-func size(n int64) string {
-	if n >= 1<<20 {
-		return fmt.Sprintf("%d MiB", n>>20)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 // Transport bounds the body of every response rt returns (named by its request's host and path).
@@ -62,8 +57,13 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || resp.Body == nil {
 		return resp, err
 	}
-	resp.Body = readCloser{Reader: Reader(resp.Body, t.limit, "the answer of "+req.URL.Host+req.URL.Path), Closer: resp.Body}
+	resp.Body = Body(resp.Body, t.limit, "the answer of "+req.URL.Host+req.URL.Path)
 	return resp, nil
+}
+
+// Body is body read through Reader, closed as body is.
+func Body(body io.ReadCloser, limit int64, what string) io.ReadCloser {
+	return readCloser{Reader: Reader(body, limit, what), Closer: body}
 }
 
 type readCloser struct {

@@ -3,6 +3,6 @@
 // or hostile, ends the read with an error naming the peer and the bound, rather than making tare allocate
 // without end or parse a body cut short.
 //
-// It imports only the standard library and nothing of tare's, so any package may use it. Every body tare
+// It imports only output (the bound's size in messages), so any package may use it. Every body tare
 // reads from a network peer is read through it, with a timeout from the caller's context or client.
 package bounded

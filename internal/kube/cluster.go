@@ -75,16 +75,11 @@ func (c *Cluster) Metrics(ctx context.Context) (io.ReadCloser, error) {
 		cancel()
 		return nil, fmt.Errorf("kube-apiserver /metrics: %s", resp.Status)
 	}
-	return cancelOnClose{readCloser{bounded.Reader(resp.Body, maxMetrics, "kube-apiserver's /metrics"), resp.Body}, cancel}, nil
+	return cancelOnClose{bounded.Body(resp.Body, maxMetrics, "kube-apiserver's /metrics"), cancel}, nil
 }
 
 // maxMetrics bounds kube-apiserver's /metrics: tens of megabytes on a large cluster.
 const maxMetrics = 256 << 20
-
-type readCloser struct {
-	io.Reader
-	io.Closer
-}
 
 type cancelOnClose struct {
 	io.ReadCloser

@@ -42,6 +42,20 @@ func Bytes(b float64) string {
 	return fmt.Sprintf("%.1f%s", b, units[i])
 }
 
+// Limit prints a size bound exactly, in the largest 1024-based unit that divides it ("64 MiB", "1 KiB",
+// "7 bytes"), as the messages of a refused file or answer name their bound.
+func Limit(n int64) string {
+	for _, u := range []struct {
+		name  string
+		bytes int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.bytes && n%u.bytes == 0 {
+			return fmt.Sprintf("%d %s", n/u.bytes, u.name)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
 // fixed prints v with places decimals and its unit, "-" for NaN, and 0 without a sign when it rounds to zero.
 func fixed(v float64, places int, unit string) string {
 	switch {

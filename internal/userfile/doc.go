@@ -5,6 +5,6 @@
 // (reports, profiles, exports) are checked before the work that fills them and written whole, through a
 // temporary file renamed into place, readable by their owner only: they carry command lines.
 //
-// It imports only the standard library and nothing of tare's, so any package may use it. Every reader of a
+// It imports only output (a bound's size in messages), so any package may use it. Every reader of a
 // file named by the user opens it here, and every output file the user names is written here.
 package userfile

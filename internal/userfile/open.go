@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/tare-dev/tare/internal/output"
 )
 
 // Check says whether path is a regular file; what names the file in the message ("recording").
@@ -42,7 +44,7 @@ func ReadAll(path, what string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("reading the %s %s: %w", what, path, err)
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s is larger than %s, more than any %s tare writes: is it the right file?", path, size(limit), what)
+		return nil, fmt.Errorf("%s is larger than %s, more than any %s tare writes: is it the right file?", path, output.Limit(limit), what)
 	}
 	return b, nil
 }
@@ -62,17 +64,4 @@ func kind(m os.FileMode) string {
 		return "a socket"
 	}
 	return "a special file"
-}
-
-// size prints a byte limit in the largest binary unit that divides it.
-func size(n int64) string {
-	for _, u := range []struct {
-		name  string
-		bytes int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n >= u.bytes && n%u.bytes == 0 {
-			return fmt.Sprintf("%d %s", n/u.bytes, u.name)
-		}
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

@@ -13,6 +13,15 @@ import (
 	"github.com/tare-dev/tare/internal/summary"
 )
 
+// oneContextKubeconfig is a kubeconfig with one context, "one", whose server nothing answers.
+const oneContextKubeconfig = `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: one, context: {cluster: c, user: u}}]
+current-context: one
+`
+
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -44,13 +53,7 @@ func TestBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	oneContext := filepath.Join(dir, "one-context")
-	if err := os.WriteFile(oneContext, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: one, context: {cluster: c, user: u}}]
-current-context: one
-`), 0o600); err != nil {
+	if err := os.WriteFile(oneContext, []byte(oneContextKubeconfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	emptyKubeconfig := filepath.Join(dir, "empty-kubeconfig")

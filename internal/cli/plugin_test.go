@@ -114,13 +114,7 @@ func TestKubectlPlugin(t *testing.T) {
 	// kubectl's flags as a plugin gets them: --context naming a context the kubeconfig lacks is refused by
 	// tare, with the context named; -n is density's --namespace.
 	kc := filepath.Join(t.TempDir(), "config")
-	if err := os.WriteFile(kc, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: one, context: {cluster: c, user: u}}]
-current-context: one
-`), 0o600); err != nil {
+	if err := os.WriteFile(kc, []byte(oneContextKubeconfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, errOut, err = kubectl("tare", "density", "--kubeconfig", kc, "--context", "two", "-n", "x"); err == nil || !strings.Contains(errOut, `has no context "two"`) {

@@ -8,7 +8,7 @@
 // groups map and writes the group (the same struct group as taskiter.bpf.c) when it has seen as many
 // threads as the group has (signal->nr_threads): only if its CPU time moved since the previous pass, or it
 // was not reported before, or emit_all is set. A group whose threads do not add up within the pass (one was
-// born behind the walk, or ended before its visit) is still open at the end: the kernel's last call, with
+// born behind the walk before the group's last visit, or ended before its visit) is still open at the end: the kernel's last call, with
 // no task, writes it as moved with the inexact flag, from the open_keys list. Only groups this cannot cover
 // (the list or the map full) are counted in unfinished, which user space reads after the pass: such a pass
 // cannot say which groups stayed idle, and the caller then treats every group as moved.
@@ -307,6 +307,10 @@ int thread_groups_58(struct bpf_iter__task *ctx)
 	nr_threads = sig->nr_threads;
 	live = 0;
 	threads = 0;
+	// A thread of a group already written or skipped in this pass was born behind the walk after the
+	// group's last thread: the group is reported once a pass, and the new thread's time counts in the next.
+	if (st->session == session && !st->threads)
+		return 0;
 	open = st->session == session && st->threads;
 	if (open) {
 		dead = st->dead;

@@ -25,8 +25,8 @@
 //     loader lifts the limit first where the kernel charges it (memlock.go, with cilium/ebpf's
 //     rlimit.RemoveMemlock, which needs CAP_SYS_RESOURCE there and does nothing on 5.11 or later; tested
 //     only on 6.18, where the pass loads under a 64 KiB limit that tare leaves as it was). A
-//     group can come twice in a pass (written at its last thread, then a thread born after that): the
-//     later record, inexact, is the one to keep. Loading it costs about twice the open-coded pass's CPU
+//     group comes once a pass: a thread born behind the walk after its group was written is left to the
+//     next pass. Loading it costs about twice the open-coded pass's CPU
 //     (BenchmarkOpen): the verifier walks the end-of-pass loop, some 50,000 instructions.
 //
 // How that was checked, by reading only: bcc's "BPF Features by Linux Kernel Version" (the BPF iterator

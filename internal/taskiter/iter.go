@@ -63,7 +63,7 @@ func (it *Iter) Close() error {
 // kernel's caches cold, nearly all of it in the kernel, charged to the calling thread.
 //
 // With PassBPFIter, a group whose threads did not add up within the pass (a thread born or ended during
-// the walk) comes at the end of the pass, inexact, and may come twice (the later record counts). When the
+// the walk) comes at the end of the pass, inexact; a group comes at most once a pass. When the
 // pass could not account for every group, the error matches ErrIncomplete: the groups returned are right,
 // and groups missing from them may have moved too.
 func (it *Iter) Changed(dst []Group) ([]Group, error) { return it.read(dst, false) }

@@ -360,7 +360,7 @@ func TestThreadStorm(t *testing.T) {
 		r.do(t, "storm")
 		pid := r.cmd.Process.Pid
 		var gs []taskiter.Group
-		incomplete, missed, atEnd := 0, 0, 0
+		incomplete, missed, atEnd, twice := 0, 0, 0, 0
 		for range 200 {
 			// The reporter answers, so it has run; 10 ms later it is long back asleep, and a thread's run
 			// time is accounted when it leaves the CPU (not continuously while it runs, which the storm's
@@ -376,7 +376,11 @@ func TestThreadStorm(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			g, ok := byTGID(gs)[pid]
+			byPID := byTGID(gs)
+			if len(byPID) != len(gs) {
+				twice++
+			}
+			g, ok := byPID[pid]
 			if !ok {
 				missed++
 			}
@@ -386,6 +390,9 @@ func TestThreadStorm(t *testing.T) {
 		}
 		if missed > 0 {
 			t.Errorf("the storm %d was left out of %d complete passes", pid, missed)
+		}
+		if twice > 0 {
+			t.Errorf("%d complete passes reported a group twice (a thread born behind the walk after its group was written)", twice)
 		}
 		t.Logf("%d passes reported the storm as inexact (a thread ended during the walk)", atEnd)
 		if it.Pass() == taskiter.PassOpenCoded && incomplete > 0 {

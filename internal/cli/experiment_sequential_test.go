@@ -34,7 +34,7 @@ target: {lab: {control_plane_only: true}}
 warmup: 3s
 window: 10s
 primary: node-busy
-mde: 20%
+mde: 50%
 pilot_rounds: 2
 guard: {api_latency: false}
 variants:
@@ -53,7 +53,7 @@ variants:
 	if n := strings.Count(stderr, "lab up in"); n != 1 || !strings.Contains(stderr, "it serves every variant") {
 		t.Errorf("the lab started %d times for variants that share it:\n%s", n, stderr)
 	}
-	if !strings.Contains(stderr, "plan: ±20.0% of") {
+	if !strings.Contains(stderr, "plan: ±50.0% of") {
 		t.Errorf("no plan printed:\n%s", stderr)
 	}
 	r := decodeResults(t, stdout)

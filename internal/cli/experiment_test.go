@@ -72,8 +72,8 @@ func TestExperimentLeaderElection(t *testing.T) {
 	spec := writeSpec(t, `name: le
 target: {lab: {profile: upstream}}
 trials: 5
-warmup: 20s
-window: 20s
+warmup: 10s
+window: 15s
 primary: control-plane-cpu
 variants:
   - name: le-on
@@ -136,18 +136,18 @@ variants:
 	}
 }
 
-// TestExperimentSweepInterruptedAndResumed: a sweep of etcd --snapshot-count over 4 values on a
+// TestExperimentSweepInterruptedAndResumed: a sweep of etcd --snapshot-count over 3 values on a
 // control-plane-only lab, interrupted (as by Ctrl-C) after a few trials and resumed to the end; the
 // results say which differences are significant and chart the sweep.
 func TestExperimentSweepInterruptedAndResumed(t *testing.T) {
 	requireLab(t)
 	spec := writeSpec(t, `name: snap
 target: {lab: {control_plane_only: true}}
-trials: 4
+trials: 3
 warmup: 1s
 window: 6s
 primary: etcd-cpu
-sweep: {flag: etcd.snapshot-count, values: [100000, 10000, 5000, 500]}
+sweep: {flag: etcd.snapshot-count, values: [100000, 5000, 500]}
 `)
 	out := filepath.Join(t.TempDir(), "snap")
 	// Ctrl-C once two trials are done.
@@ -175,14 +175,14 @@ sweep: {flag: etcd.snapshot-count, values: [100000, 10000, 5000, 500]}
 	}
 	st.Close()
 	done := okTrials(trials)
-	if done == 0 || done == 16 {
-		t.Fatalf("%d of 16 trials done after the interruption; want some but not all", done)
+	if done == 0 || done == 9 {
+		t.Fatalf("%d of 9 trials done after the interruption; want some but not all", done)
 	}
 	stdout, stderr, err := run(context.Background(), "experiment", "--resume", out, "--lab-dir", t.TempDir())
 	if err != nil {
 		t.Fatalf("resume: %v\n%s", err, stderr)
 	}
-	if !strings.Contains(stderr, "trial(s) to run") || strings.Count(stderr, "trial ") > 16-done+1 {
+	if !strings.Contains(stderr, "trial(s) to run") || strings.Count(stderr, "trial ") > 9-done+1 {
 		t.Errorf("resume reran finished trials:\n%s", stderr)
 	}
 	assertNoLab(t, out)
@@ -203,11 +203,11 @@ sweep: {flag: etcd.snapshot-count, values: [100000, 10000, 5000, 500]}
 	}
 	r := decodeResults(t, jsonOut)
 	x, ok := row(r, "etcd-cpu")
-	if !ok || len(x.Cells) != 4 {
+	if !ok || len(x.Cells) != 3 {
 		t.Fatalf("etcd-cpu row: %+v", x)
 	}
 	// Each value's p against the baseline, recomputed here from the trials' raw etcd-cpu by enumerating
-	// the 70 ways to split 4 + 4 values (an exact permutation test with its own arithmetic).
+	// the 20 ways to split 3 + 3 values (an exact permutation test with its own arithmetic).
 	byVariant := map[string][]float64{}
 	for _, tr := range r.Trials {
 		if v, ok := tr.Metrics["etcd-cpu"]; ok && tr.Status == "ok" {
@@ -215,12 +215,12 @@ sweep: {flag: etcd.snapshot-count, values: [100000, 10000, 5000, 500]}
 		}
 	}
 	for _, c := range x.Cells[1:] {
-		if c.Shift == nil || c.Median.N != 4 {
+		if c.Shift == nil || c.Median.N != 3 {
 			t.Errorf("value %s: %+v", c.Variant, c)
 			continue
 		}
 		if want, ok := splitP(byVariant[x.Cells[0].Variant], byVariant[c.Variant]); ok && math.Abs(c.Shift.P-want) > 1e-9 {
-			t.Errorf("value %s: p = %v, the 70 splits of its trials give %v", c.Variant, c.Shift.P, want)
+			t.Errorf("value %s: p = %v, the 20 splits of its trials give %v", c.Variant, c.Shift.P, want)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(out, "lab")); !errors.Is(err, os.ErrNotExist) {

@@ -111,7 +111,7 @@ func runExplain(ctx context.Context, s streams, g *globalOptions, o *explainOpti
 	if err := o.validate(); err != nil {
 		return err
 	}
-	co := collect.Options{Kubeconfig: g.kubeconfig, LabDir: o.labDir, Audit: o.audit, Pprof: o.pprof, PprofURL: o.pprofURL,
+	co := collect.Options{Kubeconfig: g.kubeconfig, Context: g.context, LabDir: o.labDir, Audit: o.audit, Pprof: o.pprof, PprofURL: o.pprofURL,
 		FlameDir: o.flames(), Node: sample.HostName(g.procRoot), Duration: o.duration}
 	what := "tare explain"
 	if len(args) == 1 {
@@ -125,7 +125,8 @@ func runExplain(ctx context.Context, s streams, g *globalOptions, o *explainOpti
 	var measure collect.Measure
 	var nameNote string
 	if co.Recording == "" {
-		ses, note, err := o.openSession(ctx, s, g, src.Kubeconfig(), co.Node, live)
+		kc, kctx := src.Kubeconfig()
+		ses, note, err := o.openSession(ctx, s, g, kubeTarget{kubeconfig: kc, context: kctx}, co.Node, live)
 		if err != nil {
 			return err
 		}
@@ -164,9 +165,9 @@ func runExplain(ctx context.Context, s streams, g *globalOptions, o *explainOpti
 }
 
 // openSession opens the measuring session of a live window, naming pods through the cluster explain found
-// (kubeconfig); the note says why pods are shown by UID when they are.
-func (o *explainOptions) openSession(ctx context.Context, s streams, g *globalOptions, kubeconfig, node string, live *progress.Line) (*session.Session, string, error) {
-	names, note := podNamer(ctx, kubeTarget{kubeconfig: kubeconfig}, node)
+// (t); the note says why pods are shown by UID when they are.
+func (o *explainOptions) openSession(ctx context.Context, s streams, g *globalOptions, t kubeTarget, node string, live *progress.Line) (*session.Session, string, error) {
+	names, note := podNamer(ctx, t, node)
 	ses, err := session.Open(ctx, o.sessionOptions(g, names, warner(s, live)))
 	return ses, note, err
 }

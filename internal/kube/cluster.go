@@ -18,16 +18,21 @@ import (
 
 // Cluster is a connection to a cluster's API server for explain's rules, profiles and metrics.
 type Cluster struct {
-	Source string // the kubeconfig file(s), as Client.Source
+	Source  string // the kubeconfig file(s), as Client.Source
+	Context string // the context used ("" for the kubeconfig's current-context)
 	Host   string
 	HTTP   *http.Client
 	cs     kubernetes.Interface
 }
 
 // Connect opens a kubeconfig, found as NewClient finds it (path is --kubeconfig, "" to look as kubectl
-// does); it does not contact the server. API calls time out after 10 s.
-func Connect(path string) (*Cluster, error) {
-	c, err := NewClient(path, Options{Timeout: 10 * time.Second})
+// does), at its current context; it does not contact the server. API calls time out after 10 s.
+func Connect(path string) (*Cluster, error) { return ConnectContext(path, "") }
+
+// ConnectContext is Connect at the kubeconfig's context named kctx (kubectl's --context; "" for the
+// current one).
+func ConnectContext(path, kctx string) (*Cluster, error) {
+	c, err := NewClient(path, Options{Timeout: 10 * time.Second, Context: kctx})
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +47,7 @@ func Connect(path string) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", c.Source, err)
 	}
-	return &Cluster{Source: c.Source, Host: strings.TrimSuffix(c.Config.Host, "/"), HTTP: hc, cs: cs}, nil
+	return &Cluster{Source: c.Source, Context: kctx, Host: strings.TrimSuffix(c.Config.Host, "/"), HTTP: hc, cs: cs}, nil
 }
 
 // Clientset is the cluster's client (its API calls time out after 10 s).

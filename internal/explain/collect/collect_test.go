@@ -158,3 +158,68 @@ func TestParsePprofURL(t *testing.T) {
 		}
 	}
 }
+
+// TestDiscoverContext: --context picks that context of the kubeconfig found as kubectl finds it, and a
+// context other than the lab's leaves a running lab out (as naming another kubeconfig does); the lab's
+// own context, or none, still finds the lab. Nothing contacts a server.
+func TestDiscoverContext(t *testing.T) {
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "config")
+	writeFile(t, kc, `apiVersion: v1
+kind: Config
+clusters:
+- {name: a, cluster: {server: "https://127.0.0.1:1"}}
+- {name: b, cluster: {server: "https://127.0.0.1:2"}}
+users:
+- {name: u, user: {token: x}}
+contexts:
+- {name: a, context: {cluster: a, user: u}}
+- {name: b, context: {cluster: b, user: u}}
+current-context: a
+`)
+	t.Setenv("KUBECONFIG", kc)
+	t.Setenv("HOME", t.TempDir())
+	labDir := filepath.Join(dir, "lab")
+	labKC := filepath.Join(labDir, "kubeconfig")
+	writeFile(t, labKC, `apiVersion: v1
+kind: Config
+clusters:
+- {name: lab, cluster: {server: "https://127.0.0.1:3"}}
+users:
+- {name: u, user: {token: x}}
+contexts:
+- {name: lab, context: {cluster: lab, user: u}}
+current-context: lab
+`)
+	writeFile(t, filepath.Join(labDir, "state.json"), `{"version": 1, "ready": true, "kubeconfig": "`+labKC+`"}`)
+	for _, tc := range []struct {
+		context, host string
+		lab           bool
+	}{
+		{"", "https://127.0.0.1:3", true},
+		{"b", "https://127.0.0.1:2", false},
+		{"a", "https://127.0.0.1:1", false},
+	} {
+		s := Discover(Options{LabDir: labDir, Context: tc.context, Recording: "node.db"})
+		if s.Cluster == nil || s.Cluster.Host != tc.host || (s.Lab != nil) != tc.lab {
+			t.Errorf("--context %q: cluster %+v, lab %v (notes %q); want %s, lab %v", tc.context, s.Cluster, s.Lab != nil, s.Notes, tc.host, tc.lab)
+			continue
+		}
+		if _, kctx := s.Kubeconfig(); !tc.lab && kctx != tc.context {
+			t.Errorf("--context %q: the session would name pods through context %q", tc.context, kctx)
+		}
+	}
+	if s := Discover(Options{LabDir: labDir, Context: "nosuch", Recording: "node.db"}); s.Cluster != nil || !strings.Contains(strings.Join(s.Notes, "\n"), "nosuch") {
+		t.Errorf("a context the kubeconfig lacks: cluster %+v, notes %q", s.Cluster, s.Notes)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

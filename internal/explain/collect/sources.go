@@ -17,6 +17,9 @@ import (
 type Options struct {
 	// Kubeconfig is --kubeconfig; "" uses the lab's when one runs, else $KUBECONFIG or ~/.kube/config.
 	Kubeconfig string
+	// Context is --context: a context of the kubeconfig other than its current one. Naming one that is not
+	// the lab's context (lab.ContextName) leaves the lab out, as naming another kubeconfig does.
+	Context string
 	// LabDir is the lab to use when one runs and no other kubeconfig is given.
 	LabDir string
 	// Audit is a kube-apiserver audit log (JSON lines); "" uses the lab's if it writes one; "none" skips it.
@@ -52,14 +55,15 @@ type Sources struct {
 // It reads local files only: nothing here contacts a server.
 func Discover(o Options) *Sources {
 	s := &Sources{Audit: o.Audit, opts: o}
-	if st, err := lab.LoadState(o.LabDir); err == nil && (o.Kubeconfig == "" || sameFile(o.Kubeconfig, st.Kubeconfig)) {
+	otherContext := o.Context != "" && o.Context != lab.ContextName(o.LabDir)
+	if st, err := lab.LoadState(o.LabDir); err == nil && !otherContext && (o.Kubeconfig == "" || sameFile(o.Kubeconfig, st.Kubeconfig)) {
 		s.Lab = st
 	}
-	kc := o.Kubeconfig
+	kc, kctx := o.Kubeconfig, o.Context
 	if kc == "" && s.Lab != nil {
-		kc = s.Lab.Kubeconfig
+		kc, kctx = s.Lab.Kubeconfig, "" // the lab's own kubeconfig, at its only context
 	}
-	switch c, err := kube.Connect(kc); {
+	switch c, err := kube.ConnectContext(kc, kctx); {
 	case err == nil:
 		s.Cluster = c
 	case errors.Is(err, kube.ErrNoKubeconfig):
@@ -81,12 +85,13 @@ func Discover(o Options) *Sources {
 	return s
 }
 
-// Kubeconfig is the kubeconfig of the cluster found, "" without one.
-func (s *Sources) Kubeconfig() string {
+// Kubeconfig is the kubeconfig of the cluster found and the context used in it ("" for its current
+// one); "" and "" without a cluster.
+func (s *Sources) Kubeconfig() (path, context string) {
 	if s.Cluster == nil {
-		return ""
+		return "", ""
 	}
-	return s.Cluster.Source
+	return s.Cluster.Source, s.Cluster.Context
 }
 
 // profilesAsked: the user named components or URLs to profile (not just the default "auto" or "none").

@@ -20,9 +20,9 @@ import (
 type Cluster struct {
 	Source  string // the kubeconfig file(s), as Client.Source
 	Context string // the context used ("" for the kubeconfig's current-context)
-	Host   string
-	HTTP   *http.Client
-	cs     kubernetes.Interface
+	Host    string
+	HTTP    *http.Client
+	cs      kubernetes.Interface
 }
 
 // Connect opens a kubeconfig, found as NewClient finds it (path is --kubeconfig, "" to look as kubectl

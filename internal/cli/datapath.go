@@ -53,7 +53,9 @@ func newDatapathNet(s streams, g *globalOptions) *cobra.Command {
 		Long: `Run the same load generators over each --paths, in trials shuffled across paths every round, with the
 measuring session running during each trial (its first and last fifth, at most 1 s each, left out):
 
-  host            iperf3 and sockperf on this machine, over loopback: the baseline
+  host            iperf3 and sockperf on this machine, over loopback: the baseline of the same-node paths
+  host-cross-node this machine to a hostNetwork pod on a second node, over the node network (host
+                  networking across nodes): when measured, the baseline of pod-cross-node and vxlan
   hostnet-pod     client and server in a hostNetwork pod
   pod-same-node   pod to pod on one node, through the node's bridge
   pod-cross-node  pod to a pod on a second node, as the cluster routes it
@@ -64,11 +66,16 @@ Modes: tcp-stream and udp-stream (iperf3 --json: received Gbit/s, retransmits, l
 (sockperf ping-pong --full-rtt: round-trip p50 and p99 in µs, round trips per second) and tcp-crr
 (tare-crr, netperf's TCP_CRR: a new connection for every request and response, the server closing first;
 connections per second, p50 and p99 of a whole connection in µs, failed ones counted; --parallel
-connections under way at once). Each trial gives the node's CPU-seconds per Gbit (per 10,000 round trips
+connections under way at once), and the storage pattern, storage-read and storage-write (tare-crr --keep:
+transactions back to back on one connection per stream, a 64-byte request and a --sizes block as the
+answer, as a remote read is, or a block as the request and a 64-byte answer, as a remote write is; blocks
+in Gbit/s, operations per second, p50 and p99 of a transaction in µs). The storage team's comparison is one
+run on a two-node lab: --paths host-cross-node,pod-cross-node,vxlan --modes tcp-stream,storage-read,storage-write
+--sizes 4k,64k,1m. Each trial gives the node's CPU-seconds per Gbit (per 10,000 round trips
 or connections) and each group's. Every path is compared
-with host: the ratio path ÷ host with a 95% interval (Hodges–Lehmann on the logarithms) and the
+with its baseline (host, or host-cross-node for the cross-node pod paths when it is measured): the ratio path ÷ baseline with a 95% interval (Hodges–Lehmann on the logarithms) and the
 Mann–Whitney p-value. A path given twice (host,host) is measured twice: an A/A check. --html FILE
-also writes a page with each path's ratio to host and its interval as bars, each mode's main figure
+also writes a page with each path's ratio to its baseline and its interval as bars, each mode's main figure
 against message size per path, and the table's figures and every trial.
 
 The pods run in --namespace, created for the run and deleted after it, also on error or Ctrl-C (which
@@ -90,8 +97,8 @@ like tare measure, and runs on the node it measures.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.paths, "paths", "host,pod-same-node,vxlan,clusterip", "paths to measure, comma-separated (host,hostnet-pod,pod-same-node,pod-cross-node,vxlan,clusterip)")
-	f.StringVar(&o.modes, "modes", "tcp-stream,tcp-rr", "loads: tcp-stream, udp-stream, tcp-rr, tcp-crr")
+	f.StringVar(&o.paths, "paths", "host,pod-same-node,vxlan,clusterip", "paths to measure, comma-separated (host,host-cross-node,hostnet-pod,pod-same-node,pod-cross-node,vxlan,clusterip)")
+	f.StringVar(&o.modes, "modes", "tcp-stream,tcp-rr", "loads: tcp-stream, udp-stream, tcp-rr, tcp-crr, storage-read, storage-write")
 	f.StringVar(&o.sizes, "sizes", "1k,16k", "message sizes (bytes; k and m suffixes); tcp-rr and udp-stream take at most 65507")
 	f.StringVar(&o.mtus, "mtu", "", "pod MTUs to measure each pod network path with, comma-separated (1500,9000): the tare lab's pods, bridges, veths, VXLAN devices and underlay are set for each trial and set back after the run")
 	f.IntVar(&o.trials, "trials", 5, "trials of every path, mode and size, interleaved")
@@ -156,9 +163,9 @@ func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapat
 	onlyHost, anyHost := true, false
 	for _, l := range lanes {
 		onlyHost = onlyHost && l.Path == datapath.Host
-		anyHost = anyHost || l.Path == datapath.Host
+		anyHost = anyHost || l.Path == datapath.Host || l.Path == datapath.HostCrossNode
 	}
-	if slices.Contains(modes, datapath.TCPCRR) {
+	if slices.ContainsFunc(modes, datapath.Mode.UsesCRR) {
 		do.CRR.Pod = lab.CRRName
 		if anyHost {
 			if do.CRR.Host, err = lab.CRRProgram(ctx); err != nil {

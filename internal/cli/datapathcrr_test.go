@@ -115,3 +115,70 @@ func tcpOpens(t *testing.T) (active, passive int64) {
 	}
 	return active, passive
 }
+
+// TestDatapathStorage: the storage pattern (storage-read, storage-write) on the host path, against the
+// kernel's own counts, in a network namespace of the test's own as TestDatapathCRR: the transactions run
+// on one connection per stream (the connections opened are a handful, not one a transaction), and the
+// bytes loopback carried are the blocks tare-crr reports moved plus the 64-byte commands, each
+// transaction's 8-byte header and the TCP/IP headers, whichever way the blocks went.
+func TestDatapathStorage(t *testing.T) {
+	requireRoot(t)
+	if testing.Short() {
+		t.Skip("runs tare-crr for half a minute")
+	}
+	if os.Getenv("TARE_TEST_IN_NETNS") != "1" {
+		if _, err := exec.LookPath("unshare"); err != nil {
+			testenv.Unavailable(t, "unshare not installed (util-linux)")
+		}
+		if _, errOut, err := run(context.Background(), "lab", "install", "--datapath"); err != nil {
+			t.Fatalf("lab install --datapath: %v\n%s", err, errOut)
+		}
+		cmd := exec.Command("unshare", "--net", os.Args[0], "-test.run=^TestDatapathStorage$", "-test.v")
+		cmd.Env = append(os.Environ(), "TARE_TEST_IN_NETNS=1")
+		out, err := cmd.CombinedOutput()
+		t.Logf("in a network namespace of its own:\n%s", out)
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestDatapathStorage") {
+			t.Errorf("in a new network namespace: %v", err)
+		}
+		return
+	}
+	if out, err := exec.Command("ip", "link", "set", "lo", "up").CombinedOutput(); err != nil {
+		t.Fatalf("ip link set lo up: %v %s", err, out)
+	}
+	for _, mode := range []datapath.Mode{datapath.StorageRead, datapath.StorageWrite} {
+		active0, _ := tcpOpens(t)
+		lo0 := rxBytes(t, "/proc/net/dev", "lo")
+		out, errOut, err := run(context.Background(), "datapath", "net", "--paths", "host,host", "--modes", string(mode), "--sizes", "64k",
+			"--trials", "2", "--duration", "2s", "--parallel", "2", "-o", "json")
+		active1, _ := tcpOpens(t)
+		lo1 := rxBytes(t, "/proc/net/dev", "lo")
+		if err != nil {
+			t.Fatalf("datapath net --modes %s: %v\n%s", mode, err, errOut)
+		}
+		r := decodeDatapath(t, out)
+		var ops, blocks float64
+		for _, tr := range r.Trials {
+			if tr.Error != "" || tr.TPS <= 0 || tr.P99us < tr.P50us || tr.Failed != 0 || tr.CPUPerUnit <= 0 || tr.Gbps <= 0 {
+				t.Errorf("%s trial %d: %+v", mode, tr.Seq, tr)
+			}
+			ops += tr.TPS * tr.Seconds
+			blocks += tr.Bytes
+		}
+		if len(r.Trials) != 4 {
+			t.Errorf("%s: %d trials, want 4", mode, len(r.Trials))
+		}
+		opened, carried := active1-active0, float64(lo1-lo0)
+		floor := ops*(64<<10) + ops*(datapath.StorageCommand+8)
+		t.Logf("%s: %.0f transactions, %.0f MB of blocks; the kernel: %d connections opened, loopback %.0f MB (%.3f× the payload)",
+			mode, ops, blocks/1e6, opened, carried/1e6, carried/floor)
+		// 4 trials × 2 streams, and the servers' listening checks (every 50 ms until each listens).
+		if opened > 100 || ops < 10*float64(opened) {
+			t.Errorf("%s: %d connections for %.0f transactions: want one a stream", mode, opened, ops)
+		}
+		// TCP/IP headers: a few segments a transaction and one per 64 KiB, 52–66 bytes each.
+		if carried < floor || carried > floor*1.01+ops*400+20e6 {
+			t.Errorf("%s: loopback carried %.0f bytes for a payload of %.0f", mode, carried, floor)
+		}
+	}
+	noToolsLeft(t)
+}

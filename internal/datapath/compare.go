@@ -2,6 +2,7 @@ package datapath
 
 import (
 	"math"
+	"slices"
 
 	"github.com/tare-dev/tare/internal/stats"
 )
@@ -17,15 +18,20 @@ type Metric struct {
 // metricsOf lists the figures a mode compares: throughput or latency and rate, and CPU per unit of work.
 func metricsOf(m Mode) []Metric {
 	cpu := Metric{Name: "cpu_per_unit", Unit: "CPU-s/" + m.Unit(), value: func(t Trial) float64 { return t.CPUPerUnit }}
+	gbps := Metric{Name: "gbps", Unit: "Gbit/s", HigherBetter: true, value: func(t Trial) float64 { return t.Gbps }}
 	if m.Stream() {
-		return []Metric{{Name: "gbps", Unit: "Gbit/s", HigherBetter: true, value: func(t Trial) float64 { return t.Gbps }}, cpu}
+		return []Metric{gbps, cpu}
 	}
-	return []Metric{
+	var out []Metric
+	if m.Storage() {
+		out = append(out, gbps)
+	}
+	return append(out, []Metric{
 		{Name: "transactions_per_s", Unit: "1/s", HigherBetter: true, value: func(t Trial) float64 { return t.TPS }},
 		{Name: "p50_us", Unit: "µs", value: func(t Trial) float64 { return t.P50us }},
 		{Name: "p99_us", Unit: "µs", value: func(t Trial) float64 { return t.P99us }},
 		cpu,
-	}
+	}...)
 }
 
 // Ratio compares one metric of one lane with the same metric of another path (same mode and size): the
@@ -63,9 +69,11 @@ type Shift struct {
 const Alpha = 0.05
 
 // Compare sets every lane other than the baseline against the baseline lane of the same mode and size, on
-// each of the mode's metrics, and vxlan against pod-cross-node too. Failed trials and non-positive values
-// are left out.
+// each of the mode's metrics, and vxlan against pod-cross-node too. The pod network's cross-node paths are
+// set against host-cross-node instead of the baseline when the run measured it (baselineOf). Failed
+// trials and non-positive values are left out.
 func Compare(trials []Trial, baseline string) []Ratio {
+	cross := crossMeasured(trials)
 	type key struct {
 		label string
 		mode  Mode
@@ -87,6 +95,9 @@ func Compare(trials []Trial, baseline string) []Ratio {
 	for _, k := range order {
 		l := by[k][0].Lane
 		against := []string{baseline}
+		if b := baselineOf(l.Path, cross); b != Host {
+			against = []string{Lane{Path: b}.Label()}
+		}
 		if l.Path == VXLAN && l.Copy <= 1 {
 			against = append(against, Lane{Path: PodCrossNode, MTU: l.MTU}.Label())
 		}
@@ -101,6 +112,11 @@ func Compare(trials []Trial, baseline string) []Ratio {
 		}
 	}
 	return out
+}
+
+// crossMeasured says whether a trial of host-cross-node (its first copy) finished.
+func crossMeasured(trials []Trial) bool {
+	return slices.ContainsFunc(trials, func(t Trial) bool { return t.Error == "" && t.Lane.Path == HostCrossNode && t.Lane.Copy <= 1 })
 }
 
 // ratios compares lane trials ts with base on each metric of the mode.

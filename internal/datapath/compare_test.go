@@ -2,6 +2,7 @@ package datapath
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -81,5 +82,43 @@ func TestCompareMTU(t *testing.T) {
 		if g, ok := got[k]; !ok || math.Abs(g-w) > 0.02 {
 			t.Errorf("%s: %v, want about %v", k, g, w)
 		}
+	}
+}
+
+// With host-cross-node measured, the pod network's cross-node paths are set against it (the same
+// underlay: only the pod network's part differs), vxlan also against pod-cross-node, and the same-node
+// paths and host-cross-node itself against the loopback host; without it, against host as before.
+func TestCompareCrossNodeBaseline(t *testing.T) {
+	against := func(rs []Ratio) map[string][]string {
+		m := map[string][]string{}
+		for _, r := range rs {
+			if r.Metric == "gbps" {
+				m[r.Path] = append(m[r.Path], r.Against)
+			}
+		}
+		return m
+	}
+	ts := trialsWith(lane(Host, 1), 40, 41, 42)
+	ts = append(ts, trialsWith(lane(PodSameNode, 1), 20, 21, 22)...)
+	ts = append(ts, trialsWith(lane(PodCrossNode, 1), 10, 11, 12)...)
+	ts = append(ts, trialsWith(lane(VXLAN, 1), 5, 6, 7)...)
+	without := against(Compare(ts, "host"))
+	ts = append(ts, trialsWith(lane(HostCrossNode, 1), 12, 13, 14)...)
+	with := against(Compare(ts, "host"))
+	want := map[string][]string{"pod-same-node": {"host"}, "pod-cross-node": {"host-cross-node"}, "vxlan": {"host-cross-node", "pod-cross-node"},
+		"host-cross-node": {"host"}}
+	for p, w := range want {
+		if !slices.Equal(with[p], w) {
+			t.Errorf("with host-cross-node: %s against %v, want %v", p, with[p], w)
+		}
+	}
+	if !slices.Equal(without["pod-cross-node"], []string{"host"}) || !slices.Equal(without["vxlan"], []string{"host", "pod-cross-node"}) {
+		t.Errorf("without host-cross-node: %v", without)
+	}
+	// A failed host-cross-node is no baseline.
+	failed := append(trialsWith(lane(Host, 1), 40, 41, 42), trialsWith(lane(PodCrossNode, 1), 10, 11, 12)...)
+	failed = append(failed, Trial{Slot: Slot{Lane: lane(HostCrossNode, 1)}, Error: "refused"})
+	if got := against(Compare(failed, "host")); !slices.Equal(got["pod-cross-node"], []string{"host"}) {
+		t.Errorf("with host-cross-node failed: %v", got)
 	}
 }

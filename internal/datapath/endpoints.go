@@ -26,6 +26,7 @@ const (
 	serverPod  = "server"
 	remotePod  = "remote"
 	hostNetPod = "hostnet"
+	remoteHost = "remote-host" // a hostNetwork pod on the second node: the server of host-cross-node
 	service    = "server"
 	roleLabel  = "tare.dev/datapath"
 )
@@ -52,6 +53,8 @@ func (e *endpoints) endpointOf(p Path) endpoint {
 	switch p {
 	case Host:
 		return endpoint{addr: "127.0.0.1", iperfPort: hostIperfPort, sockperfPort: hostSockperfPort, crrPort: hostCRRPort}
+	case HostCrossNode:
+		return endpoint{addr: e.ips[remoteHost], iperfPort: hostNetIperfPort, sockperfPort: hostNetSockperfPort, crrPort: hostNetCRRPort}
 	case HostNetPod:
 		return endpoint{pod: hostNetPod, addr: "127.0.0.1", iperfPort: hostNetIperfPort, sockperfPort: hostNetSockperfPort, crrPort: hostNetCRRPort}
 	case PodSameNode:
@@ -78,6 +81,9 @@ func podsFor(paths map[Path]bool, node, remote string) map[string]string {
 	if paths[HostNetPod] {
 		out[hostNetPod] = node
 	}
+	if paths[HostCrossNode] {
+		out[remoteHost] = remote
+	}
 	return out
 }
 
@@ -90,7 +96,7 @@ func toolsPod(name, node, image string, pullNever bool, crr string) *corev1.Pod 
 		pull = corev1.PullNever
 	}
 	iperfPort, sockPort := podIperfPort, podSockperfPort
-	hostNet := name == hostNetPod
+	hostNet := name == hostNetPod || name == remoteHost
 	if hostNet {
 		iperfPort, sockPort = hostNetIperfPort, hostNetSockperfPort
 	}
@@ -101,12 +107,20 @@ func toolsPod(name, node, image string, pullNever bool, crr string) *corev1.Pod 
 	}
 	iperfProbe, sockProbe := probe(iperfPort), probe(sockPort)
 	crrPort, crrBind := podCRRPort, ""
-	if hostNet {
+	var env []corev1.EnvVar
+	switch {
+	case name == hostNetPod:
 		// On the node's network the servers listen on loopback only, out of the network's reach; the
 		// kubelet's probe cannot reach them there, so Run waits for them itself.
 		iperf, sock = append(iperf, "--bind", "127.0.0.1"), append(sock, "--ip", "127.0.0.1")
 		iperfProbe, sockProbe = nil, nil
 		crrPort, crrBind = hostNetCRRPort, "127.0.0.1"
+	case hostNet:
+		// The remote node's servers listen on its node address only (the kubelet expands $(HOST_IP)): the
+		// node network reaches them, for the run's minutes, as it reaches the node's other services.
+		env = []corev1.EnvVar{{Name: "HOST_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIP"}}}}
+		iperf, sock = append(iperf, "--bind", "$(HOST_IP)"), append(sock, "--ip", "$(HOST_IP)")
+		crrPort, crrBind = hostNetCRRPort, "$(HOST_IP)"
 	}
 	zero, no := int64(0), false
 	pod := &corev1.Pod{
@@ -116,17 +130,17 @@ func toolsPod(name, node, image string, pullNever bool, crr string) *corev1.Pod 
 			EnableServiceLinks: &no,
 			Tolerations:        []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 			Containers: []corev1.Container{
-				{Name: "iperf3", Image: image, ImagePullPolicy: pull, Command: iperf, StartupProbe: iperfProbe,
+				{Name: "iperf3", Image: image, ImagePullPolicy: pull, Command: iperf, StartupProbe: iperfProbe, Env: env,
 					Ports: []corev1.ContainerPort{{ContainerPort: int32(iperfPort)}, {ContainerPort: int32(iperfPort), Protocol: corev1.ProtocolUDP}}},
-				{Name: "sockperf", Image: image, ImagePullPolicy: pull, Command: sock, StartupProbe: sockProbe,
+				{Name: "sockperf", Image: image, ImagePullPolicy: pull, Command: sock, StartupProbe: sockProbe, Env: env,
 					Ports: []corev1.ContainerPort{{ContainerPort: int32(sockPort)}}},
 			},
 		},
 	}
 	if crr != "" {
-		c := corev1.Container{Name: "crr", Image: image, ImagePullPolicy: pull, Command: crrServer(crr, crrPort, crrBind),
+		c := corev1.Container{Name: "crr", Image: image, ImagePullPolicy: pull, Command: crrServer(crr, crrPort, crrBind), Env: env,
 			Ports: []corev1.ContainerPort{{ContainerPort: int32(crrPort)}}}
-		if !hostNet {
+		if name != hostNetPod {
 			c.StartupProbe = probe(crrPort)
 		}
 		pod.Spec.Containers = append(pod.Spec.Containers, c)

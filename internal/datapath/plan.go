@@ -13,9 +13,11 @@ import (
 // Path is a way from the load generator's client to its server.
 type Path string
 
-// The paths, each measured the same way. Host is the baseline the others are compared with.
+// The paths, each measured the same way. Host is the baseline the same-node paths are compared with,
+// HostCrossNode that of the cross-node paths when it is measured (else Host).
 const (
-	Host         Path = "host"           // client and server on the machine, over loopback
+	Host          Path = "host"            // client and server on the machine, over loopback
+	HostCrossNode Path = "host-cross-node" // the machine to a hostNetwork pod on another node, over the node network
 	HostNetPod   Path = "hostnet-pod"    // client and server in a hostNetwork pod, over the node's loopback
 	PodSameNode  Path = "pod-same-node"  // pod to pod on one node, through the node's bridge
 	PodCrossNode Path = "pod-cross-node" // pod to a pod on another node, as the cluster routes it
@@ -24,7 +26,20 @@ const (
 )
 
 // Paths lists every path in the order tables show them.
-var Paths = []Path{Host, HostNetPod, PodSameNode, PodCrossNode, VXLAN, ClusterIP}
+var Paths = []Path{Host, HostCrossNode, HostNetPod, PodSameNode, PodCrossNode, VXLAN, ClusterIP}
+
+// CrossNode says whether the path crosses to a second node.
+func (p Path) CrossNode() bool { return p == HostCrossNode || p == PodCrossNode || p == VXLAN }
+
+// baselineOf is the path a lane of path p is compared with: host networking across nodes for the pod
+// network's cross-node paths when the run measured it (the same underlay, only the pod network's part
+// differs), else the machine's loopback (host).
+func baselineOf(p Path, crossMeasured bool) Path {
+	if crossMeasured && (p == PodCrossNode || p == VXLAN) {
+		return HostCrossNode
+	}
+	return Host
+}
 
 // Mode is a kind of load.
 type Mode string
@@ -35,13 +50,40 @@ const (
 	UDPStream Mode = "udp-stream" // iperf3 -u -b 0: UDP throughput and loss
 	TCPRR     Mode = "tcp-rr"     // sockperf ping-pong: request/response latency and transactions/s
 	TCPCRR    Mode = "tcp-crr"    // tare-crr: a connection per request/response (netperf's TCP_CRR)
+	// The storage pattern (tare-crr --keep: transactions back to back on one connection per stream): a
+	// remote read is a small request and a block-sized answer, a remote write a block-sized request and a
+	// small answer; --sizes is the block.
+	StorageRead  Mode = "storage-read"
+	StorageWrite Mode = "storage-write"
 )
 
-// Modes lists every mode.
-var Modes = []Mode{TCPStream, UDPStream, TCPRR, TCPCRR}
+// StorageCommand is the small side of a storage transaction, in bytes: a command or its completion (an
+// NVMe/TCP command capsule is 72 bytes, an iSCSI basic header segment 48).
+const StorageCommand = 64
 
-// Stream says whether the mode measures throughput (else latency).
-func (m Mode) Stream() bool { return m != TCPRR && m != TCPCRR }
+// Modes lists every mode.
+var Modes = []Mode{TCPStream, UDPStream, TCPRR, TCPCRR, StorageRead, StorageWrite}
+
+// Stream says whether the mode measures throughput alone (else transactions: their rate and latency).
+func (m Mode) Stream() bool { return m == TCPStream || m == UDPStream }
+
+// Storage says whether the mode is the storage pattern (transactions that also move blocks: throughput too).
+func (m Mode) Storage() bool { return m == StorageRead || m == StorageWrite }
+
+// UsesCRR says whether the mode's client and server are tare-crr.
+func (m Mode) UsesCRR() bool { return m == TCPCRR || m.Storage() }
+
+// crrSizes are the request and response sizes of a tare-crr transaction of mode m with messages (blocks)
+// of size.
+func (m Mode) crrSizes(size int) (request, response int) {
+	switch m {
+	case StorageRead:
+		return StorageCommand, size
+	case StorageWrite:
+		return size, StorageCommand
+	}
+	return size, size
+}
 
 // Lane is one thing measured: a path, a mode and a message size, and on the pod network's paths the pod
 // MTU set for it (--mtu; 0: the network's own). A path given twice (an A/A check) gets a copy number from

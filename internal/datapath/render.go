@@ -36,7 +36,7 @@ func Table(w io.Writer, r Report) error {
 	}
 	ratios := map[string]Ratio{}
 	for _, x := range r.Ratios {
-		if x.Against == r.Baseline {
+		if x.Against == r.baselineOf(x.Path) {
 			ratios[fmt.Sprintf("%s|%s|%d|%s", x.Path, x.Mode, x.Size, x.Metric)] = x
 		}
 	}
@@ -44,13 +44,17 @@ func Table(w io.Writer, r Report) error {
 		m := g[0].Mode
 		level, minP := 0.0, 0.0
 		for _, x := range r.Ratios {
-			if x.Mode == m && x.Size == g[0].Size && x.Against == r.Baseline {
+			if x.Mode == m && x.Size == g[0].Size && x.Against == r.baselineOf(x.Path) {
 				level, minP = x.Level, x.MinP
 				break
 			}
 		}
-		fmt.Fprintf(w, "\n%s, %s messages (ratios: path ÷ %s, Hodges–Lehmann with its %.1f%% interval; p: Mann–Whitney, * below %.2f)\n",
-			m, FormatSize(g[0].Size), r.Baseline, 100*level, Alpha)
+		versus, byPath := r.Baseline, ""
+		if bs := r.groupBaselines(g); len(bs) > 1 {
+			versus, byPath = "baseline", "; the cross-node paths ÷ "+string(HostCrossNode)+", the others ÷ "+r.Baseline
+		}
+		fmt.Fprintf(w, "\n%s, %s messages (ratios: path ÷ %s%s, Hodges–Lehmann with its %.1f%% interval; p: Mann–Whitney, * below %.2f)\n",
+			m, FormatSize(g[0].Size), versus, byPath, 100*level, Alpha)
 		if minP >= Alpha {
 			fmt.Fprintf(w, "  with these few trials no p can fall below %.3f: nothing can be significant (use --trials 4 or more)\n", minP)
 		}
@@ -58,7 +62,7 @@ func Table(w io.Writer, r Report) error {
 		metrics := metricsOf(m)
 		head := []string{"PATH", "N"}
 		for _, x := range metrics {
-			head = append(head, metricTitle(x.Name, m), "vs "+r.Baseline, "p")
+			head = append(head, metricTitle(x.Name, m), "vs "+versus, "p")
 		}
 		fmt.Fprintln(tw, strings.Join(head, "\t"))
 		for _, l := range g {
@@ -175,6 +179,9 @@ func metricTitle(name string, m Mode) string {
 		if m == TCPCRR {
 			return "CONN/S"
 		}
+		if m.Storage() {
+			return "OPS/S"
+		}
 		return "RT/S"
 	case "p50_us":
 		return "P50 µs"
@@ -235,6 +242,25 @@ func failures(ts []Trial) string {
 }
 
 // pathMTUs lists each path's MTU as its trials ran, once per path label ("" when no trial knows it).
+// baselineOf is the baseline of the lane labelled label (Baselines; Baseline for a report without them).
+func (r Report) baselineOf(label string) string {
+	if b, ok := r.Baselines[label]; ok {
+		return b
+	}
+	return r.Baseline
+}
+
+// groupBaselines are the distinct baselines of lanes g.
+func (r Report) groupBaselines(g []Lane) map[string]bool {
+	out := map[string]bool{}
+	for _, l := range g {
+		if l.Label() != r.Baseline {
+			out[r.baselineOf(l.Label())] = true
+		}
+	}
+	return out
+}
+
 func pathMTUs(r Report) string {
 	mtu := map[string]int{}
 	for _, t := range r.Trials {

@@ -59,6 +59,9 @@ type Report struct {
 	Node       string            `json:"node"`
 	RemoteNode string            `json:"remote_node,omitempty"`
 	Baseline   string            `json:"baseline"`
+	// Baselines name each measured lane's baseline (by its label): host-cross-node for the pod network's
+	// cross-node paths when it was measured, else Baseline.
+	Baselines map[string]string `json:"baselines,omitempty"`
 	Lanes      []Lane            `json:"lanes"`
 	PodMTU     int               `json:"pod_mtu,omitempty"`       // the pod network's own MTU, restored after the run
 	Skipped    map[string]string `json:"skipped_paths,omitempty"` // path → why it was not measured
@@ -113,16 +116,16 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 	for _, l := range o.Paths {
 		paths[l.Path] = true
 	}
-	crr := slices.Contains(o.Modes, TCPCRR)
-	if paths[Host] {
+	crr := slices.ContainsFunc(o.Modes, Mode.UsesCRR)
+	if paths[Host] || paths[HostCrossNode] {
 		if err := toolsOnMachine(); err != nil {
 			return rep, err
 		}
 		if crr && o.CRR.Host == "" {
-			return rep, errors.New("tcp-crr on the host path runs tare-crr on this machine: none was given (tare lab install --datapath builds it)")
+			return rep, errors.New("tcp-crr on the host paths runs tare-crr on this machine: none was given (tare lab install --datapath builds it)")
 		}
 	}
-	podPaths := paths[HostNetPod] || paths[PodSameNode] || paths[PodCrossNode] || paths[VXLAN] || paths[ClusterIP]
+	podPaths := paths[HostCrossNode] || paths[HostNetPod] || paths[PodSameNode] || paths[PodCrossNode] || paths[VXLAN] || paths[ClusterIP]
 	if podPaths {
 		if cs == nil || o.Exec == nil {
 			return rep, errors.New("the pod paths need a cluster: give --kubeconfig (or start one with tare lab up), or measure --paths host only")
@@ -134,7 +137,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 			return rep, err
 		}
 		if rep.RemoteNode == "" {
-			for _, p := range []Path{PodCrossNode, VXLAN} {
+			for _, p := range []Path{HostCrossNode, PodCrossNode, VXLAN} {
 				if paths[p] {
 					rep.Skipped[string(p)] = "needs a second node that takes pods (a lab with tare lab up --nodes 2)"
 				}
@@ -262,9 +265,13 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 			mtu = sl.Lane.MTU
 		}
 		t := runTrial(ctx, o, e, sl)
-		t.PathMTU = loopMTU
-		if sl.Lane.Path.PodNetwork() {
+		switch {
+		case sl.Lane.Path.PodNetwork():
 			t.PathMTU = mtu
+		case sl.Lane.Path == HostCrossNode:
+			t.PathMTU = routeMTU(e.endpointOf(HostCrossNode).addr)
+		default:
+			t.PathMTU = loopMTU
 		}
 		t.Seq = seq
 		return t, nil
@@ -279,6 +286,15 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 func finish(rep Report, err error) (Report, error) {
 	rep.finished()
 	rep.Ratios = Compare(rep.Trials, rep.Baseline)
+	cross := crossMeasured(rep.Trials)
+	for _, l := range rep.Lanes {
+		if rep.Baselines == nil {
+			rep.Baselines = map[string]string{}
+		}
+		if l.Path != Host || l.Copy > 1 {
+			rep.Baselines[l.Label()] = string(baselineOf(l.Path, cross))
+		}
+	}
 	return rep, err
 }
 
@@ -426,6 +442,11 @@ func runTrial(ctx context.Context, o Options, e *endpoints, sl Slot) Trial {
 		o2, perr = ParseSockperf(out)
 	case TCPCRR:
 		o2, perr = ParseCRR(out)
+	case StorageRead, StorageWrite:
+		o2, perr = ParseCRR(out)
+		// The blocks moved: one a transaction, whichever way.
+		o2.Bytes = o2.TPS * o2.Seconds * float64(sl.Lane.Size)
+		o2.Gbps = o2.TPS * float64(sl.Lane.Size) * 8 / 1e9
 	default:
 		o2, perr = ParseIperf(out)
 	}

@@ -62,6 +62,10 @@ func clientCommand(l Lane, ep endpoint, crr string, d time.Duration, parallel in
 	case TCPCRR:
 		return []string{crr, "client", "--addr", addr, "--port", strconv.Itoa(ep.crrPort), "--time", secs,
 			"--size", strconv.Itoa(l.Size), "--parallel", strconv.Itoa(parallel)}
+	case StorageRead, StorageWrite:
+		req, resp := l.Mode.crrSizes(l.Size)
+		return []string{crr, "client", "--addr", addr, "--port", strconv.Itoa(ep.crrPort), "--time", secs, "--keep",
+			"--request", strconv.Itoa(req), "--response", strconv.Itoa(resp), "--parallel", strconv.Itoa(parallel)}
 	case TCPRR:
 		return []string{"sockperf", "ping-pong", "--tcp", "--ip", addr, "--port", strconv.Itoa(sockperfPort),
 			"--time", secs, "--msg-size", strconv.Itoa(l.Size), "--full-rtt"}
@@ -81,7 +85,7 @@ func CheckLanes(lanes []Lane) error {
 		if (l.Mode == TCPRR || l.Mode == UDPStream) && l.Size > MaxRRSize {
 			return fmt.Errorf("%s with %s messages: sockperf and UDP carry at most %d bytes; use smaller --sizes (or measure this mode in a run of its own)", l.Mode, FormatSize(l.Size), MaxRRSize)
 		}
-		if l.Mode == TCPCRR && l.Size > MaxCRRSize {
+		if l.Mode.UsesCRR() && l.Size > MaxCRRSize {
 			return fmt.Errorf("%s with %s messages: tare-crr sends at most %s; use smaller --sizes", l.Mode, FormatSize(l.Size), FormatSize(MaxCRRSize))
 		}
 	}

@@ -5,12 +5,17 @@
 //
 //	tare-crr server --port 12865 [--bind 127.0.0.1]
 //	tare-crr client --addr 10.0.0.5 --port 12865 --time 4 --size 1024 [--parallel 1]
+//	tare-crr client ... --keep --request 64 --response 131072
 //	tare-crr --version
 //
 // The client sends an 8-byte header (request and response sizes, big-endian uint32) and the request;
 // the server reads them, writes the response and closes first, so the TIME_WAIT state is the server's and
 // the client's ports are free again at once (the client's ephemeral ports would run out in seconds
-// otherwise). The client runs --parallel loops for --time seconds and prints one JSON object: the
+// otherwise). With --keep each loop keeps one connection and sends transaction after transaction on it
+// (the request size's top bit asks the server to keep the connection open): the request/response pattern
+// of a storage protocol (iSCSI, NVMe/TCP, Ceph's messenger), where a remote read is a small request and a
+// block-sized answer and a remote write a block-sized request and a small answer; --request and
+// --response size the two (each --size by default). The client runs --parallel loops for --time seconds and prints one JSON object: the
 // seconds it ran (failed transactions' time included: a dial that times out takes 5 s), the transactions
 // completed, their latencies' 50th and 99th percentiles in µs (connect to the
 // server's close, per transaction), and the failed ones with the first error. It exits 1 when none
@@ -96,22 +101,37 @@ func server(args []string) error {
 	}
 }
 
-// serve answers one transaction: header, request, response, close.
+// keepBit, set in a header's request size, asks the server to keep the connection for the next
+// transaction.
+const keepBit = 1 << 31
+
+// serve answers transactions on one connection: header, request, response; then closes, unless the
+// header's keep bit asks for another. An idle connection is closed after 10 s.
 func serve(c net.Conn) {
 	defer func() { _ = c.Close() }()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	var h [8]byte
-	if _, err := io.ReadFull(c, h[:]); err != nil {
-		return
+	var out []byte
+	for {
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadFull(c, h[:]); err != nil {
+			return
+		}
+		req, resp := binary.BigEndian.Uint32(h[:4]), binary.BigEndian.Uint32(h[4:])
+		keep := req&keepBit != 0
+		req &^= keepBit
+		if req > maxSize || resp > maxSize {
+			return
+		}
+		if _, err := io.CopyN(io.Discard, c, int64(req)); err != nil {
+			return
+		}
+		if uint32(len(out)) < resp {
+			out = make([]byte, resp)
+		}
+		if _, err := c.Write(out[:resp]); err != nil || !keep {
+			return
+		}
 	}
-	req, resp := binary.BigEndian.Uint32(h[:4]), binary.BigEndian.Uint32(h[4:])
-	if req > maxSize || resp > maxSize {
-		return
-	}
-	if _, err := io.CopyN(io.Discard, c, int64(req)); err != nil {
-		return
-	}
-	_, _ = c.Write(make([]byte, resp))
 }
 
 // Result is what the client prints.
@@ -130,9 +150,18 @@ func client(args []string) error {
 	port := fs.Int("port", 12865, "the server's port")
 	secs := fs.Int("time", 4, "seconds to run")
 	size := fs.Int("size", 1024, "bytes of each request and of each response")
+	reqSize := fs.Int("request", -1, "bytes of each request (default: --size)")
+	respSize := fs.Int("response", -1, "bytes of each response (default: --size)")
+	keep := fs.Bool("keep", false, "one connection per loop for all its transactions (else a connection per transaction)")
 	parallel := fs.Int("parallel", 1, "transactions under way at once")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *reqSize < 0 {
+		reqSize = size
+	}
+	if *respSize < 0 {
+		respSize = size
 	}
 	switch {
 	case *addr == "":
@@ -141,13 +170,19 @@ func client(args []string) error {
 		return fmt.Errorf("--time %d: want 1 to 3600 seconds", *secs)
 	case *size < 0 || *size > maxSize:
 		return fmt.Errorf("--size %d: want 0 to %d bytes", *size, maxSize)
+	case *reqSize > maxSize || *respSize > maxSize:
+		return fmt.Errorf("--request %d, --response %d: want 0 to %d bytes", *reqSize, *respSize, maxSize)
 	case *parallel < 1 || *parallel > 1024:
 		return fmt.Errorf("--parallel %d: want 1 to 1024", *parallel)
 	}
 	target := net.JoinHostPort(*addr, strconv.Itoa(*port))
-	msg := make([]byte, 8+*size)
-	binary.BigEndian.PutUint32(msg[:4], uint32(*size))
-	binary.BigEndian.PutUint32(msg[4:8], uint32(*size))
+	msg := make([]byte, 8+*reqSize)
+	head := uint32(*reqSize)
+	if *keep {
+		head |= keepBit
+	}
+	binary.BigEndian.PutUint32(msg[:4], head)
+	binary.BigEndian.PutUint32(msg[4:8], uint32(*respSize))
 	start := time.Now()
 	end := start.Add(time.Duration(*secs) * time.Second)
 	var (
@@ -165,9 +200,21 @@ func client(args []string) error {
 			var mine []float64
 			var bad int64
 			var err1 error
+			var kept net.Conn // --keep: the loop's connection, redialled after a failure
+			defer func() {
+				if kept != nil {
+					_ = kept.Close()
+				}
+			}()
 			for time.Now().Before(end) {
 				t0 := time.Now()
-				if err := transact(target, msg, int64(*size), buf, end); err != nil {
+				var err error
+				if *keep {
+					kept, err = transactOn(kept, target, msg, int64(*respSize), buf, end)
+				} else {
+					err = transact(target, msg, int64(*respSize), buf, end)
+				}
+				if err != nil {
 					bad++
 					if err1 == nil {
 						err1 = err
@@ -230,6 +277,36 @@ func transact(target string, msg []byte, resp int64, buf []byte, end time.Time) 
 		return fmt.Errorf("response of %d bytes, want %d", got, resp)
 	}
 	return nil
+}
+
+// transactOn is one transaction on connection c, dialled first when nil: send header and request, read
+// the whole response. It returns the connection to use next, nil after a failure (closed).
+func transactOn(c net.Conn, target string, msg []byte, resp int64, buf []byte, end time.Time) (net.Conn, error) {
+	if c == nil {
+		d := net.Dialer{Timeout: 5 * time.Second}
+		var err error
+		if c, err = d.Dial("tcp", target); err != nil {
+			return nil, err
+		}
+		_ = c.SetDeadline(end.Add(5 * time.Second))
+	}
+	fail := func(err error) (net.Conn, error) {
+		_ = c.Close()
+		return nil, err
+	}
+	if _, err := c.Write(msg); err != nil {
+		return fail(err)
+	}
+	for got := int64(0); got < resp; {
+		n, err := c.Read(buf[:min(int64(len(buf)), resp-got)])
+		got += int64(n)
+		if err != nil {
+			if got < resp {
+				return fail(fmt.Errorf("response of %d bytes, want %d: %w", got, resp, err))
+			}
+		}
+	}
+	return c, nil
 }
 
 // quantile is the q-quantile of sorted xs, interpolated between the two nearest ranks; 0 when empty (JSON

@@ -73,7 +73,6 @@ func normalizeDefaults(root *cobra.Command) {
 	walk(root)
 }
 
-
 // CLIDocsDir is where the committed CLI reference lives, relative to the repository's root.
 var CLIDocsDir = filepath.Join("docs", "cli")
 

@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
 	"github.com/spf13/pflag"
+
+	"github.com/tare-dev/tare/internal/lab"
 )
 
 // FiguresDoc is where every figure tare prints is defined: --help texts point readers there (the HTML
@@ -52,7 +54,13 @@ func machineValues() [][2]string {
 // normalizeDefaults replaces machine-specific flag defaults in every command's flags by placeholders.
 func normalizeDefaults(root *cobra.Command) {
 	vals := machineValues()
+	labDir := lab.DefaultDir()
 	fix := func(f *pflag.Flag) {
+		if f.DefValue == labDir && labDir != "" {
+			// The lab's directory depends on the user and the environment (lab.DefaultDir).
+			f.DefValue = "$TARE_LAB_DIR, else /var/lib/tare/lab as root, else $XDG_STATE_HOME or ~/.local/state + /tare/lab"
+			return
+		}
 		for _, kv := range vals {
 			// A path default is replaced where it begins (so /tmp does not touch /var/tmp); a host
 			// name only where it is the whole default.

@@ -6,10 +6,15 @@ LDFLAGS   := -X github.com/tare-dev/tare/internal/cli.Version=$(VERSION)
 GOLANGCI  ?= $(shell $(GO) env GOPATH)/bin/golangci-lint
 GOLANGCI_VERSION ?= v2.15.0
 
-.PHONY: build krew test test-short bench bench-overhead bench-lab bench-audit bench-experiment bench-agent bench-datapath bench-kernel lint measure deps clean
+.PHONY: build krew test test-short bench bench-overhead bench-lab bench-audit bench-experiment bench-agent bench-datapath bench-kernel lint measure deps docs clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/tare
+
+# docs regenerates the CLI reference (docs/cli, one page per command) with cobra's doc generator;
+# TestCLIDocsFresh (internal/cli) fails when the committed pages are stale.
+docs:
+	$(GO) run ./scripts/gendocs docs/cli
 
 # krew builds what a release publishes for krew (kubectl krew install tare): an archive per Linux
 # architecture in KREW_ARCHES (the tare executable and README.md) and deploy/krew/tare.yaml with the

@@ -9,7 +9,7 @@ import (
 	"github.com/tare-dev/tare/internal/blockio"
 )
 
-// The metrics of the contract (README, "tare agent"). Names, types and labels are relied on by the
+// The metrics of the contract (docs/guides/deploy-the-agent.md, "tare agent"). Names, types and labels are relied on by the
 // shipped Prometheus rules and by tare report --prometheus: change them only with those.
 var (
 	groupLabels = []string{"group", "group_kind", "namespace", "pod"}

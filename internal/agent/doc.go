@@ -2,7 +2,7 @@
 // the same measuring session as tare measure (internal/session driving internal/sample's Sampler) and
 // serves what it sees over HTTP: /metrics in the Prometheus and OpenMetrics text formats (names, types and
 // labels are a contract that the shipped Prometheus rules and tare report --prometheus rely on: see the
-// README's "tare agent" section), /summary as the JSON of tare measure -o json over a trailing window (built
+// "tare agent" section of docs/guides/deploy-the-agent.md), /summary as the JSON of tare measure -o json over a trailing window (built
 // by internal/summary), and /healthz.
 //
 // It owns the agent's state and its bounds:
@@ -26,5 +26,5 @@
 // certificate helper (the reviews' clients are built by internal/kube and handed in through Access);
 // internal/cli's agent verb is its only caller. A
 // new metric goes in collector.go, with its state in state.go; its name and labels are then part of the
-// contract (the README's table, and deploy/prometheus when the rules use it).
+// contract (the table in docs/guides/deploy-the-agent.md, and deploy/prometheus when the rules use it).
 package agent

@@ -80,7 +80,7 @@ func (o Options) ringLen() int { return int(o.Window/o.Interval) + 1 }
 // maxRing bounds the ring, whatever --window and --interval ask: a day at 1 s.
 const maxRing = 86400
 
-// The memory bound, stated in --help and the README and tested with thousands of short-lived processes.
+// The memory bound, stated in --help and docs/guides/deploy-the-agent.md and tested with thousands of short-lived processes.
 // A sample row (sample.ProcSample) is 72 bytes; a process the agent knows (its identity, counters and last
 // reading) is under 1 KiB with its strings; the sampler keeps about as much per live process, its
 // open thread files aside.
@@ -101,7 +101,7 @@ func MemoryBound(window, interval time.Duration, processes int) uint64 {
 	return baseBytes + n*(sampleBytes+rowBytes*p) + 2*p*processBytes
 }
 
-// DescribeBound states the memory bound for people (tare agent --help and the README), with its figure
+// DescribeBound states the memory bound for people (tare agent --help and docs/guides/deploy-the-agent.md), with its figure
 // for 1,000 processes at the default window and interval.
 func DescribeBound() string {
 	return fmt.Sprintf(`Memory is bounded: the agent keeps a ring of --window / --interval + 1 samples (601 by default) and

@@ -59,7 +59,7 @@ Agents that started less than --duration ago are waited for, so every node cover
 (--no-wait reads what they have). You need to list nodes and pods, and to get the non-resource URL
 /summary, which each agent checks with the API server: the ClusterRole ` + deploy.ClusterReaderRole + ` grants all
 three (kubectl create clusterrolebinding NAME --clusterrole ` + deploy.ClusterReaderRole + ` --user YOU). The
-agents' serving certificates are their own: pass --agent-ca when they were given one from your CA.`,
+agents' serving certificates are their own: pass --agent-ca when they were given one from your CA.` + figuresHelp,
 		Example: `  # Deploy the agents, then the cluster over the last 30 s
   tare agent manifest | kubectl apply -f -
   tare cluster measure

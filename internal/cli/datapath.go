@@ -82,7 +82,7 @@ The pods run in --namespace, created for the run and deleted after it, also on e
 prints the trials finished so far). On the tare lab the tools image is imported into every node first
 (tare lab install --datapath installs iperf3, sockperf and fio); elsewhere give --image with iperf3 and
 sockperf on PATH (and tare-crr, from tare lab install --datapath's cache, for tcp-crr). Traffic goes only between this machine's loopback and the run's own pods. Needs root,
-like tare measure, and runs on the node it measures.`,
+like tare measure, and runs on the node it measures.` + figuresHelp,
 		Example: `  # On the lab (tare lab up --nodes 2 for the cross-node paths)
   sudo tare datapath net
 

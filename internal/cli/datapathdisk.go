@@ -55,7 +55,7 @@ The pod runs in --namespace, created for the run and deleted after it; the Persi
 StorageClass, the files and the directories the run made are removed too, also on error or Ctrl-C (which
 prints the trials finished so far). On the tare lab the tools image (with fio) is imported into the
 nodes first; tare lab install --datapath installs fio on this machine. Needs root, like tare measure, and
-runs on the node it measures.`,
+runs on the node it measures.` + figuresHelp,
 		Example: `  # On the lab: every target, random 4k reads
   sudo tare datapath disk
 

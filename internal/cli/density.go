@@ -64,7 +64,7 @@ the run with the kubelet's reason. Needs root, like tare measure.
 
 --html FILE also writes a page with each component's CPU and private memory at every step against the
 pod count, with the fitted line and its slope's interval, and the tables; a run cut short writes it with
-the steps it measured.`,
+the steps it measured.` + figuresHelp,
 		Example: `  # On the lab
   sudo tare density --pods 0,10,20,40 --trials 3 --window 20s
 

@@ -25,7 +25,7 @@ correlated, block means far less), each block is one observation, and for every 
 control-plane CPU, each component's CPU and memory, etcd writes) tare prints both medians with their
 intervals and the change with its interval and a Mann–Whitney U test, "~" where it is not significant,
 as tare experiment does. Record at least 4 blocks on each side for a difference to be able to reach
-significance at 0.05.`,
+significance at 0.05.` + figuresHelp,
 		Example: `  sudo tare measure --duration 5m --record before.db
   # change something
   sudo tare measure --duration 5m --record after.db

@@ -6,6 +6,10 @@
 // parses and checks its flags, returning usageError for bad ones (exit status 2), calls the domain
 // packages, and prints through render (render.go), so -o json and -o table mean the same everywhere.
 //
+// docs/cli, the CLI reference, is generated from these commands (clidocs.go, make docs) and checked by
+// TestCLIDocsFresh: run make docs after changing a command or flag. A verb that prints figures ends its
+// Long help with figuresHelp, and its figures are defined in docs/figures.md.
+//
 // A verb that needs a cluster finds it through globalOptions.cluster (kubeconfig.go): kubectl's lookup
 // (--kubeconfig, --context, $KUBECONFIG, ~/.kube/config), else a running lab's kubeconfig, and connects
 // with kube.NewClient. Run as kubectl-tare, tare is kubectl's plugin (ExecuteAs, plugin.go).

@@ -59,7 +59,7 @@ instead, before any trial. The results say whether the requested sensitivity was
 
 Ready-made specs: examples/experiments/ (upstream vs tuned, leader election on vs off, etcd
 --snapshot-count sweep, lab running vs paused). A variant with pause: true is measured with the lab paused
-(tare lab pause after the guard and warm-up, unpause after the window).`,
+(tare lab pause after the guard and warm-up, unpause after the window).` + figuresHelp,
 		Example: `  sudo tare experiment examples/experiments/leader-election.yaml
   sudo tare experiment examples/experiments/etcd-snapshot-count.yaml --out snap
   sudo tare experiment examples/experiments/leader-election.yaml --mde 2% --budget 10m

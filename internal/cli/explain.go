@@ -52,7 +52,7 @@ func newExplain(s streams, g *globalOptions) *cobra.Command {
 
 When a lab is running (tare lab up) and no other kubeconfig is given, explain uses the lab: its
 kubeconfig, its audit log (tare lab up --audit) and its components' pprof endpoints. Explaining a
-recording reads the cluster's nodes, leases and replicas as they are now, and says so.`,
+recording reads the cluster's nodes, leases and replicas as they are now, and says so.` + figuresHelp,
 		Example: `  # One minute of the lab, with its audit log and profiles; flame graphs in the HTML report and as
   # SVG files in explain-flames/
   sudo tare lab up --profile upstream --audit

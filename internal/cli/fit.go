@@ -27,7 +27,7 @@ the pods already on it request (DaemonSets' shown apart), divided by the request
 it), or the per-pod cost a tare density run measured (--density FILE, its -o json; its node unless
 --node). It says which resource binds first; the
 node's pod limit counts too. With --pods N it prints the inverse: the largest cpu and memory request
-that still fits N pods.`,
+that still fits N pods.` + figuresHelp,
 		Example: `  tare fit --request cpu=500m,memory=1Gi
   tare fit --request cpu=250m,memory=512Mi --runtime-class tare-measured --node worker-2
   tare fit --pods 30 --overhead cpu=2m,memory=4Mi

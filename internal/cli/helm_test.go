@@ -30,7 +30,7 @@ import (
 var chartDir = filepath.Join("..", "..", "deploy", "helm", "tare-agent")
 
 // TestHelmChartOnThreeNodeLab installs the agent's chart with the real helm on a three-node lab, as the
-// README says (a namespace of Pod Security level privileged, then helm install), with the Prometheus
+// guide says (docs/guides/deploy-the-agent.md: a namespace of Pod Security level privileged, then helm install), with the Prometheus
 // Operator's PodMonitor and PrometheusRule, whose CRDs come from the operator's module: the API server
 // accepts both under strict field validation against those CRDs, and the operator, built from its module,
 // turns them into a configuration under which tare's Prometheus scrapes every agent and evaluates the rules. An agent runs on every node and tare

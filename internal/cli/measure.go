@@ -46,7 +46,7 @@ func newMeasure(s streams, g *globalOptions) *cobra.Command {
 ` + summary.BusyDefinition + `.
 
 Per-process CPU comes from nanosecond counters: taskstats (as root) or per-thread schedstat. Without root
-tare measures what it can and lists what it could not read and why.`,
+tare measures what it can and lists what it could not read and why.` + figuresHelp,
 		Example: `  # One minute, one sample per second (the default)
   sudo tare measure
 

@@ -33,7 +33,7 @@ disk) is summarised up to its last complete sample.
 With --prometheus, read what tare agents (tare agent, scraped with deploy/prometheus/prometheus.yml) measured
 over the last --window from Prometheus's HTTP API instead: per node the node busy (cores and % of CPUs), the
 overhead, kubelet and runtime, tare's own cost and the busiest groups with their memory, then the cluster's
-control plane and every pod's CPU. -o json has a nodes list.`,
+control plane and every pod's CPU. -o json has a nodes list.` + figuresHelp,
 		Example: `  tare report node.db
   tare report node.db -o json --match etcd
   tare report --prometheus http://prometheus:9090 --window 10m

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// FuzzParseSizes feeds --sizes and --bs, seeded with the values of the README's examples. Every size
+// FuzzParseSizes feeds --sizes and --bs, seeded with the values of the examples of docs/guides/datapath.md. Every size
 // accepted is positive and at most 1 GiB, given once; written back with FormatSize it reads the same.
 func FuzzParseSizes(f *testing.F) {
 	for _, s := range []string{"1k,16k", "64k", "64,1k,16k,128k", "4k,64k", "1m", "0", "1g", "-1k", "16K, 1M"} {
@@ -41,7 +41,7 @@ func FuzzParseSizes(f *testing.F) {
 	})
 }
 
-// FuzzParseFileSize feeds --size, seeded with the README's values: an accepted size is a whole number
+// FuzzParseFileSize feeds --size, seeded with docs/guides/datapath.md's values: an accepted size is a whole number
 // of MiB from 1 MiB to 1 TiB, and reading the same text twice gives the same answer.
 func FuzzParseFileSize(f *testing.F) {
 	for _, s := range []string{"256m", "1g", "1024k", "1", "1mg", "1gm", "1099511627776", "2048K"} {
@@ -68,7 +68,7 @@ func FuzzParseFileSize(f *testing.F) {
 	})
 }
 
-// FuzzParseMTUs feeds --mtu, seeded with the README's values: every MTU accepted is within the bounds,
+// FuzzParseMTUs feeds --mtu, seeded with docs/guides/datapath.md's values: every MTU accepted is within the bounds,
 // given once.
 func FuzzParseMTUs(f *testing.F) {
 	for _, s := range []string{"1500,9000", "1500", "9000,1500,9000", "576", " 1280 ", "65536"} {
@@ -90,7 +90,7 @@ func FuzzParseMTUs(f *testing.F) {
 	})
 }
 
-// FuzzParseNames feeds --paths, --modes, --targets, --rw and --iodepth, seeded with the README's values:
+// FuzzParseNames feeds --paths, --modes, --targets, --rw and --iodepth, seeded with docs/guides/datapath.md's values:
 // whatever is accepted is a known name (or depth), and a path or target given twice is numbered as such.
 func FuzzParseNames(f *testing.F) {
 	for _, s := range []string{"host,pod-same-node,vxlan,clusterip", "tcp-stream,tcp-rr,tcp-crr", "host,host,pod-cross-node,vxlan",

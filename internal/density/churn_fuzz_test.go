@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// FuzzParseRate feeds --churn, seeded with the README's values (1, 30/min) and its edges: an accepted
+// FuzzParseRate feeds --churn, seeded with the guide's values (docs/guides/size-pods.md: 1, 30/min) and its edges: an accepted
 // rate is above 0 and at most MaxChurnRate a second, and written back per second it reads the same.
 func FuzzParseRate(f *testing.F) {
 	for _, s := range []string{"1", "0.5", "30/min", "2/s", "0", "11", "600/min", "NaN", "Inf", "-1/min", " 1 /s"} {

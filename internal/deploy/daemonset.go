@@ -29,8 +29,8 @@ func capabilities() []corev1.Capability {
 	return []corev1.Capability{"NET_ADMIN", "SYS_PTRACE", "DAC_READ_SEARCH", "BPF", "PERFMON"}
 }
 
-// resources are those of the agent's container, from tare's own cost measured by `make bench-overhead` (README,
-// "Benchmarks", 2-core VM, 2026-11-23): `tare measure --interval 1s` took 4.8–7.9 millicores with ~300
+// resources are those of the agent's container, from tare's own cost measured by `make bench-overhead` (the README,
+// "Benchmarks" then, now docs/benchmarks.md; 2-core VM, 2026-11-23): `tare measure --interval 1s` took 4.8–7.9 millicores with ~300
 // processes on the node and 26–47 with 3,000, at a peak RSS of 39–61 MiB.
 //   - CPU request 20m: a typical node (a few hundred to a thousand processes) at the default 1 s interval.
 //     It reserves, it does not cap.

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// FuzzParseScale feeds a variant's scale entries, seeded with the README's (kube-system/coredns=1): an
+// FuzzParseScale feeds a variant's scale entries, seeded with the guide's (docs/guides/prove-a-change.md: kube-system/coredns=1): an
 // accepted entry has a namespace, a name and replicas of at least zero, and written back it reads the same.
 func FuzzParseScale(f *testing.F) {
 	for _, s := range []string{"kube-system/coredns=1", "default/web=0", "default/web=-1", "web=1", "a/b=2147483648", "a/b/c=1", "/b=1", "a/=1"} {

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// FuzzParseList feeds --request and --overhead, seeded with the README's values: an accepted list names
+// FuzzParseList feeds --request and --overhead, seeded with the guide's values (docs/guides/size-pods.md): an accepted list names
 // each resource once with a quantity of at least zero, and written back (NAME=QUANTITY, comma-separated)
 // it reads the same.
 func FuzzParseList(f *testing.F) {

@@ -29,7 +29,7 @@ var (
 // package/dist/echarts.min.js and the licence files into assets/).
 const EChartsVersion = "6.1.0"
 
-var page = template.Must(template.New("page").Parse(pageTmpl))
+var page = template.Must(template.New("page").Funcs(template.FuncMap{"sectionDoc": sectionDoc, "cardDoc": cardDoc}).Parse(pageTmpl))
 
 // Page is one report: headline cards, then sections of charts, findings, tables and notes.
 type Page struct {

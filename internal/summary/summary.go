@@ -13,8 +13,9 @@ import (
 // BusyDefinition is stated in --help and in the JSON output.
 const BusyDefinition = "node busy = CPU time spent on work: the scheduler's exact task time where the kernel has it " +
 	"(cgroup v1 root cpuacct.usage; on cgroup v2 the top-level cgroups plus the root cgroup's threads), plus irq and softirq " +
-	"time when the kernel accounts it apart; else /proc/stat user + nice + system + irq + softirq + steal (guest time is " +
-	"inside user). iowait and idle are not busy"
+	"time when the kernel accounts it apart, or else, on a tickless kernel, the CPU on no task (interrupts served on idle CPUs); " +
+	"without task time, /proc/stat user + nice + system + irq + softirq + steal (guest time is inside user). iowait and idle " +
+	"are not busy. Defined in docs/figures.md#node-busy"
 
 // EffortNote explains why tare leads with busy/idle time rather than load average (seed 004).
 const EffortNote = "idle time is the better effort metric: load average counts runnable tasks, so a poller that wakes for a microsecond weighs as much as a job that runs for hours; busy/idle time measures the CPU actually used and what is left"

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// FuzzParsePprofURL feeds --pprof-url, seeded with the README's form and the lab's components'
+// FuzzParsePprofURL feeds --pprof-url, seeded with the guide's form (docs/guides/explain-an-idle-cluster.md) and the lab's components'
 // addresses: an accepted value names a component and a base URL over http(s) with a host, without a
 // trailing slash or /debug/pprof.
 func FuzzParsePprofURL(f *testing.F) {

@@ -27,4 +27,6 @@
 // internal/cli's agent verb is its only caller. A
 // new metric goes in collector.go, with its state in state.go; its name and labels are then part of the
 // contract (the README's table, and deploy/prometheus when the rules use it).
+//
+// Imports: blockio, bpfstats, classify, redact, sample, session, summary
 package agent

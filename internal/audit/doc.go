@@ -6,4 +6,6 @@
 // namespace (stream.go, report.go), and kube-apiserver's request metrics for when there is no audit log
 // (metrics.go). It imports only redact and userfile (an audit log is a regular file). A new count over audit events goes in the aggregator
 // (report.go); a new input format gets its own reader file beside stream.go.
+//
+// Imports: output, redact, userfile
 package audit

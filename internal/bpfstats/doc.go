@@ -18,4 +18,6 @@
 // afterwards, so callers take deltas, not totals.
 //
 // tare measure (sample, summary) and the agent call it; it imports cilium/ebpf only.
+//
+// Imports: none
 package bpfstats

@@ -21,4 +21,6 @@
 //   - a renderer: a method of Results in render.go (the HTML page lives in internal/htmlreport);
 //   - a new source of observations (as Diff cuts recordings into blocks): a file of its own that builds
 //     Trials and a Design and calls Analyze.
+//
+// Imports: component, record, sample, session, stats, summary, warning
 package compare

@@ -24,4 +24,6 @@
 // The compiled objects (exectrace_bpfel.o, exectrace_bpfeb.o) and Go bindings are committed, so building tare
 // needs no C compiler. After changing the C source, regenerate them with clang and llvm-strip installed
 // (Debian: apt-get install clang llvm) by running go generate in this directory.
+//
+// Imports: bpfstats, kernel, redact
 package exectrace

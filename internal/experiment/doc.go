@@ -20,4 +20,6 @@
 // Where a new thing goes: a spec field in spec.go (checked in check, stored with the spec), a guard in
 // guard.go with its metric name in compare's metrics.go, a target next to the lab and commands targets in
 // run.go. A new metric, verdict or renderer belongs in internal/compare.
+//
+// Imports: audit, compare, component, kernel, kube, lab, progress, record, sample, session, stats, summary, userfile
 package experiment

@@ -8,4 +8,6 @@
 // cluster facts) lives in explain/collect. It may import summary, sample (the sample model), kernel
 // (resource types), audit, pprof, stats, component and output; never kube, cli, lab or session: the cluster facts
 // it reads are its own plain type (ClusterFacts), which kube fills.
+//
+// Imports: audit, component, kernel, output, pprof, sample, stats, summary
 package explain

@@ -12,4 +12,6 @@
 // package does not import datapath's runner and its Kubernetes client; the tare density page in density.go
 // and densitycharts.go, likewise drawn from the plain DensityRun (densityrun.go) that density fills.
 // browsertest/ opens pages in headless Chromium for the tests.
+//
+// Imports: audit, blockio, cluster, compare, explain, output, pprof, profile, stats, summary, userfile, warning
 package htmlreport

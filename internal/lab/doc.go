@@ -54,4 +54,6 @@
 // in the registry, plus a start stage file with its flags, called from (*lab).run in up.go, and its ports
 // in ports.go. A new change to the machine is recorded by Up (before) and undone in its subsystem's file,
 // called from restoreMachine and checked by Leftovers.
+//
+// Imports: component, deploy, kernel, kube, pprof
 package lab

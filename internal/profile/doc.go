@@ -24,4 +24,6 @@
 // It imports classify (groups), kernel (process identity, the blocking reader), pprof (top functions),
 // userfile (a profile to compare is a regular file) and google/pprof's profile package; never client-go or the lab. A new record type of the ring goes in
 // ring.go, a new source of symbols in symbols.go, a new label in build.go.
+//
+// Imports: classify, kernel, output, pprof, userfile
 package profile

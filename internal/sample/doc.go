@@ -22,4 +22,6 @@
 // session package (internal/session) drives a Sampler for measure, explain and experiment; the record
 // package stores its samples and the summary package analyses them. A new kernel reader goes in
 // internal/kernel, not here; a new figure of a sample goes in model.go with the pass that fills it.
+//
+// Imports: bpfstats, classify, exectrace, kernel, taskiter
 package sample

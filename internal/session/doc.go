@@ -11,4 +11,6 @@
 // It imports sample (the sampler), record (the recording sink), progress (the status line sink) and blockio
 // (the block I/O tracer). A new destination for samples is a Sink of its own, in the package it belongs
 // to; a new fact of every measurement goes in the metadata built here.
+//
+// Imports: blockio, bpfstats, progress, record, sample
 package session

@@ -7,4 +7,6 @@
 // report and the agent print it; explain, compare, cluster and export build on it. A new figure goes in
 // summary.go's types, filled in build.go and printed in render.go; a warning about the figures in
 // warnings.go.
+//
+// Imports: blockio, bpfstats, output, sample, stats, warning
 package summary

@@ -7,4 +7,6 @@
 //
 // It imports only output (a bound's size in messages), so any package may use it. Every reader of a
 // file named by the user opens it here, and every output file the user names is written here.
+//
+// Imports: output
 package userfile

@@ -13,8 +13,9 @@
 // and Trial, Results and Plan are compare's types.
 //
 // What it may import: compare, the lab, kube and client-go, session (the measuring session), record (the
-// shared check of tare's SQLite files), summary, sample, audit (the API request rate), progress and userfile (a spec is a regular
-// file, read within a bound).
+// shared check of tare's SQLite files), summary, sample, audit (the API request rate), progress, userfile (a spec is a regular
+// file, read within a bound), stats (rounds, the labs' effect, the sequential bounds), component (the
+// registry's names) and kernel (/proc/stat and the process list, for the reaper).
 // Nothing but the CLI imports it; tare diff and the HTML report must not (they use compare).
 //
 // Where a new thing goes: a spec field in spec.go (checked in check, stored with the spec), a guard in

@@ -149,11 +149,12 @@ bench-kernel: build
 	$(GO) run ./bench/kernel -tare ./$(BIN)
 
 # lint installs golangci-lint GOLANGCI_VERSION from the module proxy when GOLANGCI is missing or another
-# version.
+# version, and holds every package to the Imports line of its doc.go (internal/archtest).
 lint:
 	@$(GOLANGCI) version 2>/dev/null | grep -q ' $(GOLANGCI_VERSION:v%=%) ' || \
 		GOBIN='$(dir $(GOLANGCI))' $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
 	$(GOLANGCI) run ./...
+	$(GO) test -count=1 -run 'TestImportRules' ./internal/archtest/
 	$(GO) mod tidy -diff
 
 clean:

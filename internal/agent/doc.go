@@ -22,9 +22,11 @@
 //     open connections that keeps accepting, and slots for the expensive handlers.
 //
 // It imports internal/session, internal/sample, internal/summary, internal/classify (the group kinds of its
-// labels), internal/redact, prometheus/client_golang, and client-go's typed review clients and its
+// labels), internal/redact, internal/blockio (the block I/O series), internal/bpfstats (tare's BPF time), prometheus/client_golang, and client-go's typed review clients and its
 // certificate helper (the reviews' clients are built by internal/kube and handed in through Access);
 // internal/cli's agent verb is its only caller. A
 // new metric goes in collector.go, with its state in state.go; its name and labels are then part of the
 // contract (the table in docs/guides/deploy-the-agent.md, and deploy/prometheus when the rules use it).
+//
+// Imports: blockio, bpfstats, classify, redact, sample, session, summary
 package agent

@@ -259,7 +259,7 @@ func (a *aggregator) report() *Report {
 	startMin := r.From.Unix() / 60
 	for name, c := range a.clients {
 		cl := Client{Name: name, Requests: c.n, PerMinute: rate(c.n), Errors: c.errs,
-			SharePct: output.Round(100*float64(c.n)/float64(max(r.Requests, 1)), 2)}
+			SharePct: output.Round(output.Percent(float64(c.n), float64(r.Requests)), 2)}
 		for u := range c.users {
 			cl.Users = append(cl.Users, redact.Text(u))
 		}

@@ -1,7 +1,7 @@
 // Package blockio counts block I/O by process: for each process (thread group), cgroup, disk and direction,
 // the requests and bytes completed and two log2 histograms of microseconds, the device time (issue to the
 // driver → completion) and the queue time (creation of the request → issue). tare measure and the agent
-// call it to say which process did a node's disk I/O and how long the disk took; with ErrUnavailable they
+// call it to say which process did a node's disk I/O and how long the disk took; with ErrNotSupported they
 // fall back to the byte counts of /proc/PID/io, which have no requests or latencies, and say so.
 //
 // Four BPF programs on the block layer's BTF tracepoints (tp_btf: no kprobes) do the counting, in the
@@ -26,7 +26,7 @@
 // tracepoint shows the same shortfall), so totals can fall short of the disk's by that much.
 //
 // It needs kernel BTF (/sys/kernel/btf/vmlinux), Linux 6.5 or later (block_io_start), and CAP_BPF with
-// CAP_PERFMON, or CAP_SYS_ADMIN; without them Open returns an error matching ErrUnavailable that says what
+// CAP_PERFMON, or CAP_SYS_ADMIN; without them Open returns an error matching ErrNotSupported that says what
 // to do. Nothing is pinned: the programs detach at Close or when the process exits, Ctrl-C included.
 //
 // It imports cilium/ebpf and, of tare's, kernel (whether this process may load BPF) and bpfstats (Tracer.Programs: they run in the tasks doing the I/O, so their time is not in tare's CPU). A new counter goes in blockio.bpf.c's struct stat, then
@@ -41,6 +41,8 @@
 //
 // which runs bpf2go at the cilium/ebpf version of go.mod. The C source includes no headers: the kernel
 // structures it reads are declared in it with CO-RE relocations, so no vmlinux.h is needed.
+//
+// Imports: bpfstats, kernel
 package blockio
 
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go@v0.22.0 -cc clang -cflags "-O2 -g -Wall -Werror" -no-global-types -type key -type stat blockio blockio.bpf.c

@@ -28,8 +28,8 @@ func TestCheck(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			err := check(tc.privileged, tc.btfPath)
-			if !errors.Is(err, ErrUnavailable) {
-				t.Fatalf("check: %v, want an error matching ErrUnavailable", err)
+			if !errors.Is(err, ErrNotSupported) {
+				t.Fatalf("check: %v, want an error matching ErrNotSupported", err)
 			}
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("check: %q does not say %q", err, tc.want)
@@ -56,8 +56,8 @@ func TestLoadError(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			err := loadError("loading the block I/O programs", tc.err)
-			if !errors.Is(err, ErrUnavailable) {
-				t.Fatalf("%v does not match ErrUnavailable", err)
+			if !errors.Is(err, ErrNotSupported) {
+				t.Fatalf("%v does not match ErrNotSupported", err)
 			}
 			if !errors.Is(err, tc.err) {
 				t.Errorf("%v does not wrap %v", err, tc.err)

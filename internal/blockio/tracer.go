@@ -30,7 +30,7 @@ type Tracer struct {
 }
 
 // Open loads the BPF programs and attaches them to the block layer's tracepoints. The error matches
-// ErrUnavailable when this kernel or this process's privileges do not allow it, and says what is missing.
+// ErrNotSupported when this kernel or this process's privileges do not allow it, and says what is missing.
 // The programs stay attached until Close, or until this process exits: nothing is pinned, so a process
 // killed by Ctrl-C leaves nothing behind.
 func Open(opts Options) (*Tracer, error) {

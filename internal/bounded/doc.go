@@ -5,4 +5,6 @@
 //
 // It imports only output (the bound's size in messages), so any package may use it. Every body tare
 // reads from a network peer is read through it, with a timeout from the caller's context or client.
+//
+// Imports: output
 package bounded

@@ -14,8 +14,11 @@
 // Statistics are off by default because measuring every run costs two clock reads. Enable turns them on
 // for the whole machine (every program's, not only tare's) until its Closer is closed; BPF_ENABLE_STATS
 // needs CAP_SYS_ADMIN (CAP_BPF is not enough), and without it Enable returns an error matching
-// ErrUnavailable and tare reports no BPF time. Programs loaded before Enable report only what they ran
+// ErrNotSupported and tare reports no BPF time. Programs loaded before Enable report only what they ran
 // afterwards, so callers take deltas, not totals.
 //
-// tare measure (sample, summary) and the agent call it; it imports cilium/ebpf only.
+// tare measure (sample, summary) and the agent call it; it imports cilium/ebpf and, of tare's,
+// only kernel (its ErrNotSupported, the one meaning of "this kernel cannot").
+//
+// Imports: kernel
 package bpfstats

@@ -9,11 +9,13 @@ import (
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
-// ErrUnavailable means BPF run-time statistics cannot be turned on here: a process without CAP_SYS_ADMIN,
+// ErrNotSupported means BPF run-time statistics cannot be turned on here: a process without CAP_SYS_ADMIN,
 // or a kernel older than 5.8. The error wrapping it says which.
-var ErrUnavailable = errors.New("BPF run-time statistics unavailable")
+var ErrNotSupported = kernel.NotSupported("BPF run-time statistics unavailable")
 
 // Enable turns on the kernel's BPF run-time statistics until the returned Closer is closed. They are
 // machine-wide and reference counted: another holder (bpftool prog profile, sysctl
@@ -24,11 +26,11 @@ func Enable() (io.Closer, error) {
 	case err == nil:
 		return c, nil
 	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
-		return nil, fmt.Errorf("%w: BPF_ENABLE_STATS: %w: needs CAP_SYS_ADMIN (run as root); without it tare's in-kernel BPF time is not reported", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: BPF_ENABLE_STATS: %w: needs CAP_SYS_ADMIN (run as root); without it tare's in-kernel BPF time is not reported", ErrNotSupported, err)
 	case errors.Is(err, unix.EINVAL), errors.Is(err, ebpf.ErrNotSupported):
-		return nil, fmt.Errorf("%w: BPF_ENABLE_STATS: %w: needs Linux 5.8 or later", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: BPF_ENABLE_STATS: %w: needs Linux 5.8 or later", ErrNotSupported, err)
 	}
-	return nil, fmt.Errorf("%w: BPF_ENABLE_STATS: %w", ErrUnavailable, err)
+	return nil, fmt.Errorf("%w: BPF_ENABLE_STATS: %w", ErrNotSupported, err)
 }
 
 // Program is one of tare's loaded programs, named for reports.

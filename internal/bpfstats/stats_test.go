@@ -44,7 +44,7 @@ func TestOutside(t *testing.T) {
 func TestEnable(t *testing.T) {
 	testenv.NeedRoot(t, "BPF_ENABLE_STATS needs CAP_SYS_ADMIN")
 	c, err := Enable()
-	if errors.Is(err, ErrUnavailable) {
+	if errors.Is(err, ErrNotSupported) {
 		testenv.Unavailable(t, "%v", err)
 	}
 	if err != nil {

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/userfile"
 )
 
 // newAgentImage is `tare agent image --out FILE.tar`: the image `tare agent manifest` runs, as an OCI
@@ -59,21 +59,10 @@ func writeAgentImage(cmd *cobra.Command, s streams, out string) error {
 		_, err := io.Copy(s.out, src)
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(out), filepath.Base(out)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("writing the image to %s: %w", out, err)
-	}
-	defer func() { _ = os.Remove(tmp.Name()) }()
-	_, err = io.Copy(tmp, src)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), out)
-	}
+	err = userfile.WriteMode(out, 0o644, func(w io.Writer) error {
+		_, err := io.Copy(w, src)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("writing the image to %s: %w", out, err)
 	}

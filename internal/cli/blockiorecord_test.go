@@ -31,7 +31,7 @@ func TestBlockIORecordReport(t *testing.T) {
 	testenv.NeedRoot(t, "tracing block I/O loads BPF programs; the pod cgroup is created")
 	browsertest.Chromium(t)
 	tr, err := blockio.Open(blockio.Options{})
-	if errors.Is(err, blockio.ErrUnavailable) {
+	if errors.Is(err, blockio.ErrNotSupported) {
 		testenv.Unavailable(t, "%v", err)
 	}
 	if err != nil {

@@ -13,4 +13,6 @@
 // It imports summary (the agents' payload), classify and component (which category a group falls in),
 // stats and output; never client-go or kube. A new category is one entry in categories.go; a new column of
 // the table goes in table.go and, when the HTML page shows it, in internal/htmlreport/cluster.go.
+//
+// Imports: classify, component, output, stats, summary
 package cluster

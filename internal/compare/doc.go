@@ -9,7 +9,7 @@
 //
 // What it may import: the statistics (internal/stats, gonum), a window's summary (internal/summary), the
 // recording and sample types (internal/record, internal/sample), the session's warning type
-// (internal/session) and the component registry (internal/component, for the per-component metrics). It must not import internal/experiment, internal/lab, internal/kube or client-go:
+// (internal/session), the warnings' type (internal/warning) and the component registry (internal/component, for the per-component metrics). It must not import internal/experiment, internal/lab, internal/kube or client-go:
 // tare diff and the HTML report build without the lab and the Kubernetes client, and a test
 // (TestImportsNoRunner) keeps it so.
 //
@@ -21,4 +21,6 @@
 //   - a renderer: a method of Results in render.go (the HTML page lives in internal/htmlreport);
 //   - a new source of observations (as Diff cuts recordings into blocks): a file of its own that builds
 //     Trials and a Design and calls Analyze.
+//
+// Imports: component, record, sample, session, stats, summary, warning
 package compare

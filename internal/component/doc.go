@@ -12,4 +12,6 @@
 //
 // Adding a component is one entry in registry.go. Code that needs one particular component by name uses the
 // name constants in names.go rather than a string literal.
+//
+// Imports: none
 package component

@@ -17,4 +17,6 @@
 // disktargets.go the pod, the local volume and the checks of each target's file system; diskcompare.go,
 // diskrun.go and diskrender.go compare, drive and print a disk run. htmlview.go gives either run as its
 // HTML page shows it (htmlreport.DatapathRun).
+//
+// Imports: htmlreport, kernel, kube, output, session, stats, summary, warning
 package datapath

@@ -12,6 +12,8 @@
 //
 // It imports session (the measuring session), kube (pods, namespaces), classify and component (which
 // group is which component), summary, stats, fit (reading the node as tare fit does), deploy (the
-// RuntimeClass's YAML), output, userfile (a stored result is a regular file, read within a bound) and htmlreport (the page's view type, DensityRun). A new per-pod figure
+// RuntimeClass's YAML), output, warning, userfile (a stored result is a regular file, read within a bound) and htmlreport (the page's view type, DensityRun). A new per-pod figure
 // goes in model.go with its fit; a new way to step the pods goes in plan.go.
+//
+// Imports: classify, component, deploy, fit, htmlreport, kube, output, session, stats, summary, userfile, warning
 package density

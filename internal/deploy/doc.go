@@ -15,4 +15,6 @@
 //
 // It imports k8s.io/api and, of tare's, only output. A new object of the agent's deployment goes in Objects
 // (with its test against what the API server accepts); a new output format next to encode.go.
+//
+// Imports: output
 package deploy

@@ -16,7 +16,7 @@
 // records that do not fit are counted, and Lost says how many.
 //
 // It needs kernel BTF (/sys/kernel/btf/vmlinux), Linux 5.8 or later (ring buffer), and CAP_BPF with
-// CAP_PERFMON, or CAP_SYS_ADMIN; without them Open returns an error matching ErrUnavailable and the sampler
+// CAP_PERFMON, or CAP_SYS_ADMIN; without them Open returns an error matching ErrNotSupported and the sampler
 // uses the proc connector. Nothing is pinned: the programs detach at Close or when the process exits.
 //
 // It imports cilium/ebpf and, of tare's, kernel (the table, the privilege check), redact, and bpfstats (Tracer.Programs: the programs run in the forking or exec'ing process, so their time is not in tare's CPU but in that process's).
@@ -24,4 +24,6 @@
 // The compiled objects (exectrace_bpfel.o, exectrace_bpfeb.o) and Go bindings are committed, so building tare
 // needs no C compiler. After changing the C source, regenerate them with clang and llvm-strip installed
 // (Debian: apt-get install clang llvm) by running go generate in this directory.
+//
+// Imports: bpfstats, kernel, redact
 package exectrace

@@ -20,7 +20,7 @@ func TestStatsCountExecs(t *testing.T) {
 	}
 	tr, _ := open(t, Options{})
 	c, err := bpfstats.Enable()
-	if errors.Is(err, bpfstats.ErrUnavailable) {
+	if errors.Is(err, bpfstats.ErrNotSupported) {
 		testenv.Unavailable(t, "%v", err)
 	}
 	if err != nil {

@@ -20,10 +20,10 @@ import (
 	"github.com/tare-dev/tare/internal/redact"
 )
 
-// ErrUnavailable means process starts cannot be traced here: a process without CAP_BPF and CAP_PERFMON (or
+// ErrNotSupported means process starts cannot be traced here: a process without CAP_BPF and CAP_PERFMON (or
 // CAP_SYS_ADMIN), a kernel without BTF or older than 5.8. The error wrapping it says which. Callers use the
 // proc connector instead.
-var ErrUnavailable = errors.New("exec tracepoints unavailable")
+var ErrNotSupported = kernel.NotSupported("exec tracepoints unavailable")
 
 // Options tunes a Tracer. The zero value is ready to use.
 type Options struct {
@@ -54,10 +54,10 @@ type Tracer struct {
 
 // Open loads the programs and attaches them; Sync records what they saw in table (one shared with the proc
 // connector's watcher lets a caller switch from it to the tracer without a gap). The error matches
-// ErrUnavailable when this kernel or this process's privileges do not allow it, and says what is missing.
+// ErrNotSupported when this kernel or this process's privileges do not allow it, and says what is missing.
 func Open(table *kernel.ExecTable, opts Options) (*Tracer, error) {
 	if err := kernel.CheckBPF(kernel.CanLoadBPF(), kernel.KernelBTF); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", ErrNotSupported, err)
 	}
 	spec, err := loadExectrace()
 	if err != nil {
@@ -88,11 +88,11 @@ func Open(table *kernel.ExecTable, opts Options) (*Tracer, error) {
 func loadError(what string, err error) error {
 	switch {
 	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
-		return fmt.Errorf("%w: %s: %w: needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN (run as root), and no lockdown or seccomp policy forbidding BPF", ErrUnavailable, what, err)
+		return fmt.Errorf("%w: %s: %w: needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN (run as root), and no lockdown or seccomp policy forbidding BPF", ErrNotSupported, what, err)
 	case errors.Is(err, ebpf.ErrNotSupported), errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("%w: %s: %w: needs kernel BTF (CONFIG_DEBUG_INFO_BTF) and Linux 5.8 or later", ErrUnavailable, what, err)
+		return fmt.Errorf("%w: %s: %w: needs kernel BTF (CONFIG_DEBUG_INFO_BTF) and Linux 5.8 or later", ErrNotSupported, what, err)
 	}
-	return fmt.Errorf("%w: %s: %w", ErrUnavailable, what, err)
+	return fmt.Errorf("%w: %s: %w", ErrNotSupported, what, err)
 }
 
 // Close detaches the programs and frees the ring buffer; calling it again does nothing.

@@ -21,7 +21,7 @@ func open(t *testing.T, opts Options) (*Tracer, *kernel.ExecTable) {
 	testenv.NeedRoot(t, "loading BPF programs needs CAP_BPF and CAP_PERFMON")
 	table := kernel.NewExecTable()
 	tr, err := Open(table, opts)
-	if errors.Is(err, ErrUnavailable) {
+	if errors.Is(err, ErrNotSupported) {
 		testenv.Unavailable(t, "%v", err)
 	}
 	if err != nil {

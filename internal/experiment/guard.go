@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/stats"
 )
 
 // guardName names the guard's Deployment and Service (namespace default).
@@ -117,8 +117,7 @@ func apiLatency(ctx context.Context, cs kubernetes.Interface) (float64, error) {
 		}
 		ds = append(ds, float64(time.Since(start).Microseconds())/1000)
 	}
-	slices.Sort(ds)
-	return (ds[9] + ds[10]) / 2, nil
+	return stats.MedianOf(ds), nil
 }
 
 // scale sets each NAMESPACE/DEPLOYMENT=REPLICAS and waits until the replicas are ready.

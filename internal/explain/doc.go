@@ -7,5 +7,7 @@
 // reads; it never measures: what explain collects from the node and the cluster (profiles, API view,
 // cluster facts) lives in explain/collect. It may import summary, sample (the sample model), kernel
 // (resource types), audit, pprof, stats, component and output; never kube, cli, lab or session: the cluster facts
-// it reads are its own plain type (ClusterFacts), which kube fills.
+// it reads are its own plain type (ClusterFacts), which explain/collect fills.
+//
+// Imports: audit, component, kernel, output, pprof, sample, stats, summary
 package explain

@@ -5,4 +5,6 @@
 // means one thing on every metric) and the three encoders. It imports record, sample, summary and output (node
 // busy comes from sample's BusyMeter, the one definition report uses too, so export and report agree). A new series is one entry in
 // series.go; a new format is one encoder file.
+//
+// Imports: output, record, sample, summary
 package export

@@ -7,4 +7,6 @@
 //
 // It imports kube (the client) and output, and client-go's types; nothing of the lab or the sampler. A new
 // resource to count goes in count.go (pure, table-tested); a new source of per-pod overhead in read.go.
+//
+// Imports: kube, output
 package fit

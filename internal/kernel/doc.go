@@ -29,4 +29,6 @@
 // leaves it. A new reader goes in a file named for the kernel file it reads: a read that takes the root, a
 // pure parse, a table-driven test on a fixture captured from a real machine under testdata/ (say where in
 // testdata/README.md), and a fuzz target for the parse.
+//
+// Imports: redact
 package kernel

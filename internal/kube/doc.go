@@ -10,4 +10,6 @@
 // and internal/pprof, whose plain type it fills (Target, the input of pprof.Fetch); never explain or any
 // other package above it. A new way to reach the API belongs here, built on
 // NewClient.
+//
+// Imports: bounded, component, pprof
 package kube

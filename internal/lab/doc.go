@@ -4,7 +4,8 @@
 // nodes) run as plain processes with everything under one directory, and stopped without leaving anything
 // on the machine. The lab verbs in internal/cli (tare lab install, up, status, down), tare datapath,
 // internal/experiment and the tests of internal/cli and internal/kube call it. It imports client-go,
-// internal/component, internal/deploy, internal/kube and internal/pprof, and no package of tare's above it.
+// internal/component, internal/deploy, internal/kube, internal/pprof and internal/kernel (/proc/stat and a
+// link's MTU), and no package of tare's above it.
 //
 // Where things are, by subsystem:
 //
@@ -54,4 +55,6 @@
 // in the registry, plus a start stage file with its flags, called from (*lab).run in up.go, and its ports
 // in ports.go. A new change to the machine is recorded by Up (before) and undone in its subsystem's file,
 // called from restoreMachine and checked by Leftovers.
+//
+// Imports: component, deploy, kernel, kube, pprof
 package lab

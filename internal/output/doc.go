@@ -6,4 +6,6 @@
 // It imports only the standard library and nothing of tare's, so any package may use it. A new way of
 // printing a figure that more than one report needs goes here; a format that only one report uses (a
 // column layout, a sentence) stays with that report.
+//
+// Imports: none
 package output

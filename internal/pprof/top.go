@@ -119,8 +119,5 @@ func Summarize(component string, p *profile.Profile, n int) Summary {
 }
 
 func pct(v, total int64) float64 {
-	if total == 0 {
-		return 0
-	}
-	return output.Round(100*float64(v)/float64(total), 1)
+	return output.Round(output.Percent(float64(v), float64(total)), 1)
 }

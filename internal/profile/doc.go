@@ -22,6 +22,8 @@
 // which takes the process's memory-map lock, is read through kernel's blocking reader, with a deadline.
 //
 // It imports classify (groups), kernel (process identity, the blocking reader), pprof (top functions),
-// userfile (a profile to compare is a regular file) and google/pprof's profile package; never client-go or the lab. A new record type of the ring goes in
+// output (rounding), userfile (a profile to compare is a regular file) and google/pprof's profile package; never client-go or the lab. A new record type of the ring goes in
 // ring.go, a new source of symbols in symbols.go, a new label in build.go.
+//
+// Imports: classify, kernel, output, pprof, userfile
 package profile

@@ -2,11 +2,13 @@ package profile
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/tare-dev/tare/internal/kernel"
+	"github.com/tare-dev/tare/internal/userfile"
 )
 
 // Reading /proc/kallsyms costs the kernel about 40 ms of CPU (it decompresses and formats every symbol),
@@ -57,16 +59,8 @@ func (k *Kallsyms) writeCache(image []byte) {
 	for _, f := range old {
 		_ = os.Remove(f)
 	}
-	f, err := os.CreateTemp(dir, ".kallsyms-*") // mode 0600
-	if err != nil {
-		return
-	}
-	_, werr := f.Write(image)
-	if cerr := f.Close(); werr != nil || cerr != nil {
-		_ = os.Remove(f.Name())
-		return
-	}
-	if err := os.Rename(f.Name(), k.cache); err != nil {
-		_ = os.Remove(f.Name())
-	}
+	_ = userfile.Write(k.cache, func(w io.Writer) error { // mode 0600
+		_, err := w.Write(image)
+		return err
+	})
 }

@@ -54,9 +54,7 @@ func Summarize(raw *Raw, p *profile.Profile, n int) Summary {
 		if s.Seconds > 0 {
 			row.Millicores = output.Round(sub.TotalMs/s.Seconds, 1)
 		}
-		if possible > 0 {
-			row.NodePct = output.Round(100*float64(c)/possible, 1)
-		}
+		row.NodePct = output.Round(output.Percent(float64(c), possible), 1)
 		s.Groups = append(s.Groups, row)
 	}
 	sort.Slice(s.Groups, func(i, j int) bool {

@@ -2,16 +2,18 @@ package profile
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
-// ErrMalformed wraps every error of a parser in this package: the input is not what the kernel writes.
-var ErrMalformed = errors.New("malformed")
+// ErrMalformed wraps every error of a parser in this package: the input is not what the kernel writes. It
+// is kernel.ErrMalformed.
+var ErrMalformed = kernel.ErrMalformed
 
 // RawSample is one PERF_RECORD_SAMPLE as the kernel wrote it.
 type RawSample struct {

@@ -5,4 +5,6 @@
 // It owns the line's layout and redraw policy (at most four redraws a second, clipped to the terminal's
 // width by runes, warnings printed above it, cleared before the report). It imports sample for the
 // samples it summarises. A new field on the line goes in live.go's format.
+//
+// Imports: sample
 package progress

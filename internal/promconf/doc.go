@@ -7,4 +7,6 @@
 // It imports the embedded files (the deploy/prometheus package), Prometheus's model types and sigs.k8s.io/yaml,
 // nothing else of tare's. A new shipped file goes under deploy/prometheus with an accessor here; the
 // PromQL it shares with tare report --prometheus is internal/promread's (queries.go).
+//
+// Imports: deploy/prometheus
 package promconf

@@ -7,4 +7,6 @@
 // It imports classify and component (which groups are the control plane, the kubelet and the runtime),
 // output, bounded (every answer read within a bound), and Prometheus's API client; never client-go. A new figure is a query in queries.go (and its
 // recording rule in deploy/prometheus/rules.yml), mapped in mapping.go and drawn in render.go.
+//
+// Imports: bounded, classify, component, output, warning
 package promread

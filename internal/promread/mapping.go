@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/tare-dev/tare/internal/output"
 	"github.com/tare-dev/tare/internal/warning"
 )
 
@@ -46,9 +47,7 @@ func Map(r Results) (Report, error) {
 	mapGroups(r.Groups, r.Memory, node)
 
 	for _, n := range byNode {
-		if n.CPUs > 0 {
-			n.BusyPercent = 100 * n.BusyCores / n.CPUs
-		}
+		n.BusyPercent = output.Percent(n.BusyCores, n.CPUs)
 		slices.SortFunc(n.Groups, func(a, b Group) int {
 			return cmp.Or(cmp.Compare(b.CPUCores, a.CPUCores), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Kind, b.Kind))
 		})

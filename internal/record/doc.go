@@ -14,4 +14,6 @@
 // It imports sample (the data it stores), kernel (the resource counters a sample carries), blockio (the
 // window's block I/O, stored once at its end), userfile (a recording is a regular file) and the SQLite driver, and
 // nothing of the verbs. Readers never write beside a recording (readonly.go).
+//
+// Imports: blockio, kernel, sample, userfile
 package record

@@ -12,4 +12,6 @@
 //
 // When a rule cannot tell a secret from something else, it masks: a flag's name hidden, or a word after a
 // switch, costs a reader little; a secret in every table, recording and /summary costs much more.
+//
+// Imports: none
 package redact

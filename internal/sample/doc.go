@@ -17,9 +17,12 @@
 //     (BusyMeter).
 //   - host.go: the measured host's name and kernel configuration in Meta; model.go: the sample types.
 //
-// It imports internal/kernel for every read of the machine, internal/taskiter for the activity filter and
+// It imports internal/kernel for every read of the machine, internal/taskiter for the activity filter,
+// internal/exectrace for exec notifications, internal/bpfstats for the BPF programs' own time and
 // internal/classify to name processes. The
 // session package (internal/session) drives a Sampler for measure, explain and experiment; the record
 // package stores its samples and the summary package analyses them. A new kernel reader goes in
 // internal/kernel, not here; a new figure of a sample goes in model.go with the pass that fills it.
+//
+// Imports: bpfstats, classify, exectrace, kernel, taskiter
 package sample

@@ -8,7 +8,9 @@
 //
 // The measure, explain and experiment verbs call it; it is the only place a window is sampled.
 //
-// It imports sample (the sampler), record (the recording sink), progress (the status line sink) and blockio
-// (the block I/O tracer). A new destination for samples is a Sink of its own, in the package it belongs
+// It imports sample (the sampler), record (the recording sink), progress (the status line sink), blockio
+// (the block I/O tracer) and bpfstats (the BPF programs whose time it reports). A new destination for samples is a Sink of its own, in the package it belongs
 // to; a new fact of every measurement goes in the metadata built here.
+//
+// Imports: blockio, bpfstats, progress, record, sample
 package session

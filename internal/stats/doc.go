@@ -13,4 +13,6 @@
 // against an independent implementation: testdata/gen.py captures scipy's, statsmodels' and gsDesign's
 // figures into testdata/paired_sequential.json (gen_phase.py and gen_labs.py those of phases.go and
 // labs.go).
+//
+// Imports: none
 package stats

@@ -364,11 +364,7 @@ func medianGap(ts []time.Time) float64 {
 	for i := 1; i < len(ts); i++ {
 		gaps = append(gaps, ts[i].Sub(ts[i-1]).Seconds())
 	}
-	sort.Float64s(gaps)
-	if n := len(gaps); n%2 == 0 {
-		return (gaps[n/2-1] + gaps[n/2]) / 2
-	}
-	return gaps[len(gaps)/2]
+	return stats.MedianOf(gaps)
 }
 
 // reconcile checks groups + tare + unattributed = node busy against the node's reference (see

@@ -58,6 +58,8 @@
 //
 // which runs bpf2go at the cilium/ebpf version of go.mod. The C source includes no headers: the kernel
 // structures it reads are declared in it with CO-RE relocations, so no vmlinux.h is needed.
+//
+// Imports: bpfstats, kernel
 package taskiter
 
 //go:generate go run github.com/cilium/ebpf/cmd/bpf2go@v0.22.0 -cc clang -cflags "-O2 -g -Wall -Werror" -no-global-types taskiter taskiter.bpf.c

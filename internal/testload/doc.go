@@ -8,4 +8,6 @@
 //
 // It imports only testenv of tare's, and only tests import it. A new workload is a mode in testload.go (run
 // by Main) with a starter in start.go.
+//
+// Imports: testenv
 package testload

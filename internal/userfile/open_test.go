@@ -83,3 +83,22 @@ func TestWrite(t *testing.T) {
 		t.Errorf("CheckOutput of a new file in a writable directory: %v", err)
 	}
 }
+
+// TestWriteMode: a file others may read gets the mode asked for, not the owner's-only default, and its
+// content replaces what was there.
+func TestWriteMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "image.tar")
+	if err := os.WriteFile(path, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMode(path, 0o644, func(w io.Writer) error { _, err := io.WriteString(w, "new"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o644 {
+		t.Fatalf("written file %v, %v: want mode 0644", fi.Mode(), err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "new" {
+		t.Errorf("file holds %q, %v; want new", b, err)
+	}
+}

@@ -32,7 +32,10 @@ func CheckOutput(path string) error {
 
 // Write writes the file at path with what fill writes, through a temporary file in the same directory
 // renamed into place, so a failure leaves no half-written file behind; the file is its owner's alone.
-func Write(path string, fill func(io.Writer) error) error {
+func Write(path string, fill func(io.Writer) error) error { return WriteMode(path, outputMode, fill) }
+
+// WriteMode is Write for a file others may read or run (an image archive, a program): the file gets mode.
+func WriteMode(path string, mode os.FileMode, fill func(io.Writer) error) error {
 	f, err := os.CreateTemp(filepath.Dir(path), ".tare-"+filepath.Base(path)+"-*")
 	if err != nil {
 		return err
@@ -42,7 +45,7 @@ func Write(path string, fill func(io.Writer) error) error {
 		f.Close()
 		return err
 	}
-	if err := f.Chmod(outputMode); err != nil {
+	if err := f.Chmod(mode); err != nil {
 		f.Close()
 		return err
 	}

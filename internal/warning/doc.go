@@ -8,4 +8,6 @@
 // It imports only the standard library, so any package may use it. The codes of a report's warnings are
 // declared in that report's package, next to the code that raises them; a helper every report needs (one
 // line per warning, a warning from a plain message) goes here.
+//
+// Imports: none
 package warning

@@ -7,4 +7,6 @@
 // It imports cluster, summary, kube (the client and the pods), deploy (the agents' labels and port) and bounded (an agent's answer is read within a bound). A
 // new way to reach the agents (another proxy, a direct address) goes here, returning the same per-node
 // results.
+//
+// Imports: bounded, cluster, deploy, kube, summary
 package agents

@@ -11,4 +11,6 @@
 // It imports explain (the types it fills, the cluster facts of facts.go among them), kube and lab (where
 // the cluster and its endpoints are), client-go's meta types, pprof,
 // audit, record, sample and summary.
+//
+// Imports: audit, explain, kube, lab, pprof, record, sample, summary
 package collect

@@ -5,4 +5,6 @@
 //
 // It imports nothing of tare's. A new check of what a reader sees (a chart, a console message) goes in
 // browser.go, failing on anything a reader would notice.
+//
+// Imports: none
 package browsertest

@@ -5,4 +5,6 @@
 //
 // Only tests import it. The lab package's own tests cannot (labtest imports lab) and have their
 // in-package twins in lab's labs_test.go; both wait for the ports through lab.WaitPortsFree.
+//
+// Imports: lab, testenv
 package labtest

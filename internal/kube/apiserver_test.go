@@ -106,8 +106,15 @@ func TestPodNamerAgainstAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The list may come from the API server's watch cache a moment behind the status update that named
+	// the container; the namer's watch brings the update.
+	want := kube.PodRef{Namespace: "default", Name: "tare-namer-probe", Container: "app"}
 	ref, ok := n.Name(string(pod.UID), cid)
-	if !ok || ref != (kube.PodRef{Namespace: "default", Name: "tare-namer-probe", Container: "app"}) {
+	for deadline := time.Now().Add(10 * time.Second); (!ok || ref != want) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		ref, ok = n.Name(string(pod.UID), cid)
+	}
+	if !ok || ref != want {
 		t.Errorf("Name(%s) = %+v, %v", pod.UID, ref, ok)
 	}
 	// A pod created after the list is named through the namer's watch, without asking for it first (an

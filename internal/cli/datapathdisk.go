@@ -51,6 +51,12 @@ and the Mann–Whitney p-value. A target given twice (host,host) is measured twi
 --html FILE also writes a page with each target's ratio to host and its interval as bars, per figure,
 and the targets, the table's figures and every trial.
 
+Every target is local: files on this node's own disk. Network storage (a Ceph RBD or iSCSI block device,
+NVMe/TCP, an NFS or CephFS mount) is not measured unless --dir is on it: mount it (or a file system on the
+block device) on the node and give --dir a directory there, and the host and hostpath targets measure it
+(the targets table prints each target's file system and device). What the pod network adds to a remote
+read or write is tare datapath net's storage-read and storage-write against host-cross-node.
+
 The pod runs in --namespace, created for the run and deleted after it; the PersistentVolume, the
 StorageClass, the files and the directories the run made are removed too, also on error or Ctrl-C (which
 prints the trials finished so far). On the tare lab the tools image (with fio) is imported into the

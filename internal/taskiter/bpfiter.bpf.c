@@ -300,18 +300,20 @@ int thread_groups_58(struct bpf_iter__task *ctx)
 	}
 	// Exited threads first, kept from the group's first visit: a thread that exits later in the pass moves
 	// its runtime there after its visit (counted once, live) or before it (missed): both are flagged. Read
-	// before the branch, so that the compiler does not merge it with the map's load (one instruction on
-	// two kinds of pointer, which the verifier refuses).
+	// before the branch, and held there by an empty asm that makes the value live in a register, so that
+	// the compiler does not sink it into a load shared with the map's (one instruction on two kinds of
+	// pointer, which the verifier refuses).
 	sig = task->signal;
 	dead = sig->sum_sched_runtime;
+	asm volatile("" : "+r"(dead));
 	nr_threads = sig->nr_threads;
 	live = 0;
 	threads = 0;
 	// A thread of a group already written or skipped in this pass was born behind the walk after the
 	// group's last thread: the group is reported once a pass, and the new thread's time counts in the next.
-	if (st->session == session && !st->threads)
+	open = st->session == session;
+	if (open && !st->threads)
 		return 0;
-	open = st->session == session && st->threads;
 	if (open) {
 		dead = st->dead;
 		live = st->live;

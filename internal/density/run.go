@@ -254,9 +254,18 @@ func idlePod(o Options, node, name string) *corev1.Pod {
 	}
 }
 
+// sessionOptions are the options of each window's session: the caller's, with the baseline's memory read
+// exactly.
+func sessionOptions(so session.Options) session.Options {
+	so.Sampler.ExactBaseline = true
+	return so
+}
+
 // measure takes one step's window with the measuring session, and notes where each group's processes run.
+// The baseline reads every process's smaps_rollup (sample.Options.ExactBaseline): the kube-reserved fit
+// rests on each window's PSS, and a window is too short for the deferred readings to come round.
 func measure(ctx context.Context, o Options, st Step, charged map[string]map[bool]bool) (Window, error) {
-	res, err := session.Measure(ctx, o.Session)
+	res, err := session.Measure(ctx, sessionOptions(o.Session))
 	if err != nil {
 		return Window{}, fmt.Errorf("measuring %d pods: %w", st.Pods, err)
 	}

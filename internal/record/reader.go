@@ -141,7 +141,15 @@ func readProcesses(ctx context.Context, db *sql.DB, ss []sample.Sample, idx map[
 }
 
 func readProcSamples(ctx context.Context, db *sql.DB, ss []sample.Sample, idx map[int]int) error {
-	rows, err := db.QueryContext(ctx, `SELECT seq, id, cpu_ns, has_detail, rss, pss, private, read_bytes, write_bytes, threads
+	statmOnly := "0" // a recording from before the column: every reading from smaps_rollup
+	var has int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info('process_samples') WHERE name = 'statm_only'`).Scan(&has); err != nil {
+		return err
+	}
+	if has > 0 {
+		statmOnly = "statm_only"
+	}
+	rows, err := db.QueryContext(ctx, `SELECT seq, id, cpu_ns, has_detail, rss, pss, private, read_bytes, write_bytes, threads, `+statmOnly+`
 		FROM process_samples ORDER BY seq, id`)
 	if err != nil {
 		return err
@@ -151,7 +159,7 @@ func readProcSamples(ctx context.Context, db *sql.DB, ss []sample.Sample, idx ma
 		var p sample.ProcSample
 		var seq int
 		var cpu, rss, pss, priv, rb, wb int64
-		if err := rows.Scan(&seq, &p.ID, &cpu, &p.HasDetail, &rss, &pss, &priv, &rb, &wb, &p.Threads); err != nil {
+		if err := rows.Scan(&seq, &p.ID, &cpu, &p.HasDetail, &rss, &pss, &priv, &rb, &wb, &p.Threads, &p.StatmOnly); err != nil {
 			return err
 		}
 		p.CPUNs, p.RSS, p.PSS, p.Private, p.ReadBytes, p.WriteBytes = uint64(cpu), uint64(rss), uint64(pss), uint64(priv), uint64(rb), uint64(wb)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/tare-dev/tare/internal/blockio"
 	"github.com/tare-dev/tare/internal/sample"
@@ -123,6 +124,13 @@ func TestRoundTrip(t *testing.T) {
 	}
 	if diff := cmp.Diff(live.String(), back.String()); diff != "" {
 		t.Errorf("summary from the recording differs from the live one (-live +recording):\n%s", diff)
+	}
+	// Every process reading comes back as it was taken, statm's estimates still marked (StatmOnly).
+	for i := range ss {
+		byID := cmpopts.SortSlices(func(a, b sample.ProcSample) bool { return a.ID < b.ID })
+		if diff := cmp.Diff(ss[i].Procs, rec.Samples[i].Procs, byID, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("sample %d: process readings differ (-live +recording):\n%s", ss[i].Seq, diff)
+		}
 	}
 }
 

@@ -3,7 +3,9 @@ package record
 // SchemaVersion is the version of the recording schema written by this tare. Readers accept versions up to
 // and including it.
 // Version 2 added node_resources; version 1 files are read without it. Version 3 added block_io (and the
-// meta key block_io); files before it are read without block I/O.
+// meta key block_io); files before it are read without block I/O. process_samples.statm_only came after
+// version 3 without raising it (an older tare reads such a file, leaving the column out); a file without the
+// column is read with every reading from smaps_rollup, as its tare took them.
 const SchemaVersion = 3
 
 // formatName marks a SQLite file as a tare recording.
@@ -61,6 +63,7 @@ CREATE TABLE process_samples (
   rss         INTEGER NOT NULL, pss INTEGER NOT NULL, private INTEGER NOT NULL,
   read_bytes  INTEGER NOT NULL, write_bytes INTEGER NOT NULL,
   threads     INTEGER NOT NULL,
+  statm_only  INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (seq, id)
 ) WITHOUT ROWID;
 CREATE TABLE node_resources (

@@ -86,7 +86,7 @@ func (w *Writer) init(ctx context.Context, meta sample.Meta) error {
 	}
 	w.insS = prep(`INSERT INTO samples VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	w.insP = prep(`INSERT INTO processes VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
-	w.insPS = prep(`INSERT INTO process_samples VALUES(?,?,?,?,?,?,?,?,?,?)`)
+	w.insPS = prep(`INSERT INTO process_samples VALUES(?,?,?,?,?,?,?,?,?,?,?)`)
 	w.insE = prep(`INSERT OR IGNORE INTO exits VALUES(?,?)`)
 	w.insR = prep(`INSERT INTO node_resources VALUES(?,?)`)
 	return err
@@ -154,7 +154,7 @@ func (w *Writer) appendTx(ctx context.Context, tx *sql.Tx, s sample.Sample) (err
 	insPS := tx.StmtContext(ctx, w.insPS)
 	for _, p := range s.Procs {
 		if _, err = insPS.ExecContext(ctx, s.Seq, p.ID, int64(p.CPUNs), p.HasDetail, int64(p.RSS), int64(p.PSS),
-			int64(p.Private), int64(p.ReadBytes), int64(p.WriteBytes), p.Threads); err != nil {
+			int64(p.Private), int64(p.ReadBytes), int64(p.WriteBytes), p.Threads, p.StatmOnly); err != nil {
 			return err
 		}
 	}

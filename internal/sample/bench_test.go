@@ -58,7 +58,8 @@ func BenchmarkSample(b *testing.B) {
 }
 
 // BenchmarkBaseline measures a sampler's start: New and the baseline sample, which reads every process's
-// identity, CPU and memory once, with idle sleepers added up to 300 and 3,000 processes. cpu-ns/op is this
+// identity, CPU, I/O and statm once (its smaps_rollup later, on its turn: refresh.go), with idle sleepers
+// added up to 300 and 3,000 processes. cpu-ns/op is this
 // process's CPU per start, kernel time included.
 func BenchmarkBaseline(b *testing.B) {
 	for _, n := range []int{300, 3000} {

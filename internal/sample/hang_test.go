@@ -29,14 +29,21 @@ func TestSamplerLockedProcess(t *testing.T) {
 	burner := testload.StartBurner(t, rate)
 	// A first sample reads every process of the node: how long that takes here, before any is locked.
 	firstTook := firstSampleTook(t, opts)
-	locked := startLockedProcess(t)
 	s, err := New(context.Background(), opts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	// The baseline comes first: a process it finds idle has its smaps_rollup read later, on its turn
+	// (refresh.go), and the locked process is to be read at first sight, as every process started during the
+	// window is.
+	base, err := s.Sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	locked := startLockedProcess(t)
 
-	samples := sampleFor(t, s, 2*time.Second, interval, locked.release)
+	samples := append([]Sample{base}, sampleFor(t, s, 2*time.Second, interval, locked.release)...)
 	lockedSamples := samples
 	checkTook(t, "locked", samples, 2*firstTook+interval+kernel.BlockingReadTimeout, interval+kernel.BlockingReadTimeout)
 	info, ok := findNew(samples, locked.pid)

@@ -124,7 +124,7 @@ func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
 		s.cuts = append(s.cuts, pendingCut{st, id.Stat.ChildTimeNs()})
 	}
 	if detail && !id.Kernel {
-		d := kernel.ReadDetail(s.opts.ProcRoot, pid, &id.Stat, nil, s.firstSmaps(boot, id.Stat.Starttime))
+		d := kernel.ReadDetail(s.opts.ProcRoot, pid, &id.Stat, nil, s.firstSmaps(boot, info, false))
 		st.detail = &d
 		s.addDetail(&ps, d)
 	}
@@ -193,7 +193,7 @@ func (s *Sampler) sampleKnown(smp *Sample, st *procState, boot uint64, detail bo
 			smaps := kernel.SmapsOnDrift
 			switch {
 			case st.detail == nil || st.detail.StatmOnly:
-				smaps = s.firstSmaps(boot, st.info.Key.Start)
+				smaps = s.firstSmaps(boot, st.info, ran)
 			case st.turn(smapsEvery):
 				smaps = kernel.SmapsNow
 			}
@@ -283,7 +283,7 @@ func (s *Sampler) newInfo(pid int, start uint64, ppid int, comm, cmdline, exe, c
 
 func (s *Sampler) addDetail(ps *ProcSample, d kernel.Detail) {
 	ps.HasDetail = true
-	ps.RSS, ps.PSS, ps.Private = d.RSS, d.PSS, d.Private
+	ps.RSS, ps.PSS, ps.Private, ps.StatmOnly = d.RSS, d.PSS, d.Private, d.StatmOnly
 	ps.ReadBytes, ps.WriteBytes, ps.Threads = d.ReadBytes, d.WriteBytes, d.Threads
 	s.noteDenied("smaps_rollup", ps.ID, d.SmapsErr)
 	s.noteDenied("io", ps.ID, d.IOErr)

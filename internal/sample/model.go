@@ -88,6 +88,9 @@ type ProcSample struct {
 	ReadBytes  uint64 `json:"read_bytes,omitempty"` // cumulative, from /proc/PID/io
 	WriteBytes uint64 `json:"write_bytes,omitempty"`
 	Threads    int    `json:"threads,omitempty"`
+	// StatmOnly says the memory figures are statm's estimates, smaps_rollup not read yet for this process
+	// (kernel.Detail.StatmOnly): RSS is statm's resident size, PSS and Private its anonymous resident pages.
+	StatmOnly bool `json:"statm_only,omitempty"`
 }
 
 // Sample is everything read at one tick. Seq 0 is the baseline: its deltas are zero.

@@ -28,7 +28,7 @@ func (s *Sampler) refreshMemory(st *procState, boot uint64) {
 		return
 	}
 	if st.detail.StatmOnly { // not read from smaps_rollup yet: as soon as it is old enough
-		if s.firstSmaps(boot, st.info.Key.Start) == kernel.SmapsNot {
+		if s.firstSmaps(boot, st.info, false) == kernel.SmapsNot {
 			return
 		}
 	} else if !st.turn(memoryEvery) {
@@ -41,19 +41,40 @@ func (s *Sampler) refreshMemory(st *procState, boot uint64) {
 	st.detail = &d
 }
 
-// firstSmaps says how a process that has no smaps_rollup reading yet is read: at once, except by a
-// long-running sampler (the agent) while the process is younger than the detail interval. On a busy node
+// firstSmaps says how a process that has no smaps_rollup reading yet is read: at once, except in two cases,
+// where its memory comes from statm alone (StatmOnly) until then.
+//
+// Processes found by the baseline sample that have not run since (unless Options.ExactBaseline): their smaps_rollup, a walk of their page
+// tables (about 50 µs even for a sleeper), is read on their turn, spread by process ID over the smapsSpread
+// detail samples after the baseline, or at the final sample, whichever comes first. So start-up does not pay
+// for the smaps_rollup of every idle process on the node (with 3,000 of them, some 150 ms of CPU), and no
+// detail sample pays for all of them either; a process that ran is read at once (ran), and the final summary
+// has a smaps_rollup reading of every process that lived a detail interval.
+//
+// A long-running sampler (the agent) while the process is younger than the detail interval. On a busy node
 // most processes live a second or two (a build's compilers, the kubelet's mounts and probes), and the first
-// smaps_rollup of each, a walk of its page tables, was most of the agent's CPU (under a Go build, 75% of the
-// time it spent in smaps_rollup); a process that has lived a detail interval is read at its next detail
-// sample. boot and start are clock ticks since boot (now, and the process's start).
-func (s *Sampler) firstSmaps(boot, start uint64) kernel.Smaps {
+// smaps_rollup of each was most of the agent's CPU (under a Go build, 75% of the time it spent in
+// smaps_rollup); a process that has lived a detail interval is read at its next detail sample. boot is clock
+// ticks since boot now.
+func (s *Sampler) firstSmaps(boot uint64, info *ProcInfo, ran bool) kernel.Smaps {
+	if s.final {
+		return kernel.SmapsNow
+	}
+	if !s.opts.ExactBaseline && !ran && info.FirstSeq == 0 && info.BornSeq == 0 && s.details < 1+int(info.ID%smapsSpread) {
+		return kernel.SmapsNot
+	}
+	start := info.Key.Start
 	if !s.opts.LongRunning || boot < start ||
 		time.Duration(boot-start)*(time.Second/kernel.UserHZ) >= s.meta.Detail {
 		return kernel.SmapsNow
 	}
 	return kernel.SmapsNot
 }
+
+// smapsSpread is how many detail samples after the baseline the first smaps_rollup readings of the
+// processes it found idle are spread over (firstSmaps): as their later readings are (smapsEvery), 3 min at
+// the default detail interval; a shorter run reads the rest at its final sample.
+const smapsSpread = smapsEvery
 
 // idleDetail is the detail reading of a process the task iterator says did not run since the previous
 // detail sample: its CPU is not read (it did not move), its memory is refreshed on its turn, and its

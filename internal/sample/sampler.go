@@ -49,6 +49,13 @@ type Options struct {
 	// no process is read each second, nor given per-thread counters, while it would wait to pay; the exec
 	// tracepoints are loaded at once too (ExecTracepoints, unless ExecSource says otherwise).
 	LongRunning bool
+	// ExactBaseline has the baseline sample read the smaps_rollup of every process it finds, as the closing
+	// sample does: for a caller that reports memory averaged over a short window (tare density's
+	// kube-reserved PSS), where statm's estimates (Detail.StatmOnly) of the idle processes would stand in
+	// for most of the window. Without it the baseline reads statm only and the smaps_rollup of the
+	// processes it found idle is spread over the detail samples after it (firstSmaps): start-up does not
+	// grow with the node's idle processes.
+	ExactBaseline bool
 	// ExecSource chooses what follows process starts (starts.go): ExecAuto, ExecConnector or
 	// ExecTracepoints. The last two are for tests, and to compare the two.
 	ExecSource ExecSource
@@ -92,6 +99,8 @@ type Sampler struct {
 	lastListBoot uint64 // boot ticks at the last full listing of /proc
 	pidBuf       []int
 	lastNode     Node
+	final        bool             // this sample is the window's closing one: every process lacking smaps_rollup is read
+	details      int              // detail samples taken after the baseline (refresh.go: firstSmaps)
 	stuck        kernel.StuckView // reads of cmdline and smaps_rollup that did not answer (kernel/blockingread.go)
 	act          *activity        // which processes ran since the previous sample (activity.go); nil without it
 	bpfStats     io.Closer        // keeps the kernel's BPF run-time statistics on (selfbpf.go); nil without them
@@ -299,6 +308,10 @@ func (s *Sampler) sample(final bool) (Sample, error) {
 	now := time.Now()
 	boot := kernel.BootTicks()
 	detail := s.meta.DetailSample(s.seq) || final
+	s.final = final
+	if detail && s.seq > 0 {
+		s.details++
+	}
 	// The slow node figures are read at least once a second. With the proc connector naming new processes
 	// and taskstats reporting exits, listing /proc is only a safety net (listing).
 	full := s.execs == nil || detail || s.seq%s.idleEvery == 0

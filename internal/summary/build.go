@@ -15,13 +15,20 @@ type procAcc struct {
 	series  []float64 // own CPU, millicores per interval (nil until it uses CPU)
 	total   uint64
 	kids    uint64
-	memN    int
+	memN    int // readings from smaps_rollup (or statm figures that follow one): rss, pss and priv add them up
 	rss     float64
 	pss     float64
 	priv    float64
+	est     memSum // readings from statm alone (sample.ProcSample.StatmOnly): used when there is no other
 	threads int
 	ioFirst *ioPoint
 	ioLast  *ioPoint
+}
+
+// memSum adds up memory readings of one kind.
+type memSum struct {
+	n              int
+	rss, pss, priv float64
 }
 
 type ioPoint struct {
@@ -92,6 +99,9 @@ func Build(meta sample.Meta, samples []sample.Sample, opts Options) Summary {
 			p.addDetail(ps, at)
 		}
 	}
+	for _, p := range procs {
+		p.settleMemory()
+	}
 	s.assemble(procs, samples, secs, opts)
 	s.BlockIO = buildBlockIO(opts.BlockIO, procs)
 	return s
@@ -101,10 +111,17 @@ func (p *procAcc) addDetail(ps sample.ProcSample, at float64) {
 	if !ps.HasDetail {
 		return
 	}
-	p.memN++
-	p.rss += float64(ps.RSS)
-	p.pss += float64(ps.PSS)
-	p.priv += float64(ps.Private)
+	if ps.StatmOnly {
+		p.est.n++
+		p.est.rss += float64(ps.RSS)
+		p.est.pss += float64(ps.PSS)
+		p.est.priv += float64(ps.Private)
+	} else {
+		p.memN++
+		p.rss += float64(ps.RSS)
+		p.pss += float64(ps.PSS)
+		p.priv += float64(ps.Private)
+	}
 	p.threads = ps.Threads
 	pt := &ioPoint{at: at, read: ps.ReadBytes, write: ps.WriteBytes}
 	if p.ioFirst == nil {
@@ -308,6 +325,17 @@ func matches(opts Options, info sample.ProcInfo) bool {
 		return true
 	}
 	return opts.Match.MatchString(info.Cmdline) || opts.Match.MatchString(info.Comm) || opts.Match.MatchString(info.Group)
+}
+
+// settleMemory chooses the readings a process's memory is the mean of: those read from smaps_rollup when
+// there are any (a sampler reads every process's by the closing sample), statm's estimates otherwise (a
+// process gone before its smaps_rollup turn). Mixing the two would pull a process's PSS toward statm's
+// anonymous resident pages, which leave out its share of the file pages it maps: for most of a short window
+// the idle processes have only those (sample.Options.ExactBaseline).
+func (p *procAcc) settleMemory() {
+	if p.memN == 0 && p.est.n > 0 {
+		p.memN, p.rss, p.pss, p.priv = p.est.n, p.est.rss, p.est.pss, p.est.priv
+	}
 }
 
 func (p *procAcc) memMean(sum float64) float64 {

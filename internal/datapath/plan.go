@@ -18,11 +18,11 @@ type Path string
 const (
 	Host          Path = "host"            // client and server on the machine, over loopback
 	HostCrossNode Path = "host-cross-node" // the machine to a hostNetwork pod on another node, over the node network
-	HostNetPod   Path = "hostnet-pod"    // client and server in a hostNetwork pod, over the node's loopback
-	PodSameNode  Path = "pod-same-node"  // pod to pod on one node, through the node's bridge
-	PodCrossNode Path = "pod-cross-node" // pod to a pod on another node, as the cluster routes it
-	VXLAN        Path = "vxlan"          // the same pods as pod-cross-node, through a VXLAN tunnel (the tare lab's overlay)
-	ClusterIP    Path = "clusterip"      // pod to a Service's ClusterIP (kube-proxy) to the pod on the same node
+	HostNetPod    Path = "hostnet-pod"     // client and server in a hostNetwork pod, over the node's loopback
+	PodSameNode   Path = "pod-same-node"   // pod to pod on one node, through the node's bridge
+	PodCrossNode  Path = "pod-cross-node"  // pod to a pod on another node, as the cluster routes it
+	VXLAN         Path = "vxlan"           // the same pods as pod-cross-node, through a VXLAN tunnel (the tare lab's overlay)
+	ClusterIP     Path = "clusterip"       // pod to a Service's ClusterIP (kube-proxy) to the pod on the same node
 )
 
 // Paths lists every path in the order tables show them.

@@ -17,7 +17,7 @@ func routeMTU(addr string) int {
 	if err != nil {
 		return 0
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return 0

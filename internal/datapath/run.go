@@ -56,16 +56,16 @@ type Options struct {
 
 // Report is a run's result.
 type Report struct {
-	Node       string            `json:"node"`
-	RemoteNode string            `json:"remote_node,omitempty"`
-	Baseline   string            `json:"baseline"`
+	Node       string `json:"node"`
+	RemoteNode string `json:"remote_node,omitempty"`
+	Baseline   string `json:"baseline"`
 	// Baselines name each measured lane's baseline (by its label): host-cross-node for the pod network's
 	// cross-node paths when it was measured, else Baseline.
 	Baselines map[string]string `json:"baselines,omitempty"`
-	Lanes      []Lane            `json:"lanes"`
-	PodMTU     int               `json:"pod_mtu,omitempty"`       // the pod network's own MTU, restored after the run
-	Skipped    map[string]string `json:"skipped_paths,omitempty"` // path → why it was not measured
-	Parallel   int               `json:"parallel"`
+	Lanes     []Lane            `json:"lanes"`
+	PodMTU    int               `json:"pod_mtu,omitempty"`       // the pod network's own MTU, restored after the run
+	Skipped   map[string]string `json:"skipped_paths,omitempty"` // path → why it was not measured
+	Parallel  int               `json:"parallel"`
 	Schedule
 	Trials []Trial `json:"trials"`
 	Ratios []Ratio `json:"ratios"`

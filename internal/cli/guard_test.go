@@ -131,9 +131,11 @@ func (w *guardWatch) stop() []guardPod {
 // from the trial's (re)start, before the guard's Deployment exists, to its Service answering, after the
 // pod is Ready, and end before the guard is deleted at the trial's end: so they lie between the pod's
 // creation-to-Ready time (less 1 s: the API's timestamps are whole seconds) and the time from the trial's
-// start to the test seeing the pod deleted. The latency, a median of 20 GETs, lies within half the fastest
-// and twice the slowest of the same 20 GETs the test timed itself when it saw the pod Ready, a moment
-// before (a loose range: the machine has 2 cores, and the two sets of GETs are not simultaneous).
+// start to the test seeing the pod deleted. The latency, a median of 20 GETs, lies within a quarter of the
+// fastest and four times the slowest of the same 20 GETs the test timed itself when it saw the pod Ready, a
+// moment before: the same order of magnitude, which a unit or clock error would leave (a loose range: the
+// machine has 2 cores, the two sets of GETs are not simultaneous, and the test's client shares a process
+// with its other watchers; a CI run saw tare's median 1.17 ms against the test's 2.33–10.07 ms).
 func checkGuard(t *testing.T, trials []experiment.Trial, pods []guardPod) {
 	t.Helper()
 	for i, tr := range trials {
@@ -164,7 +166,7 @@ func checkGuard(t *testing.T, trials []experiment.Trial, pods []guardPod) {
 			t.Errorf("trial %d: ready-seconds %.2f, want within [%.0f, %.2f]: the pod's creation to Ready, and the trial's start to the pod's deletion (pod %+v)",
 				tr.Seq, ready, lo, hi, g)
 		}
-		if latency < fastest/2 || latency > 2*slowest {
+		if latency < fastest/4 || latency > 4*slowest {
 			t.Errorf("trial %d: api-latency-ms %.2f, the test's own GETs took %.2f–%.2f ms (%v)", tr.Seq, latency, fastest, slowest, g.latencies)
 		}
 	}

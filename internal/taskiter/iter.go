@@ -28,6 +28,7 @@ type Iter struct {
 	unfinished, session *ebpf.Variable
 	groups              *ebpf.Map
 	sinceCollect        int
+	seen                map[int]int // onceEach's index, kept between passes
 }
 
 // readSize is the buffer of one read(2) of the iterator: the kernel fills up to its own 32 KiB buffer per
@@ -63,7 +64,7 @@ func (it *Iter) Close() error {
 // kernel's caches cold, nearly all of it in the kernel, charged to the calling thread.
 //
 // With PassBPFIter, a group whose threads did not add up within the pass (a thread born or ended during
-// the walk) comes at the end of the pass, inexact; a group comes at most once a pass. When the
+// the walk) comes at the end of the pass, inexact; a group comes at most once a pass (onceEach). When the
 // pass could not account for every group, the error matches ErrIncomplete: the groups returned are right,
 // and groups missing from them may have moved too.
 func (it *Iter) Changed(dst []Group) ([]Group, error) { return it.read(dst, false) }
@@ -83,7 +84,14 @@ func (it *Iter) read(dst []Group, all bool) ([]Group, error) {
 		}
 		it.all = all
 	}
+	from := len(dst)
 	dst, err := it.readPass(dst)
+	if it.unfinished != nil {
+		if it.seen == nil {
+			it.seen = map[int]int{}
+		}
+		dst = onceEach(dst, from, it.seen)
+	}
 	if err != nil || it.unfinished == nil {
 		return dst, err
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/procfs"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -280,7 +281,7 @@ func TestDatapathOnLab(t *testing.T) {
 func hostCrossNodeBytes(ctx context.Context, t *testing.T, dir, kc string) {
 	t.Helper()
 	node2 := func() uint64 { return netnsRxBytes(t, "tare-node-2") }
-	lo := func() uint64 { return rxBytes(t, "/proc/net/dev", "lo") }
+	lo := func() uint64 { return rxBytes(t, "/proc", isLoopback) }
 	n0, l0 := node2(), lo()
 	out, errOut, err := run(ctx, "datapath", "net", "--kubeconfig", kc, "--lab-dir", dir, "--paths", "host-cross-node",
 		"--modes", "tcp-stream", "--sizes", "128k", "--trials", "2", "--duration", "1s", "-o", "json")
@@ -300,41 +301,35 @@ func hostCrossNodeBytes(ctx context.Context, t *testing.T, dir, kc string) {
 	waitNamespaceGone(ctx, t, clientsetOf(t, kc), "tare-datapath")
 }
 
-// netnsRxBytes sums the received bytes of every interface but loopback in network namespace ns.
+// netnsRxBytes sums the received bytes of every interface but loopback in network namespace ns, from the
+// /proc/net/dev of a process in it.
 func netnsRxBytes(t *testing.T, ns string) uint64 {
 	t.Helper()
-	b, err := exec.Command("ip", "netns", "exec", ns, "cat", "/proc/net/dev").Output()
-	if err != nil {
-		t.Fatalf("reading %s's interfaces: %v", ns, err)
+	out, err := exec.Command("ip", "netns", "pids", ns).Output()
+	pids := strings.Fields(string(out))
+	if err != nil || len(pids) == 0 {
+		t.Fatalf("no process in network namespace %s (%v)", ns, err)
 	}
-	return sumRx(t, string(b), func(name string) bool { return name != "lo" })
+	return rxBytes(t, "/proc/"+pids[0], func(name string) bool { return name != "lo" })
 }
 
-// rxBytes is the received bytes of interface name in a /proc/net/dev file.
-func rxBytes(t *testing.T, path, name string) uint64 {
+// rxBytes sums the received bytes of the interfaces keep accepts in the network namespace of procfs root
+// proc ("/proc": this process's), as prometheus/procfs reads its net/dev.
+func rxBytes(t *testing.T, proc string, keep func(string) bool) uint64 {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	fs, err := procfs.NewFS(proc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sumRx(t, string(b), func(n string) bool { return n == name })
-}
-
-// sumRx sums the receive-bytes column of /proc/net/dev's lines whose interface keep accepts.
-func sumRx(t *testing.T, dev string, keep func(string) bool) uint64 {
-	t.Helper()
+	nd, err := fs.NetDev()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var sum uint64
-	for _, line := range strings.Split(dev, "\n") {
-		name, rest, ok := strings.Cut(line, ":")
-		f := strings.Fields(rest)
-		if !ok || len(f) < 1 || !keep(strings.TrimSpace(name)) {
-			continue
+	for name, l := range nd {
+		if keep(name) {
+			sum += l.RxBytes
 		}
-		n, err := strconv.ParseUint(f[0], 10, 64)
-		if err != nil {
-			continue // the header
-		}
-		sum += n
 	}
 	return sum
 }

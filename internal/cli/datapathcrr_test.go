@@ -24,24 +24,8 @@ func TestDatapathCRR(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs tare-crr for half a minute")
 	}
-	if os.Getenv("TARE_TEST_IN_NETNS") != "1" {
-		if _, err := exec.LookPath("unshare"); err != nil {
-			testenv.Unavailable(t, "unshare not installed (util-linux)")
-		}
-		if _, errOut, err := run(context.Background(), "lab", "install", "--datapath"); err != nil {
-			t.Fatalf("lab install --datapath: %v\n%s", err, errOut)
-		}
-		cmd := exec.Command("unshare", "--net", os.Args[0], "-test.run=^TestDatapathCRR$", "-test.v")
-		cmd.Env = append(os.Environ(), "TARE_TEST_IN_NETNS=1")
-		out, err := cmd.CombinedOutput()
-		t.Logf("in a network namespace of its own:\n%s", out)
-		if err != nil || !strings.Contains(string(out), "--- PASS: TestDatapathCRR") {
-			t.Errorf("in a new network namespace: %v", err)
-		}
+	if !inOwnNetns(t) {
 		return
-	}
-	if out, err := exec.Command("ip", "link", "set", "lo", "up").CombinedOutput(); err != nil {
-		t.Fatalf("ip link set lo up: %v %s", err, out)
 	}
 	active0, passive0 := tcpOpens(t)
 	out, errOut, err := run(context.Background(), "datapath", "net", "--paths", "host,host", "--modes", "tcp-crr", "--sizes", "1k,64k",
@@ -126,32 +110,16 @@ func TestDatapathStorage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs tare-crr for half a minute")
 	}
-	if os.Getenv("TARE_TEST_IN_NETNS") != "1" {
-		if _, err := exec.LookPath("unshare"); err != nil {
-			testenv.Unavailable(t, "unshare not installed (util-linux)")
-		}
-		if _, errOut, err := run(context.Background(), "lab", "install", "--datapath"); err != nil {
-			t.Fatalf("lab install --datapath: %v\n%s", err, errOut)
-		}
-		cmd := exec.Command("unshare", "--net", os.Args[0], "-test.run=^TestDatapathStorage$", "-test.v")
-		cmd.Env = append(os.Environ(), "TARE_TEST_IN_NETNS=1")
-		out, err := cmd.CombinedOutput()
-		t.Logf("in a network namespace of its own:\n%s", out)
-		if err != nil || !strings.Contains(string(out), "--- PASS: TestDatapathStorage") {
-			t.Errorf("in a new network namespace: %v", err)
-		}
+	if !inOwnNetns(t) {
 		return
-	}
-	if out, err := exec.Command("ip", "link", "set", "lo", "up").CombinedOutput(); err != nil {
-		t.Fatalf("ip link set lo up: %v %s", err, out)
 	}
 	for _, mode := range []datapath.Mode{datapath.StorageRead, datapath.StorageWrite} {
 		active0, _ := tcpOpens(t)
-		lo0 := rxBytes(t, "/proc/net/dev", "lo")
+		lo0 := rxBytes(t, "/proc", isLoopback)
 		out, errOut, err := run(context.Background(), "datapath", "net", "--paths", "host,host", "--modes", string(mode), "--sizes", "64k",
 			"--trials", "2", "--duration", "2s", "--parallel", "2", "-o", "json")
 		active1, _ := tcpOpens(t)
-		lo1 := rxBytes(t, "/proc/net/dev", "lo")
+		lo1 := rxBytes(t, "/proc", isLoopback)
 		if err != nil {
 			t.Fatalf("datapath net --modes %s: %v\n%s", mode, err, errOut)
 		}
@@ -182,3 +150,32 @@ func TestDatapathStorage(t *testing.T) {
 	}
 	noToolsLeft(t)
 }
+
+// inOwnNetns runs test t in a network namespace of its own, where nothing else uses the network: outside
+// one, it installs the datapath tools, runs the test binary again under unshare --net for t alone, checks
+// that it passed, and returns false; inside, it brings loopback up and returns true.
+func inOwnNetns(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv("TARE_TEST_IN_NETNS") == "1" {
+		if out, err := exec.Command("ip", "link", "set", "lo", "up").CombinedOutput(); err != nil {
+			t.Fatalf("ip link set lo up: %v %s", err, out)
+		}
+		return true
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		testenv.Unavailable(t, "unshare not installed (util-linux)")
+	}
+	if _, errOut, err := run(context.Background(), "lab", "install", "--datapath"); err != nil {
+		t.Fatalf("lab install --datapath: %v\n%s", err, errOut)
+	}
+	cmd := exec.Command("unshare", "--net", os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v")
+	cmd.Env = append(os.Environ(), "TARE_TEST_IN_NETNS=1")
+	out, err := cmd.CombinedOutput()
+	t.Logf("in a network namespace of its own:\n%s", out)
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Errorf("in a new network namespace: %v", err)
+	}
+	return false
+}
+
+func isLoopback(name string) bool { return name == "lo" }

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/session"
 	"github.com/tare-dev/tare/internal/testenv"
@@ -21,23 +20,7 @@ func TestWindowBaselineHasSmaps(t *testing.T) {
 	testenv.NeedRoot(t, "other processes' smaps_rollup needs root")
 	const n = 50
 	pids := testload.Sleepers(t, n)
-	// Each asleep first: a sleeper still starting runs, and a process that ran is read at once anyway.
-	deadline := time.Now().Add(30 * time.Second)
-	for _, pid := range pids {
-		for {
-			st, err := kernel.ReadProcStat("/proc", pid)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st.State == 'S' {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("sleeper %d not asleep after 30s", pid)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	testload.WaitSleeping(t, pids) // each asleep first: a process that ran is read at once anyway
 	so := session.Options{Sampler: sample.Options{Interval: 500 * time.Millisecond, Detail: 500 * time.Millisecond},
 		Duration: 500 * time.Millisecond, Version: "v-test"}
 	res, err := session.Measure(context.Background(), sessionOptions(so))

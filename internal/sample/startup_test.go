@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/taskiter"
 	"github.com/tare-dev/tare/internal/testenv"
 	"github.com/tare-dev/tare/internal/testload"
@@ -29,7 +28,7 @@ func TestBaselineDefersIdleSmaps(t *testing.T) {
 	}
 	const n = 1500
 	pids := testload.Sleepers(t, n)
-	waitSleeping(t, pids)
+	testload.WaitSleeping(t, pids)
 	// The peer: read system calls, and CPU, of reading each sleeper's smaps_rollup once.
 	rollupReads, rollupCPU := readEach(t, pids, "smaps_rollup")
 	type base struct {
@@ -89,7 +88,7 @@ func testFinalSampleHasEverySmaps(t *testing.T) {
 	testenv.NeedRoot(t, "taskstats and other users' smaps_rollup need root")
 	const n = 200
 	pids := testload.Sleepers(t, n)
-	waitSleeping(t, pids)
+	testload.WaitSleeping(t, pids)
 	const interval = 200 * time.Millisecond
 	s, err := New(context.Background(), Options{Interval: interval, Detail: interval}, nil) // every sample a detail one
 	if errors.Is(err, taskiter.ErrNotSupported) {
@@ -153,27 +152,6 @@ func testFinalSampleHasEverySmaps(t *testing.T) {
 	t.Logf("%d sleepers: %d with a baseline PSS other than their smaps_rollup's (read from statm), all with smaps_rollup's in the closing sample", n, smapsLater)
 }
 
-// waitSleeping waits until every process of pids sleeps: a sleeper still starting runs.
-func waitSleeping(t *testing.T, pids []int) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for _, pid := range pids {
-		for {
-			st, err := kernel.ReadProcStat("/proc", pid)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st.State == 'S' {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("sleeper %d not asleep after 30s", pid)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-}
-
 // TestExactBaselineReadsSmaps: a caller that asks for the baseline's memory exactly (Options.ExactBaseline,
 // as tare density does) has every idle sleeper's smaps_rollup at the baseline: its PSS is what the
 // sleeper's own smaps_rollup, read by the test, says, and it is not marked StatmOnly. Without the option the
@@ -182,7 +160,7 @@ func TestExactBaselineReadsSmaps(t *testing.T) {
 	testenv.NeedRoot(t, "taskstats and other users' smaps_rollup need root")
 	const n = 100
 	pids := testload.Sleepers(t, n)
-	waitSleeping(t, pids)
+	testload.WaitSleeping(t, pids)
 	baseline := func(exact bool) map[int]ProcSample {
 		s, err := New(context.Background(), Options{Interval: time.Second, Detail: time.Second, ExactBaseline: exact}, nil)
 		if err != nil {

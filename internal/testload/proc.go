@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -134,4 +135,26 @@ func PerfFDs(t testing.TB) int {
 		}
 	}
 	return n
+}
+
+// WaitSleeping waits until every process of pids sleeps (state S in /proc/PID/stat): a sleeper still
+// starting runs. It fails the test after 30 s.
+func WaitSleeping(t testing.TB, pids []int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, pid := range pids {
+		for {
+			b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, rest, ok := strings.Cut(string(b), ") "); ok && strings.HasPrefix(rest, "S") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("sleeper %d not asleep after 30s", pid)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 }

@@ -241,7 +241,6 @@ func failures(ts []Trial) string {
 	return strings.Join(out, "; ")
 }
 
-// pathMTUs lists each path's MTU as its trials ran, once per path label ("" when no trial knows it).
 // baselineOf is the baseline of the lane labelled label (Baselines; Baseline for a report without them).
 func (r Report) baselineOf(label string) string {
 	if b, ok := r.Baselines[label]; ok {
@@ -261,6 +260,7 @@ func (r Report) groupBaselines(g []Lane) map[string]bool {
 	return out
 }
 
+// pathMTUs lists each path's MTU as its trials ran, once per path label ("" when no trial knows it).
 func pathMTUs(r Report) string {
 	mtu := map[string]int{}
 	for _, t := range r.Trials {

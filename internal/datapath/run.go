@@ -287,10 +287,8 @@ func finish(rep Report, err error) (Report, error) {
 	rep.finished()
 	rep.Ratios = Compare(rep.Trials, rep.Baseline)
 	cross := crossMeasured(rep.Trials)
+	rep.Baselines = map[string]string{}
 	for _, l := range rep.Lanes {
-		if rep.Baselines == nil {
-			rep.Baselines = map[string]string{}
-		}
 		if l.Path != Host || l.Copy > 1 {
 			rep.Baselines[l.Label()] = string(baselineOf(l.Path, cross))
 		}

@@ -100,7 +100,7 @@ like tare measure, and runs on the node it measures.` + figuresHelp,
 	f.StringVar(&o.paths, "paths", "host,pod-same-node,vxlan,clusterip", "paths to measure, comma-separated (host,host-cross-node,hostnet-pod,pod-same-node,pod-cross-node,vxlan,clusterip)")
 	f.StringVar(&o.modes, "modes", "tcp-stream,tcp-rr", "loads: tcp-stream, udp-stream, tcp-rr, tcp-crr, storage-read, storage-write")
 	f.StringVar(&o.sizes, "sizes", "1k,16k", "message sizes (bytes; k and m suffixes); tcp-rr and udp-stream take at most 65507")
-	f.StringVar(&o.mtus, "mtu", "", "pod MTUs to measure each pod network path with, comma-separated (1500,9000): the tare lab's pods, bridges, veths, VXLAN devices and underlay are set for each trial and set back after the run")
+	f.StringVar(&o.mtus, "mtu", "", "MTUs to measure each pod network path and host-cross-node with, comma-separated (1500,9000): the tare lab's pods, bridges, veths, VXLAN devices and underlay are set for each trial and set back after the run; host-cross-node at M runs with the node network at M (the pods' at M−50)")
 	f.IntVar(&o.trials, "trials", 5, "trials of every path, mode and size, interleaved")
 	f.DurationVar(&o.duration, "duration", 4*time.Second, "length of each trial, whole seconds (sockperf adds its own 2 s warm-up)")
 	f.IntVar(&o.parallel, "parallel", 1, "parallel streams of the stream modes, connections under way at once of tcp-crr")
@@ -131,6 +131,11 @@ func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapat
 	if o.mtus != "" {
 		if mtus, err = datapath.ParseMTUs(o.mtus, lab.MinPodMTU, lab.MaxPodMTU); err != nil {
 			return usageError("--mtu: %w", err)
+		}
+		for _, m := range mtus {
+			if m-lab.VTEPOverhead < lab.MinPodMTU && slices.ContainsFunc(lanes, func(l datapath.Lane) bool { return l.Path == datapath.HostCrossNode }) {
+				return usageError("--mtu %d: host-cross-node runs with the node network at the MTU and the pod network %d below it, at least %d: want %d or more", m, lab.VTEPOverhead, lab.MinPodMTU, lab.MinPodMTU+lab.VTEPOverhead)
+			}
 		}
 	}
 	switch {
@@ -199,6 +204,7 @@ func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapat
 			if do.PodMTU, err = lab.PodMTU(dir); err != nil && len(mtus) > 0 {
 				return fmt.Errorf("reading the lab's pod MTU: %w", err)
 			}
+			do.UnderlayOverhead = lab.VTEPOverhead
 			do.SetPodMTU = func(mtu int) error {
 				_, err := lab.SetPodMTU(dir, mtu)
 				return err

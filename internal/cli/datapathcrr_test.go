@@ -135,7 +135,7 @@ func TestDatapathStorage(t *testing.T) {
 		if len(r.Trials) != 4 {
 			t.Errorf("%s: %d trials, want 4", mode, len(r.Trials))
 		}
-		opened, carried := active1-active0, float64(lo1-lo0)
+		opened, carried := active1-active0, float64(rxGrowth(lo0, lo1))
 		floor := ops*(64<<10) + ops*(datapath.StorageCommand+8)
 		t.Logf("%s: %.0f transactions, %.0f MB of blocks; the kernel: %d connections opened, loopback %.0f MB (%.3f× the payload)",
 			mode, ops, blocks/1e6, opened, carried/1e6, carried/floor)

@@ -95,8 +95,8 @@ func Compare(trials []Trial, baseline string) []Ratio {
 	for _, k := range order {
 		l := by[k][0].Lane
 		against := []string{baseline}
-		if b := baselineOf(l.Path, cross); b != Host {
-			against = []string{Lane{Path: b}.Label()}
+		if baselineOf(l.Path, cross) != Host {
+			against = []string{baselineLabel(l, cross)}
 		}
 		if l.Path == VXLAN && l.Copy <= 1 {
 			against = append(against, Lane{Path: PodCrossNode, MTU: l.MTU}.Label())

@@ -115,6 +115,25 @@ func TestCompareCrossNodeBaseline(t *testing.T) {
 	if !slices.Equal(without["pod-cross-node"], []string{"host"}) || !slices.Equal(without["vxlan"], []string{"host", "pod-cross-node"}) {
 		t.Errorf("without host-cross-node: %v", without)
 	}
+	// With --mtu, each MTU's lanes are set against host networking across nodes at the same MTU.
+	var mtu []Trial
+	for _, m := range []int{1500, 9000} {
+		for _, p := range []Path{Host, HostCrossNode, PodCrossNode, VXLAN} {
+			l := lane(p, 1)
+			if p != Host {
+				l.MTU = m
+			}
+			mtu = append(mtu, trialsWith(l, 10, 11, 12)...)
+		}
+	}
+	wantMTU := map[string][]string{"host-cross-node@mtu9000": {"host"}, "pod-cross-node@mtu9000": {"host-cross-node@mtu9000"},
+		"vxlan@mtu1500": {"host-cross-node@mtu1500", "pod-cross-node@mtu1500"}}
+	gotMTU := against(Compare(mtu, "host"))
+	for p, w := range wantMTU {
+		if !slices.Equal(gotMTU[p], w) {
+			t.Errorf("with --mtu: %s against %v, want %v", p, gotMTU[p], w)
+		}
+	}
 	// A failed host-cross-node is no baseline.
 	failed := append(trialsWith(lane(Host, 1), 40, 41, 42), trialsWith(lane(PodCrossNode, 1), 10, 11, 12)...)
 	failed = append(failed, Trial{Slot: Slot{Lane: lane(HostCrossNode, 1)}, Error: "refused"})

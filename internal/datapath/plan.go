@@ -41,6 +41,16 @@ func baselineOf(p Path, crossMeasured bool) Path {
 	return Host
 }
 
+// baselineLabel names the lane lane l is compared with: host-cross-node's at the same MTU, or the
+// machine's loopback (host).
+func baselineLabel(l Lane, crossMeasured bool) string {
+	b := baselineOf(l.Path, crossMeasured)
+	if b == Host {
+		return string(Host)
+	}
+	return Lane{Path: b, MTU: l.MTU}.Label()
+}
+
 // Mode is a kind of load.
 type Mode string
 
@@ -107,6 +117,10 @@ func (l Lane) Label() string {
 	}
 	return s
 }
+
+// MTUSet says whether --mtu gives the path lanes of their own: the pod network's paths, and host
+// networking across nodes (its lane at MTU m runs with the node network at m).
+func (p Path) MTUSet() bool { return p.PodNetwork() || p == HostCrossNode }
 
 // PodNetwork says whether the path runs over the pod network, whose MTU --mtu sets (not the host's or a
 // hostNetwork pod's loopback).
@@ -202,15 +216,15 @@ func FormatSize(n int) string {
 	return strconv.Itoa(n)
 }
 
-// Plan is every lane of a run: each path with each mode and each size, and each pod network path with
-// each of mtus (none: the network's own MTU only).
+// Plan is every lane of a run: each path with each mode and each size, and each path --mtu sets
+// (MTUSet) with each of mtus (none: the network's own MTU only).
 func Plan(paths []Lane, modes []Mode, sizes, mtus []int) []Lane {
 	var out []Lane
 	for _, m := range modes {
 		for _, s := range sizes {
 			for _, p := range paths {
 				l := Lane{Path: p.Path, Copy: p.Copy, Mode: m, Size: s}
-				if len(mtus) == 0 || !p.Path.PodNetwork() {
+				if len(mtus) == 0 || !p.Path.MTUSet() {
 					out = append(out, l)
 					continue
 				}

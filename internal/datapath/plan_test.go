@@ -77,7 +77,7 @@ func TestOrder(t *testing.T) {
 // --mtu multiplies the pod network's paths only: the host and a hostNetwork pod run over the loopback,
 // whose MTU it does not set.
 func TestPlanMTU(t *testing.T) {
-	paths, err := ParsePaths("host,hostnet-pod,pod-same-node,vxlan")
+	paths, err := ParsePaths("host,hostnet-pod,host-cross-node,pod-same-node,vxlan")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestPlanMTU(t *testing.T) {
 	for _, l := range Plan(paths, []Mode{TCPStream}, []int{1024}, mtus) {
 		labels = append(labels, l.Label())
 	}
-	want := []string{"host", "hostnet-pod", "pod-same-node@mtu1500", "pod-same-node@mtu9000", "vxlan@mtu1500", "vxlan@mtu9000"}
+	want := []string{"host", "hostnet-pod", "host-cross-node@mtu1500", "host-cross-node@mtu9000", "pod-same-node@mtu1500", "pod-same-node@mtu9000", "vxlan@mtu1500", "vxlan@mtu9000"}
 	if !slices.Equal(labels, want) {
 		t.Errorf("lanes %v, want %v", labels, want)
 	}

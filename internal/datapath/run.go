@@ -48,10 +48,14 @@ type Options struct {
 	// MTUs are the pod MTUs each pod network path runs with, one lane each (--mtu; none: the network's
 	// own). SetPodMTU sets the tare lab's pod network MTU (nil: not a tare lab, and MTUs must be empty);
 	// PodMTU is the MTU the pod network has (0: unknown), set again after the run.
-	MTUs      []int
-	SetPodMTU func(mtu int) error
-	PodMTU    int
-	Say       func(format string, a ...any) // progress lines; nil discards them
+	// UnderlayOverhead is how far the node network's MTU stays above the pod network's (the tunnel's
+	// headers): host-cross-node's lane at MTU m runs with the pod network set to m − UnderlayOverhead,
+	// so that the node network it crosses is at m.
+	MTUs             []int
+	SetPodMTU        func(mtu int) error
+	PodMTU           int
+	UnderlayOverhead int
+	Say              func(format string, a ...any) // progress lines; nil discards them
 }
 
 // Report is a run's result.
@@ -171,8 +175,8 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 	if len(o.MTUs) > 0 && o.SetPodMTU == nil {
 		return rep, errors.New("--mtu sets the tare lab's pod network MTU: this cluster is not a tare lab (measure with --lab-dir, or without --mtu)")
 	}
-	if len(o.MTUs) > 0 && !slices.ContainsFunc(lanes, func(l Lane) bool { return l.Path.PodNetwork() }) {
-		return rep, errors.New("--mtu sets the pod network's MTU, and none of --paths runs over it (host and hostnet-pod use the loopback): add pod-same-node, pod-cross-node, vxlan or clusterip")
+	if len(o.MTUs) > 0 && !slices.ContainsFunc(lanes, func(l Lane) bool { return l.Path.MTUSet() }) {
+		return rep, errors.New("--mtu sets the pod network's and the node network's MTU, and none of --paths runs over them (host and hostnet-pod use the loopback): add host-cross-node, pod-same-node, pod-cross-node, vxlan or clusterip")
 	}
 	plan := Plan(lanes, o.Modes, o.Sizes, o.MTUs)
 	if err := CheckLanes(plan); err != nil {
@@ -257,12 +261,16 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 			}
 			vxlanOn = !vxlanOn
 		}
-		if sl.Lane.MTU > 0 && sl.Lane.MTU != mtu {
+		want := sl.Lane.MTU
+		if want > 0 && sl.Lane.Path == HostCrossNode {
+			want -= o.UnderlayOverhead
+		}
+		if want > 0 && want != mtu {
 			mtu = -1 // a switch that fails half-way leaves the network mixed: set it back at the end
-			if err := o.SetPodMTU(sl.Lane.MTU); err != nil {
+			if err := o.SetPodMTU(want); err != nil {
 				return Trial{}, fmt.Errorf("setting the lab's pod MTU: %w", err)
 			}
-			mtu = sl.Lane.MTU
+			mtu = want
 		}
 		t := runTrial(ctx, o, e, sl)
 		switch {
@@ -290,7 +298,7 @@ func finish(rep Report, err error) (Report, error) {
 	rep.Baselines = map[string]string{}
 	for _, l := range rep.Lanes {
 		if l.Path != Host || l.Copy > 1 {
-			rep.Baselines[l.Label()] = string(baselineOf(l.Path, cross))
+			rep.Baselines[l.Label()] = baselineLabel(l, cross)
 		}
 	}
 	return rep, err

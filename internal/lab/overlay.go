@@ -47,7 +47,7 @@ const (
 	vtepName     = "tare-vx"
 	vtepVNI      = 4242
 	vtepPort     = 4789
-	vtepOverhead = 50 // outer IPv4 (20), UDP (8), VXLAN (8) and inner Ethernet (14) headers
+	VTEPOverhead = 50 // outer IPv4 (20), UDP (8), VXLAN (8) and inner Ethernet (14) headers
 	overlayLen   = 24 // the VTEPs' network, 10.251.0.0/24
 )
 

@@ -215,9 +215,9 @@ func checkVTEPs(t *testing.T, nodes []ExtraNode) {
 		}
 		v, ok := l.(*netlink.Vxlan)
 		if !ok || v.VxlanId != vtepVNI || v.Port != vtepPort || v.Learning || !v.SrcAddr.Equal(net.ParseIP(e.VTEP.Local)) ||
-			v.VtepDevIndex != under.Attrs().Index || v.MTU != under.Attrs().MTU-vtepOverhead || v.OperState == netlink.OperDown {
+			v.VtepDevIndex != under.Attrs().Index || v.MTU != under.Attrs().MTU-VTEPOverhead || v.OperState == netlink.OperDown {
 			t.Errorf("%s: %s is %+v, want VNI %d, port %d, local %s over %s, MTU %d, no learning, up", e.where(), vtepName, l,
-				vtepVNI, vtepPort, e.VTEP.Local, e.VTEP.Underlay, under.Attrs().MTU-vtepOverhead)
+				vtepVNI, vtepPort, e.VTEP.Local, e.VTEP.Underlay, under.Attrs().MTU-VTEPOverhead)
 			continue
 		}
 		fdb, err := h.NeighList(l.Attrs().Index, unix.AF_BRIDGE)

@@ -79,7 +79,7 @@ func PodMTU(labDir string) (int, error) {
 // order of a raise: the underlay (ports, then bridge), the VTEPs, each node's pods' veths and bridge, the
 // pods' eth0.
 func podNetworkLinks(st *State, mtu int) ([]mtuLink, error) {
-	under := mtu + vtepOverhead
+	under := mtu + VTEPOverhead
 	var out []mtuLink
 	nodes := []string{""}
 	if len(st.ExtraNodes) > 0 {

@@ -48,7 +48,7 @@ func makeVTEP(h *netlink.Handle, v vtep, peers []vtep) error {
 		return fmt.Errorf("finding the underlay %s: %w", v.Underlay, err)
 	}
 	want := &netlink.Vxlan{
-		LinkAttrs: netlink.LinkAttrs{Name: vtepName, MTU: under.Attrs().MTU - vtepOverhead, HardwareAddr: mustMAC(v.MAC)},
+		LinkAttrs: netlink.LinkAttrs{Name: vtepName, MTU: under.Attrs().MTU - VTEPOverhead, HardwareAddr: mustMAC(v.MAC)},
 		VxlanId:   vtepVNI, VtepDevIndex: under.Attrs().Index, SrcAddr: net.ParseIP(v.Local), Port: vtepPort,
 	}
 	l, err := findLink(h, vtepName)

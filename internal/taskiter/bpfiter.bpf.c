@@ -11,7 +11,9 @@
 // born behind the walk before the group's last visit, or ended before its visit) is still open at the end: the kernel's last call, with
 // no task, writes it as moved with the inexact flag, from the open_keys list. Only groups this cannot cover
 // (the list or the map full) are counted in unfinished, which user space reads after the pass: such a pass
-// cannot say which groups stayed idle, and the caller then treats every group as moved.
+// cannot say which groups stayed idle, and the caller then treats every group as moved. A task the kernel
+// shows after the pass's last call (born after the walk, to a reader reading on for its end of file) is
+// left for the next pass: counted here, it could complete a group already written at the end.
 //
 // Needs Linux 5.8 (bpf_iter task programs, bpf_seq_write, the session_id of bpf_iter_meta) and kernel BTF
 // for CO-RE; no kfunc, no task storage, no helper newer than 5.8. Maps: a hash (3.19), globals (5.2); one
@@ -129,7 +131,11 @@ struct {
 // emit_all makes a pass report every thread group, moved or not; user space sets it between passes.
 volatile __u32 emit_all;
 // pass_session is the session of the latest pass, unfinished the groups it left open (see above).
+// ended_session is the latest pass whose end (the call with no task) has come: the kernel goes on showing
+// tasks born after the walk to a reader that reads on for its end of file (it stops calling the program
+// at the end once that call's records are out, not on the tasks), and those count in the next pass.
 volatile __u64 pass_session;
+volatile __u64 ended_session;
 volatile __u32 unfinished;
 // open_keys lists the groups open in pass_session (the first nopen), for the pass's last call.
 __u32 open_keys[MAX_OPEN];
@@ -285,9 +291,12 @@ int thread_groups_58(struct bpf_iter__task *ctx)
 		nopen = 0;
 	}
 	if (!task) {
+		ended_session = session;
 		write_open(seq, session); // the call at the end of the pass
 		return 0;
 	}
+	if (session == ended_session)
+		return 0; // a task born after the walk, shown after its end: it counts in the next pass
 	key = task->tgid;
 	st = bpf_map_lookup_elem(&groups, &key);
 	if (!st) {

@@ -19,6 +19,7 @@ const (
 	bpfiterMapGroups          = "groups"
 	bpfiterProgThreadGroups58 = "thread_groups_58"
 	bpfiterVarEmitAll         = "emit_all"
+	bpfiterVarEndedSession    = "ended_session"
 	bpfiterVarNopen           = "nopen"
 	bpfiterVarOpenKeys        = "open_keys"
 	bpfiterVarPassSession     = "pass_session"
@@ -81,11 +82,12 @@ type bpfiterMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpfiterVariableSpecs struct {
-	EmitAll     *ebpf.VariableSpec `ebpf:"emit_all"`
-	Nopen       *ebpf.VariableSpec `ebpf:"nopen"`
-	OpenKeys    *ebpf.VariableSpec `ebpf:"open_keys"`
-	PassSession *ebpf.VariableSpec `ebpf:"pass_session"`
-	Unfinished  *ebpf.VariableSpec `ebpf:"unfinished"`
+	EmitAll      *ebpf.VariableSpec `ebpf:"emit_all"`
+	EndedSession *ebpf.VariableSpec `ebpf:"ended_session"`
+	Nopen        *ebpf.VariableSpec `ebpf:"nopen"`
+	OpenKeys     *ebpf.VariableSpec `ebpf:"open_keys"`
+	PassSession  *ebpf.VariableSpec `ebpf:"pass_session"`
+	Unfinished   *ebpf.VariableSpec `ebpf:"unfinished"`
 }
 
 // bpfiterObjects contains all objects after they have been loaded into the kernel.
@@ -121,11 +123,12 @@ func (m *bpfiterMaps) Close() error {
 //
 // It can be passed to loadBpfiterObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpfiterVariables struct {
-	EmitAll     *ebpf.Variable `ebpf:"emit_all"`
-	Nopen       *ebpf.Variable `ebpf:"nopen"`
-	OpenKeys    *ebpf.Variable `ebpf:"open_keys"`
-	PassSession *ebpf.Variable `ebpf:"pass_session"`
-	Unfinished  *ebpf.Variable `ebpf:"unfinished"`
+	EmitAll      *ebpf.Variable `ebpf:"emit_all"`
+	EndedSession *ebpf.Variable `ebpf:"ended_session"`
+	Nopen        *ebpf.Variable `ebpf:"nopen"`
+	OpenKeys     *ebpf.Variable `ebpf:"open_keys"`
+	PassSession  *ebpf.Variable `ebpf:"pass_session"`
+	Unfinished   *ebpf.Variable `ebpf:"unfinished"`
 }
 
 // bpfiterPrograms contains all programs after they have been loaded into the kernel.

@@ -29,6 +29,7 @@ type Iter struct {
 	groups              *ebpf.Map
 	sinceCollect        int
 	seen                map[int]int // onceEach's index, kept between passes
+	duplicates          int         // records onceEach dropped, all passes (the tests' check that none is)
 }
 
 // readSize is the buffer of one read(2) of the iterator: the kernel fills up to its own 32 KiB buffer per
@@ -64,7 +65,7 @@ func (it *Iter) Close() error {
 // kernel's caches cold, nearly all of it in the kernel, charged to the calling thread.
 //
 // With PassBPFIter, a group whose threads did not add up within the pass (a thread born or ended during
-// the walk) comes at the end of the pass, inexact; a group comes at most once a pass (onceEach). When the
+// the walk) comes at the end of the pass, inexact; a group comes at most once a pass. When the
 // pass could not account for every group, the error matches ErrIncomplete: the groups returned are right,
 // and groups missing from them may have moved too.
 func (it *Iter) Changed(dst []Group) ([]Group, error) { return it.read(dst, false) }
@@ -90,7 +91,9 @@ func (it *Iter) read(dst []Group, all bool) ([]Group, error) {
 		if it.seen == nil {
 			it.seen = map[int]int{}
 		}
-		dst = onceEach(dst, from, it.seen)
+		var dropped int
+		dst, dropped = onceEach(dst, from, it.seen)
+		it.duplicates += dropped
 	}
 	if err != nil || it.unfinished == nil {
 		return dst, err

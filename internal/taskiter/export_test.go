@@ -1,0 +1,5 @@
+package taskiter
+
+// Duplicates is how many records of a group already reported in the same pass the reader dropped
+// (onceEach), over all of its passes: the tests' check that the program writes each group once a pass.
+func Duplicates(it *Iter) int { return it.duplicates }

@@ -280,7 +280,7 @@ func keys(m map[string]float64) []string {
 }
 
 // trial brings up the variant, measures the guard, waits out the warm-up and measures the window.
-func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
+func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) (err error) {
 	spec := r.Store.Spec
 	start := time.Now()
 	var kubeconfig string
@@ -358,6 +358,11 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 		}
 		t.Guard[GuardLatency] = ms
 	}
+	ds, err := r.installDaemonSets(ctx, kc.Config, cs, v)
+	if err != nil {
+		return err
+	}
+	defer ds.removeAfter(ctx, &err, r.say)
 	if v.Run != "" {
 		// One run command a lab, with that lab's kubeconfig (the commands target: one, in tare's environment).
 		kcs := replicas
@@ -383,7 +388,7 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 		return ctx.Err()
 	case <-time.After(spec.Warmup.Duration):
 	}
-	return r.window(ctx, t, cs, cls)
+	return r.window(ctx, t, cs, cls, ds)
 }
 
 // sharedSettle is how long a lab runs after its start before the first trial's guard, when it serves more
@@ -611,7 +616,7 @@ func (r *Runner) upTogether(ctx context.Context, up lab.UpOptions, dirs []string
 
 // window measures the node for the spec's window, recording it, and reads the API server's request rate
 // over the same span. The trial keeps the window's warnings, which are also printed as they arise.
-func (r *Runner) window(ctx context.Context, t *Trial, _ kubernetes.Interface, cls []*kube.Cluster) error {
+func (r *Runner) window(ctx context.Context, t *Trial, _ kubernetes.Interface, cls []*kube.Cluster, ds *daemonSets) error {
 	res, rates, err := r.record(ctx, t, cls, r.Store.Spec.variant(t.Variant).Pause)
 	if err != nil {
 		return err
@@ -622,7 +627,7 @@ func (r *Runner) window(ctx context.Context, t *Trial, _ kubernetes.Interface, c
 	}
 	sum := summary.Build(res.Meta, res.Samples, summary.Options{})
 	t.Metrics = compare.Measure(sum, rates.perMinute(all), r.Store.Spec.Metrics)
-	return nil
+	return ds.cost(ctx, sum, t.Metrics)
 }
 
 // record measures the node for the spec's window into t's recording (pausing the lab for it when asked)

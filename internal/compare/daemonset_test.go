@@ -62,8 +62,8 @@ func TestDaemonSetCost(t *testing.T) {
 
 func TestOrderDaemonSet(t *testing.T) {
 	t.Parallel()
-	got := Order([]string{"kubelet-cpu", DaemonSetPods, "node-busy", DaemonSetPodCPU, DaemonSetNodeCPU, "api-requests"}, "node-busy")
-	want := []string{"node-busy", DaemonSetNodeCPU, DaemonSetPodCPU, DaemonSetPods, "kubelet-cpu", "api-requests"}
+	got := Order([]string{"kubelet-cpu", DaemonSetPods, "node-busy", DaemonSetPodCPU, DaemonSetNodeCPU, APIWatches, "api-requests"}, "node-busy")
+	want := []string{"node-busy", DaemonSetNodeCPU, DaemonSetPodCPU, DaemonSetPods, "kubelet-cpu", "api-requests", APIWatches}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("order (-want +got):\n%s", diff)
 	}

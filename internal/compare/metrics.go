@@ -18,6 +18,10 @@ var components = component.Names(component.Entry.Core)
 // controlPlane are the control plane's among them.
 var controlPlane = component.Names(func(e component.Entry) bool { return e.Core() && e.Role == component.RoleControlPlane })
 
+// APIWatches is the watches open on the API server at the end of a window, of the api-requests family (the
+// same scrape of its metrics): a DaemonSet's agents each hold theirs for as long as they run.
+const APIWatches = "api-watches"
+
 // Guard metrics: higher is worse for both.
 const (
 	GuardReady   = "ready-seconds"  // (re)start to a Deployment reachable through its Service
@@ -36,7 +40,7 @@ func KnownFamily(m string) bool { return slices.Contains(families, m) }
 // kube-apiserver-memory, …) or a guard.
 func KnownPrimary(m string) bool {
 	switch m {
-	case "node-busy", "control-plane-cpu", "etcd-writes", "api-requests", GuardReady, GuardLatency:
+	case "node-busy", "control-plane-cpu", "etcd-writes", "api-requests", APIWatches, GuardReady, GuardLatency:
 		return true
 	}
 	if slices.Contains(daemonSetMetrics, m) {
@@ -64,7 +68,9 @@ func Unit(name string) string {
 	case name == "api-requests":
 		return "/min"
 	case name == DaemonSetPods:
-		return " pods"
+		return "pods"
+	case name == APIWatches:
+		return "watches"
 	}
 	return "m"
 }
@@ -143,7 +149,7 @@ func Order(names []string, primary string) []string {
 			return 5
 		case n == "etcd-writes":
 			return 6
-		case n == "api-requests":
+		case n == "api-requests", n == APIWatches:
 			return 7
 		}
 		return 8

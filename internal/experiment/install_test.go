@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/tare-dev/tare/internal/audit"
 	"github.com/tare-dev/tare/internal/compare"
 )
 
@@ -98,5 +99,20 @@ func TestSamePods(t *testing.T) {
 		if got := samePods(a, tc.b); got != tc.want {
 			t.Errorf("samePods(%v, %v) = %v, want %v", a, tc.b, got, tc.want)
 		}
+	}
+}
+
+func TestRequestRatesWatches(t *testing.T) {
+	t.Parallel()
+	q := requestRates{ok: true, after: []audit.APIServerMetrics{{Watches: 7}, {Watches: 5}, {Watches: -1}}}
+	if got := q.watches([]int{0, 1}); got != 12 {
+		t.Errorf("watches of labs 0 and 1: %v, want 12", got)
+	}
+	if got := q.watches([]int{0, 2}); got != -1 {
+		t.Errorf("with a lab without the gauge: %v, want -1", got)
+	}
+	q.ok = false
+	if got := q.watches([]int{0}); got != -1 {
+		t.Errorf("after a failed scrape: %v, want -1", got)
 	}
 }

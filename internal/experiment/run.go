@@ -627,6 +627,11 @@ func (r *Runner) window(ctx context.Context, t *Trial, _ kubernetes.Interface, c
 	}
 	sum := summary.Build(res.Meta, res.Samples, summary.Options{})
 	t.Metrics = compare.Measure(sum, rates.perMinute(all), r.Store.Spec.Metrics)
+	if _, ok := t.Metrics["api-requests"]; ok {
+		if w := rates.watches(all); w >= 0 {
+			t.Metrics[compare.APIWatches] = w
+		}
+	}
 	return ds.cost(ctx, sum, t.Metrics)
 }
 
@@ -676,11 +681,27 @@ func (r *Runner) record(ctx context.Context, t *Trial, cls []*kube.Cluster, paus
 	return res, rates, nil
 }
 
-// requestRates are the clusters' API request totals before and after a window.
+// requestRates are the clusters' API request totals (and open watches) before and after a window.
 type requestRates struct {
 	ok            bool
-	before, after []audit.RequestTotals
+	before, after []audit.APIServerMetrics
 	minutes       float64
+}
+
+// watches are the watches open at the window's end summed over the clusters at the indexes labs; -1 when
+// a scrape failed or an API server has no such gauge.
+func (q requestRates) watches(labs []int) float64 {
+	if !q.ok {
+		return -1
+	}
+	n := 0.0
+	for _, k := range labs {
+		if q.after[k].Watches < 0 {
+			return -1
+		}
+		n += q.after[k].Watches
+	}
+	return n
 }
 
 // perMinute is the request rate summed over the clusters at the indexes labs; -1 when a scrape failed.
@@ -690,7 +711,7 @@ func (q requestRates) perMinute(labs []int) float64 {
 	}
 	perMin := 0.0
 	for _, k := range labs {
-		perMin += audit.Delta(q.before[k], q.after[k], q.minutes).PerMinute
+		perMin += audit.Delta(q.before[k].Requests, q.after[k].Requests, q.minutes).PerMinute
 	}
 	return perMin
 }
@@ -708,11 +729,11 @@ func connectAll(kubeconfigs []string) ([]*kube.Cluster, error) {
 	return cls, nil
 }
 
-// scrapeAll reads the API request totals of every cluster, in order.
-func scrapeAll(ctx context.Context, cls []*kube.Cluster) ([]audit.RequestTotals, error) {
+// scrapeAll reads the API request totals and open watches of every cluster, in order.
+func scrapeAll(ctx context.Context, cls []*kube.Cluster) ([]audit.APIServerMetrics, error) {
 	// At once: the totals are read as close to the window's ends as they can be, and 16 API servers'
 	// metrics one after another took seconds of every round.
-	out := make([]audit.RequestTotals, len(cls))
+	out := make([]audit.APIServerMetrics, len(cls))
 	errs := make([]error, len(cls))
 	var wg sync.WaitGroup
 	for k, cl := range cls {
@@ -729,13 +750,13 @@ func scrapeAll(ctx context.Context, cls []*kube.Cluster) ([]audit.RequestTotals,
 	return out, nil
 }
 
-func scrape(ctx context.Context, cl *kube.Cluster) (audit.RequestTotals, error) {
+func scrape(ctx context.Context, cl *kube.Cluster) (audit.APIServerMetrics, error) {
 	body, err := cl.Metrics(ctx)
 	if err != nil {
-		return nil, err
+		return audit.APIServerMetrics{}, err
 	}
 	defer body.Close()
-	return audit.ParseRequestTotals(body)
+	return audit.ParseAPIServerMetrics(body)
 }
 
 // labSets are the target's and the variant's flags, in that order (the variant wins).

@@ -24,8 +24,8 @@ type daemonSets struct {
 	metrics bool // the spec asks for the daemonset family
 }
 
-// installDaemonSets first removes whatever any variant's manifests left installed (a killed tare's trial),
-// then installs the variant's, with the images they name that the lab builds on demand, and waits until
+// installDaemonSets first removes whatever any variant's manifests or release left installed (a killed tare's trial),
+// then installs the variant's (its chart rendered by helm), with the images they name that the lab builds on demand, and waits until
 // every DaemonSet's pods are Ready. A failure leaves nothing installed and stops the experiment (ErrStart):
 // the next trial of the variant would fail the same way.
 func (r *Runner) installDaemonSets(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, v Variant) (*daemonSets, error) {
@@ -37,27 +37,26 @@ func (r *Runner) installDaemonSets(ctx context.Context, cfg *rest.Config, cs kub
 	if err != nil {
 		return nil, err
 	}
-	var all []*unstructured.Unstructured
+	var all, objs []*unstructured.Unstructured
 	for _, x := range spec.Variants {
-		if len(x.Manifests) == 0 {
+		if !x.installs() {
 			continue
 		}
-		objs, err := readManifests(x.Manifests)
+		xs, err := r.objectsOf(ctx, in, x)
 		if err != nil {
 			return nil, fmt.Errorf("%w: variant %s: %w", ErrStart, x.Name, err)
 		}
-		all = append(all, objs...)
+		all = append(all, xs...)
+		if x.Name == v.Name {
+			objs = xs
+		}
 	}
 	if err := in.remove(ctx, all); err != nil {
 		return nil, err
 	}
 	d := &daemonSets{in: in, metrics: len(spec.Metrics) == 0 || slices.Contains(spec.Metrics, "daemonset")}
-	if len(v.Manifests) == 0 {
+	if !v.installs() {
 		return d, nil
-	}
-	objs, err := readManifests(v.Manifests)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrStart, err)
 	}
 	if err := lab.ImportHostImages(ctx, r.LabDir(), imagesOf(objs)); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrStart, err)

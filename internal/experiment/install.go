@@ -60,10 +60,10 @@ func newInstaller(cfg *rest.Config, cs kubernetes.Interface, owner string) (*ins
 	return &installer{owner: owner, dyn: dyn, cs: cs, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}, nil
 }
 
-// resource is the client of o's resource, in o's namespace ("default" for a namespaced object that names
-// none, as kubectl does). A kind the server does not know yet (a custom resource whose definition was just
+// resource is the client of o's resource, in o's namespace (ns, set on o, for a namespaced object that
+// names none). A kind the server does not know yet (a custom resource whose definition was just
 // applied) is looked up again once.
-func (in *installer) resource(o *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
+func (in *installer) resource(o *unstructured.Unstructured, ns string) (dynamic.ResourceInterface, error) {
 	gvk := o.GroupVersionKind()
 	m, err := in.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) {
@@ -77,9 +77,22 @@ func (in *installer) resource(o *unstructured.Unstructured) (dynamic.ResourceInt
 		return in.dyn.Resource(m.Resource), nil
 	}
 	if o.GetNamespace() == "" {
-		o.SetNamespace(metav1.NamespaceDefault)
+		o.SetNamespace(ns)
 	}
 	return in.dyn.Resource(m.Resource).Namespace(o.GetNamespace()), nil
+}
+
+// setNamespaces puts every namespaced object among objs that names no namespace in ns.
+func (in *installer) setNamespaces(objs []*unstructured.Unstructured, ns string) error {
+	for _, o := range objs {
+		if o.GetNamespace() != "" {
+			continue
+		}
+		if _, err := in.resource(o, ns); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // install applies objs in installPlan's order, each labelled as the experiment's. An object that exists
@@ -87,7 +100,7 @@ func (in *installer) resource(o *unstructured.Unstructured) (dynamic.ResourceInt
 func (in *installer) install(ctx context.Context, objs []*unstructured.Unstructured) error {
 	for _, o := range installPlan(objs) {
 		o = o.DeepCopy()
-		r, err := in.resource(o)
+		r, err := in.resource(o, metav1.NamespaceDefault)
 		if err != nil {
 			return err
 		}
@@ -120,7 +133,7 @@ func (in *installer) remove(ctx context.Context, objs []*unstructured.Unstructur
 	var gone []func() (bool, error)
 	for _, o := range removePlan(objs) {
 		o = o.DeepCopy()
-		r, err := in.resource(o)
+		r, err := in.resource(o, metav1.NamespaceDefault)
 		if err != nil {
 			return err
 		}

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/tare-dev/tare/internal/userfile"
@@ -19,20 +21,21 @@ import (
 // maxManifest bounds one manifest file: a DaemonSet with its RBAC is a few kilobytes.
 const maxManifest = 4 << 20
 
-// checkManifests checks the shape of a variant's manifests (what Parse can see without the files): paths
-// given once each, and a target they can run on. Load reads the files (resolveManifests).
+// checkManifests checks the shape of a variant's manifests and Helm release (what Parse can see without
+// the files): paths given once each, names Kubernetes allows, and a target they can run on. Load reads the
+// files (resolveManifests).
 func (s *Spec) checkManifests(v Variant) error {
-	if len(v.Manifests) == 0 {
+	if !v.installs() {
 		return nil
 	}
 	lt := s.Target.Lab
 	switch {
 	case lt == nil:
-		return fmt.Errorf("manifests are installed on tare's lab, whose node tare measures; they need the lab target")
+		return fmt.Errorf("manifests and helm are installed on tare's lab, whose node tare measures; they need the lab target")
 	case lt.ControlPlaneOnly:
-		return fmt.Errorf("manifests: a DaemonSet's pods need a node; drop control_plane_only from target.lab")
+		return fmt.Errorf("manifests and helm: a DaemonSet's pods need a node; drop control_plane_only from target.lab")
 	case v.Pause:
-		return fmt.Errorf("manifests and pause: a paused lab runs no pods; give one or the other")
+		return fmt.Errorf("manifests or helm, and pause: a paused lab runs no pods; give one or the other")
 	}
 	seen := map[string]bool{}
 	for _, m := range v.Manifests {
@@ -44,32 +47,65 @@ func (s *Spec) checkManifests(v Variant) error {
 		}
 		seen[m] = true
 	}
+	if h := v.Helm; h != nil {
+		if strings.TrimSpace(h.Chart) == "" {
+			return fmt.Errorf("helm: no chart (a chart directory or archive, relative to the spec)")
+		}
+		for what, name := range map[string]string{"release": h.Release, "namespace": h.Namespace} {
+			if name != "" && len(validation.IsDNS1123Label(name)) > 0 {
+				return fmt.Errorf("helm.%s %q: want a DNS-1123 label (lower case letters, digits and '-', at most 63)", what, name)
+			}
+		}
+		if h.Release == "" && len(validation.IsDNS1123Label(v.Name)) > 0 {
+			return fmt.Errorf("helm: the release is named for the variant by default, and %q is no DNS-1123 label: give helm.release", v.Name)
+		}
+	}
 	return nil
 }
 
-// hasManifests says whether any variant installs manifests: then every trial reports the daemonset
-// metrics (zero for the variants without any), and removes what a killed tare may have left installed.
-func (s *Spec) hasManifests() bool {
-	return slices.ContainsFunc(s.Variants, func(v Variant) bool { return len(v.Manifests) > 0 })
-}
+// installs says whether the variant installs anything: manifests or a Helm release.
+func (v Variant) installs() bool { return len(v.Manifests) > 0 || v.Helm != nil }
 
-// resolveManifests makes every variant's manifest paths absolute, relative to dir (the spec's directory),
-// and reads them, so that a missing file or an object tare cannot install is an error before any trial.
+// hasManifests says whether any variant installs manifests or a release: then every trial reports the
+// daemonset metrics (zero for the variants without any), and removes what a killed tare may have left
+// installed.
+func (s *Spec) hasManifests() bool { return slices.ContainsFunc(s.Variants, Variant.installs) }
+
+// resolveManifests makes every variant's manifest and chart paths absolute, relative to dir (the spec's
+// directory), and reads the manifests, so that a missing file or an object tare cannot install is an error
+// before any trial. A chart is rendered only when a trial runs (it needs helm).
 func (s *Spec) resolveManifests(dir string) error {
+	abs := func(p string) (string, error) {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		return filepath.Abs(p)
+	}
 	for i := range s.Variants {
 		v := &s.Variants[i]
 		for k, m := range v.Manifests {
-			if !filepath.IsAbs(m) {
-				m = filepath.Join(dir, m)
-			}
-			abs, err := filepath.Abs(m)
+			a, err := abs(m)
 			if err != nil {
 				return fmt.Errorf("variant %s: manifest %s: %w", v.Name, m, err)
 			}
-			v.Manifests[k] = abs
+			v.Manifests[k] = a
+		}
+		if h := v.Helm; h != nil {
+			a, err := abs(h.Chart)
+			if err == nil {
+				_, err = os.Stat(a)
+			}
+			if err != nil {
+				return fmt.Errorf("variant %s: helm.chart: %w", v.Name, err)
+			}
+			h.Chart = a
 		}
 		if len(v.Manifests) > 0 {
-			if _, err := readManifests(v.Manifests); err != nil {
+			objs, err := readObjects(v.Manifests)
+			if err == nil && v.Helm == nil {
+				err = checkObjects(objs)
+			}
+			if err != nil {
 				return fmt.Errorf("variant %s: %w", v.Name, err)
 			}
 		}
@@ -77,9 +113,17 @@ func (s *Spec) resolveManifests(dir string) error {
 	return nil
 }
 
-// readManifests reads the objects of the manifest files, in order, and checks that they hold at least
-// one DaemonSet and no object twice.
+// readManifests reads the objects of the manifest files, in order, and checks them (checkObjects).
 func readManifests(paths []string) ([]*unstructured.Unstructured, error) {
+	objs, err := readObjects(paths)
+	if err != nil {
+		return nil, err
+	}
+	return objs, checkObjects(objs)
+}
+
+// readObjects reads the objects of the manifest files, in order.
+func readObjects(paths []string) ([]*unstructured.Unstructured, error) {
 	var objs []*unstructured.Unstructured
 	for _, p := range paths {
 		b, err := userfile.ReadAll(p, "manifest", maxManifest)
@@ -92,12 +136,17 @@ func readManifests(paths []string) ([]*unstructured.Unstructured, error) {
 		}
 		objs = append(objs, got...)
 	}
+	return objs, nil
+}
+
+// checkObjects checks that a variant's objects hold at least one DaemonSet and no object twice.
+func checkObjects(objs []*unstructured.Unstructured) error {
 	seen := map[objectKey]bool{}
 	ds := 0
 	for _, o := range objs {
 		k := keyOf(o)
 		if seen[k] {
-			return nil, fmt.Errorf("manifests: %s is given twice", k)
+			return fmt.Errorf("manifests: %s is given twice", k)
 		}
 		seen[k] = true
 		if isDaemonSet(o) {
@@ -105,9 +154,9 @@ func readManifests(paths []string) ([]*unstructured.Unstructured, error) {
 		}
 	}
 	if ds == 0 {
-		return nil, fmt.Errorf("manifests: no DaemonSet (apps/v1) among their %d objects; the variant measures what a DaemonSet costs", len(objs))
+		return fmt.Errorf("manifests: no DaemonSet (apps/v1) among their %d objects; the variant measures what a DaemonSet costs", len(objs))
 	}
-	return objs, nil
+	return nil
 }
 
 // parseManifest reads the objects of one YAML (or JSON) stream: documents separated by ---, each an

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/tare-dev/tare/internal/lab"
 )
 
 func TestParseManifestsErrors(t *testing.T) {
@@ -17,7 +20,7 @@ func TestParseManifestsErrors(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"commands target", base + "target: {commands: {apply: 'true'}}\nvariants: [{name: a}, {name: b, manifests: [ds.yaml]}]\n", "need the lab target"},
 		{"no node", base + "target: {lab: {control_plane_only: true}}\nguard: {deployment: false}\nvariants: [{name: a}, {name: b, manifests: [ds.yaml]}]\n", "need a node"},
-		{"pause", base + "variants: [{name: a}, {name: b, pause: true, manifests: [ds.yaml]}]\n", "manifests and pause"},
+		{"pause", base + "variants: [{name: a}, {name: b, pause: true, manifests: [ds.yaml]}]\n", "manifests or helm, and pause"},
 		{"empty path", base + "variants: [{name: a}, {name: b, manifests: ['']}]\n", "an empty path"},
 		{"twice", base + "variants: [{name: a}, {name: b, manifests: [ds.yaml, ds.yaml]}]\n", "listed twice"},
 		{"not a list", base + "variants: [{name: a}, {name: b, manifests: ds.yaml}]\n", "manifests"},
@@ -177,5 +180,75 @@ func TestImagesOf(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"busybox", "tare.lab/exporters:v1", "pause"}, imagesOf(objs)); diff != "" {
 		t.Fatalf("images (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseHelmErrors(t *testing.T) {
+	t.Parallel()
+	base := "name: x\ntrials: 4\nwindow: 10s\n"
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"no chart", base + "variants: [{name: a}, {name: b, helm: {values: {a: 1}}}]\n", "helm: no chart"},
+		{"bad release", base + "variants: [{name: a}, {name: b, helm: {chart: c, release: Agent}}]\n", `helm.release "Agent"`},
+		{"bad namespace", base + "variants: [{name: a}, {name: b, helm: {chart: c, namespace: a_b}}]\n", `helm.namespace "a_b"`},
+		{"variant not a name", base + "variants: [{name: a}, {name: B.1, helm: {chart: c}}]\n", "give helm.release"},
+		{"unknown field", base + "variants: [{name: a}, {name: b, helm: {chart: c, value: {}}}]\n", `unknown field "value"`},
+		{"commands target", base + "target: {commands: {apply: 'true'}}\nvariants: [{name: a}, {name: b, helm: {chart: c}}]\n", "need the lab target"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Parse([]byte(tc.yaml))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Parse: %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadHelmChart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "spec.yaml")
+	body := "name: x\ntrials: 4\nwindow: 10s\nvariants: [{name: a}, {name: agent, helm: {chart: %s, values: {port: 9999}}}]\n"
+	if err := os.WriteFile(spec, []byte(strings.Replace(body, "%s", "missing-chart", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(spec); err == nil || !strings.Contains(err.Error(), "helm.chart") {
+		t.Fatalf("Load with a missing chart: %v, want a helm.chart error", err)
+	}
+	chart, _ := filepath.Abs("../../deploy/helm/tare-agent")
+	if err := os.WriteFile(spec, []byte(strings.Replace(body, "%s", chart, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := s.variant("agent").Helm; h.Chart != chart || h.Values["port"] != float64(9999) || !s.hasManifests() {
+		t.Fatalf("helm %+v", h)
+	}
+}
+
+// TestRenderHelm renders tare's own chart with the real helm (cached by tare lab install or the Helm
+// tests; skipped without it): its objects, a DaemonSet among them, and the release's Namespace first.
+func TestRenderHelm(t *testing.T) {
+	t.Parallel()
+	helm := lab.HelmBin()
+	if helm == "" {
+		t.Skip("helm is not in tare's cache (the Helm chart test builds it)")
+	}
+	chart, _ := filepath.Abs("../../deploy/helm/tare-agent")
+	v := Variant{Name: "agent", Helm: &HelmRelease{Chart: chart, Namespace: "tare-test", Values: map[string]any{"image": map[string]any{"tag": "x"}}}}
+	objs, ns, err := renderHelm(context.Background(), helm, t.TempDir(), v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns != "tare-test" || objs[0].GetKind() != "Namespace" || objs[0].GetName() != "tare-test" {
+		t.Errorf("namespace %s, first object %s: want the release's Namespace first", ns, keyOf(objs[0]))
+	}
+	if err := checkObjects(objs); err != nil {
+		t.Error(err)
+	}
+	if _, _, err := renderHelm(context.Background(), helm, t.TempDir(), Variant{Name: "agent", Helm: &HelmRelease{Chart: filepath.Join(t.TempDir(), "none")}}); err == nil || !strings.Contains(err.Error(), "helm template") {
+		t.Errorf("a missing chart: %v, want helm template's error", err)
 	}
 }

@@ -110,6 +110,19 @@ type Variant struct {
 	// (manifests.go). The DaemonSet's pods' CPU and memory are reported per pod and per node (the
 	// daemonset family of metrics). Lab target with a node only.
 	Manifests []string `json:"manifests,omitempty"`
+	// Helm is a chart the variant installs with its manifests, the same way: rendered by the lab's helm
+	// (helm template) and applied, removed after the window (helm.go).
+	Helm *HelmRelease `json:"helm,omitempty"`
+}
+
+// HelmRelease is a chart and its values. tare renders it with helm template (the lab's cached helm,
+// built by the first experiment that needs it) and applies the objects as it applies manifests, so it
+// runs no hooks and leaves no release secret: the objects the chart makes are what is measured.
+type HelmRelease struct {
+	Chart     string         `json:"chart"`               // a chart directory or archive, relative to the spec
+	Values    map[string]any `json:"values,omitempty"`    // as a values file gives them
+	Release   string         `json:"release,omitempty"`   // the release name (default: the variant's name)
+	Namespace string         `json:"namespace,omitempty"` // created with the release and removed after it (default: the release name)
 }
 
 // Duration reads "10s" or "1m" in YAML.
@@ -438,7 +451,7 @@ func sameVariants(a, b []Variant) bool {
 		return false
 	}
 	for i := range a {
-		if a[i].Name != b[i].Name || a[i].Baseline != b[i].Baseline || a[i].Pause != b[i].Pause || a[i].Run != b[i].Run || !slices.Equal(a[i].Manifests, b[i].Manifests) || strings.Join(a[i].Set, " ") != strings.Join(b[i].Set, " ") {
+		if a[i].Name != b[i].Name || a[i].Baseline != b[i].Baseline || a[i].Pause != b[i].Pause || a[i].Run != b[i].Run || !slices.Equal(a[i].Manifests, b[i].Manifests) || (a[i].Helm == nil) != (b[i].Helm == nil) || strings.Join(a[i].Set, " ") != strings.Join(b[i].Set, " ") {
 			return false
 		}
 	}

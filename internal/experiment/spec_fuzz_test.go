@@ -31,6 +31,8 @@ func FuzzParse(f *testing.F) {
 		"variants: [{name: one, scale: [kube-system/coredns=1]}, {name: two, scale: [kube-system/coredns=2]}]\n"))
 	f.Add([]byte("name: ds\ntrials: 3\nwindow: 20s\nprimary: daemonset-node-cpu\nmetrics: [node-busy, daemonset]\n" +
 		"variants: [{name: none}, {name: agent, manifests: [a.yaml, b/c.yaml]}]\n"))
+	f.Add([]byte("name: helm\ntrials: 2\nwindow: 10s\n" +
+		"variants: [{name: none}, {name: agent, helm: {chart: deploy/helm/tare-agent, release: tare, values: {port: 9847, a: [1, x, {b: null}]}}}]\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := Parse(b)
 		if err != nil {
@@ -47,7 +49,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted a spec the runner cannot use: %+v", s)
 		}
 		for _, v := range s.Variants {
-			if len(v.Manifests) > 0 && (s.Target.Lab == nil || s.Target.Lab.ControlPlaneOnly || v.Pause) {
+			if v.installs() && (s.Target.Lab == nil || s.Target.Lab.ControlPlaneOnly || v.Pause) {
 				t.Fatalf("accepted manifests where no DaemonSet pod can run: %+v", s)
 			}
 		}

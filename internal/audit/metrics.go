@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -21,7 +22,22 @@ const MetricsGap = "from kube-apiserver's apiserver_request_total: requests per 
 type RequestTotals map[[2]string]float64
 
 // ParseRequestTotals reads apiserver_request_total from a /metrics scrape (Prometheus text format).
-func ParseRequestTotals(r io.Reader) (_ RequestTotals, err error) {
+func ParseRequestTotals(r io.Reader) (RequestTotals, error) {
+	m, err := ParseAPIServerMetrics(r)
+	return m.Requests, err
+}
+
+// APIServerMetrics are what one scrape of kube-apiserver's /metrics says of the load its clients put on
+// it: the request totals, and the watches open at the moment of the scrape (the
+// apiserver_longrunning_requests gauge with verb WATCH; -1 when the scrape has no such gauge).
+type APIServerMetrics struct {
+	Requests RequestTotals
+	Watches  float64
+}
+
+// ParseAPIServerMetrics reads apiserver_request_total and the open watches from a /metrics scrape
+// (Prometheus text format), parsing it once.
+func ParseAPIServerMetrics(r io.Reader) (_ APIServerMetrics, err error) {
 	// A scrape is untrusted input, and prometheus/common's text parser up to v0.67 panics on some of it
 	// ("{}" before any metric name; prometheus/common#922): make that an error like any other bad text.
 	defer func() {
@@ -32,11 +48,11 @@ func ParseRequestTotals(r io.Reader) (_ RequestTotals, err error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(r)
 	if err != nil {
-		return nil, fmt.Errorf("parsing kube-apiserver metrics: %w", err)
+		return APIServerMetrics{}, fmt.Errorf("parsing kube-apiserver metrics: %w", err)
 	}
 	fam, ok := fams["apiserver_request_total"]
 	if !ok {
-		return nil, fmt.Errorf("kube-apiserver metrics have no apiserver_request_total")
+		return APIServerMetrics{}, fmt.Errorf("kube-apiserver metrics have no apiserver_request_total")
 	}
 	out := RequestTotals{}
 	for _, m := range fam.GetMetric() {
@@ -64,7 +80,23 @@ func ParseRequestTotals(r io.Reader) (_ RequestTotals, err error) {
 		}
 		out[[2]string{verb, resource}] += m.GetCounter().GetValue()
 	}
-	return out, nil
+	return APIServerMetrics{Requests: out, Watches: openWatches(fams["apiserver_longrunning_requests"])}, nil
+}
+
+// openWatches sums the long-running requests whose verb is WATCH; -1 without the gauge.
+func openWatches(fam *dto.MetricFamily) float64 {
+	if fam == nil {
+		return -1
+	}
+	n := 0.0
+	for _, m := range fam.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "verb" && l.GetValue() == "WATCH" {
+				n += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return n
 }
 
 // MetricRow is requests of one verb on one resource between two scrapes.

@@ -58,8 +58,11 @@ requested change is out of its reach; --pilot DIR plans from an earlier experime
 instead, before any trial. The results say whether the requested sensitivity was reached.
 
 Ready-made specs: examples/experiments/ (upstream vs tuned, leader election on vs off, etcd
---snapshot-count sweep, lab running vs paused). A variant with pause: true is measured with the lab paused
-(tare lab pause after the guard and warm-up, unpause after the window).` + figuresHelp,
+--snapshot-count sweep, lab running vs paused, and the cost of a DaemonSet: node-exporter, process-exporter,
+tare's agent). A variant with pause: true is measured with the lab paused (tare lab pause after the guard
+and warm-up, unpause after the window). A variant with manifests: [FILE] (or helm: {chart, values}, rendered
+with helm template) installs them on the lab after the guard (server-side apply), waits until its DaemonSets' pods are all Ready, and removes them after the
+window, waiting its pods out; the daemonset-* metrics are their pods' CPU and memory per node and per pod.` + figuresHelp,
 		Example: `  sudo tare experiment examples/experiments/leader-election.yaml
   sudo tare experiment examples/experiments/etcd-snapshot-count.yaml --out snap
   sudo tare experiment examples/experiments/leader-election.yaml --mde 2% --budget 10m

@@ -9,7 +9,7 @@ import (
 )
 
 // families are the metric families a spec may ask for.
-var families = []string{"node-busy", "control-plane-cpu", "component-cpu", "component-memory", "etcd-writes", "api-requests"}
+var families = []string{"node-busy", "control-plane-cpu", "component-cpu", "component-memory", "etcd-writes", "api-requests", "daemonset"}
 
 // components are the groups whose CPU and memory are reported one by one: the lab's control plane, node
 // agents and container runtime, in the component registry's order.
@@ -17,6 +17,10 @@ var components = component.Names(component.Entry.Core)
 
 // controlPlane are the control plane's among them.
 var controlPlane = component.Names(func(e component.Entry) bool { return e.Core() && e.Role == component.RoleControlPlane })
+
+// APIWatches is the watches open on the API server at the end of a window, of the api-requests family (the
+// same scrape of its metrics): a DaemonSet's agents each hold theirs for as long as they run.
+const APIWatches = "api-watches"
 
 // Guard metrics: higher is worse for both.
 const (
@@ -36,7 +40,10 @@ func KnownFamily(m string) bool { return slices.Contains(families, m) }
 // kube-apiserver-memory, …) or a guard.
 func KnownPrimary(m string) bool {
 	switch m {
-	case "node-busy", "control-plane-cpu", "etcd-writes", "api-requests", GuardReady, GuardLatency:
+	case "node-busy", "control-plane-cpu", "etcd-writes", "api-requests", APIWatches, GuardReady, GuardLatency:
+		return true
+	}
+	if slices.Contains(daemonSetMetrics, m) {
 		return true
 	}
 	for _, c := range components {
@@ -60,6 +67,10 @@ func Unit(name string) string {
 		return "KiB/s"
 	case name == "api-requests":
 		return "/min"
+	case name == DaemonSetPods:
+		return "pods"
+	case name == APIWatches:
+		return "watches"
 	}
 	return "m"
 }
@@ -119,32 +130,37 @@ func Measure(sum summary.Summary, apiPerMin float64, asked []string) map[string]
 	return out
 }
 
-// Order sorts metric names for tables: the primary first, then node busy, control plane, components,
+// Order sorts metric names for tables: the primary first, then the DaemonSet's cost, node busy, control plane, components,
 // memory, writes, requests, guards. It returns a new slice.
 func Order(names []string, primary string) []string {
 	rank := func(n string) int {
 		switch {
 		case n == primary:
 			return 0
-		case n == "node-busy":
+		case slices.Contains(daemonSetMetrics, n):
 			return 1
-		case n == "control-plane-cpu":
+		case n == "node-busy":
 			return 2
-		case strings.HasSuffix(n, "-cpu"):
+		case n == "control-plane-cpu":
 			return 3
-		case strings.HasSuffix(n, "-memory"):
+		case strings.HasSuffix(n, "-cpu"):
 			return 4
-		case n == "etcd-writes":
+		case strings.HasSuffix(n, "-memory"):
 			return 5
-		case n == "api-requests":
+		case n == "etcd-writes":
 			return 6
+		case n == "api-requests", n == APIWatches:
+			return 7
 		}
-		return 7
+		return 8
 	}
 	out := slices.Clone(names)
 	slices.SortStableFunc(out, func(a, b string) int {
 		if d := rank(a) - rank(b); d != 0 {
 			return d
+		}
+		if da, db := slices.Index(daemonSetMetrics, a), slices.Index(daemonSetMetrics, b); da >= 0 && db >= 0 {
+			return da - db
 		}
 		ia, ib := slices.Index(components, strings.TrimSuffix(strings.TrimSuffix(a, "-cpu"), "-memory")), slices.Index(components, strings.TrimSuffix(strings.TrimSuffix(b, "-cpu"), "-memory"))
 		if ia != ib {

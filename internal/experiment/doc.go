@@ -4,7 +4,8 @@
 // interrupted experiment continues with --resume.
 //
 // What it owns: the spec (spec.go: the YAML file and its checks), the plan and the experiment file
-// (store.go), the runner (run.go: the lab or the commands target, the window; runcmd.go: a variant's run
+// (store.go), the runner (run.go: the lab or the commands target, the window; manifests.go, install.go,
+// daemonsets.go, helm.go: what a variant installs, its DaemonSets waited on and their cost; runcmd.go: a variant's run
 // command; leftovers.go: its processes found by their environment, also those a killed tare left; reaper.go: the
 // child process that cleans up after a killed tare; concurrent.go: a round's variants at once on shares of the replicas), the guard (guard.go: a Deployment reached through its Service, API latency) and a sequential
 // experiment's planning and stopping (sequential.go: the pilot, the rounds, the budget, the stop). The

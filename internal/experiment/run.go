@@ -280,7 +280,7 @@ func keys(m map[string]float64) []string {
 }
 
 // trial brings up the variant, measures the guard, waits out the warm-up and measures the window.
-func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
+func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) (err error) {
 	spec := r.Store.Spec
 	start := time.Now()
 	var kubeconfig string
@@ -358,6 +358,11 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 		}
 		t.Guard[GuardLatency] = ms
 	}
+	ds, err := r.installDaemonSets(ctx, kc.Config, cs, v)
+	if err != nil {
+		return err
+	}
+	defer ds.removeAfter(ctx, &err, r.say)
 	if v.Run != "" {
 		// One run command a lab, with that lab's kubeconfig (the commands target: one, in tare's environment).
 		kcs := replicas
@@ -383,7 +388,7 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) error {
 		return ctx.Err()
 	case <-time.After(spec.Warmup.Duration):
 	}
-	return r.window(ctx, t, cs, cls)
+	return r.window(ctx, t, cs, cls, ds)
 }
 
 // sharedSettle is how long a lab runs after its start before the first trial's guard, when it serves more
@@ -611,7 +616,7 @@ func (r *Runner) upTogether(ctx context.Context, up lab.UpOptions, dirs []string
 
 // window measures the node for the spec's window, recording it, and reads the API server's request rate
 // over the same span. The trial keeps the window's warnings, which are also printed as they arise.
-func (r *Runner) window(ctx context.Context, t *Trial, _ kubernetes.Interface, cls []*kube.Cluster) error {
+func (r *Runner) window(ctx context.Context, t *Trial, _ kubernetes.Interface, cls []*kube.Cluster, ds *daemonSets) error {
 	res, rates, err := r.record(ctx, t, cls, r.Store.Spec.variant(t.Variant).Pause)
 	if err != nil {
 		return err
@@ -622,7 +627,12 @@ func (r *Runner) window(ctx context.Context, t *Trial, _ kubernetes.Interface, c
 	}
 	sum := summary.Build(res.Meta, res.Samples, summary.Options{})
 	t.Metrics = compare.Measure(sum, rates.perMinute(all), r.Store.Spec.Metrics)
-	return nil
+	if _, ok := t.Metrics["api-requests"]; ok {
+		if w := rates.watches(all); w >= 0 {
+			t.Metrics[compare.APIWatches] = w
+		}
+	}
+	return ds.cost(ctx, sum, t.Metrics)
 }
 
 // record measures the node for the spec's window into t's recording (pausing the lab for it when asked)
@@ -671,11 +681,27 @@ func (r *Runner) record(ctx context.Context, t *Trial, cls []*kube.Cluster, paus
 	return res, rates, nil
 }
 
-// requestRates are the clusters' API request totals before and after a window.
+// requestRates are the clusters' API request totals (and open watches) before and after a window.
 type requestRates struct {
 	ok            bool
-	before, after []audit.RequestTotals
+	before, after []audit.APIServerMetrics
 	minutes       float64
+}
+
+// watches are the watches open at the window's end summed over the clusters at the indexes labs; -1 when
+// a scrape failed or an API server has no such gauge.
+func (q requestRates) watches(labs []int) float64 {
+	if !q.ok {
+		return -1
+	}
+	n := 0.0
+	for _, k := range labs {
+		if q.after[k].Watches < 0 {
+			return -1
+		}
+		n += q.after[k].Watches
+	}
+	return n
 }
 
 // perMinute is the request rate summed over the clusters at the indexes labs; -1 when a scrape failed.
@@ -685,7 +711,7 @@ func (q requestRates) perMinute(labs []int) float64 {
 	}
 	perMin := 0.0
 	for _, k := range labs {
-		perMin += audit.Delta(q.before[k], q.after[k], q.minutes).PerMinute
+		perMin += audit.Delta(q.before[k].Requests, q.after[k].Requests, q.minutes).PerMinute
 	}
 	return perMin
 }
@@ -703,11 +729,11 @@ func connectAll(kubeconfigs []string) ([]*kube.Cluster, error) {
 	return cls, nil
 }
 
-// scrapeAll reads the API request totals of every cluster, in order.
-func scrapeAll(ctx context.Context, cls []*kube.Cluster) ([]audit.RequestTotals, error) {
+// scrapeAll reads the API request totals and open watches of every cluster, in order.
+func scrapeAll(ctx context.Context, cls []*kube.Cluster) ([]audit.APIServerMetrics, error) {
 	// At once: the totals are read as close to the window's ends as they can be, and 16 API servers'
 	// metrics one after another took seconds of every round.
-	out := make([]audit.RequestTotals, len(cls))
+	out := make([]audit.APIServerMetrics, len(cls))
 	errs := make([]error, len(cls))
 	var wg sync.WaitGroup
 	for k, cl := range cls {
@@ -724,13 +750,13 @@ func scrapeAll(ctx context.Context, cls []*kube.Cluster) ([]audit.RequestTotals,
 	return out, nil
 }
 
-func scrape(ctx context.Context, cl *kube.Cluster) (audit.RequestTotals, error) {
+func scrape(ctx context.Context, cl *kube.Cluster) (audit.APIServerMetrics, error) {
 	body, err := cl.Metrics(ctx)
 	if err != nil {
-		return nil, err
+		return audit.APIServerMetrics{}, err
 	}
 	defer body.Close()
-	return audit.ParseRequestTotals(body)
+	return audit.ParseAPIServerMetrics(body)
 }
 
 // labSets are the target's and the variant's flags, in that order (the variant wins).

@@ -3,6 +3,7 @@ package experiment
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -102,6 +103,26 @@ type Variant struct {
 	// the window, e.g. an agent whose cost is the question: its CPU counts in the group tare puts it in.
 	// It is stopped (its process group) after the window; its output goes to DIR/trial-NNN-run.log.
 	Run string `json:"run,omitempty"`
+	// Manifests are YAML files of Kubernetes objects (paths relative to the spec; Load makes them
+	// absolute) that the variant installs on the lab for each of its trials, as kubectl apply would
+	// (server-side apply), after the guard: at least one DaemonSet, whose pods must all be scheduled and
+	// Ready before the warm-up starts. They are removed after the window, and their pods waited out
+	// (manifests.go). The DaemonSet's pods' CPU and memory are reported per pod and per node (the
+	// daemonset family of metrics). Lab target with a node only.
+	Manifests []string `json:"manifests,omitempty"`
+	// Helm is a chart the variant installs with its manifests, the same way: rendered by the lab's helm
+	// (helm template) and applied, removed after the window (helm.go).
+	Helm *HelmRelease `json:"helm,omitempty"`
+}
+
+// HelmRelease is a chart and its values. tare renders it with helm template (the lab's cached helm,
+// built by the first experiment that needs it) and applies the objects as it applies manifests, so it
+// runs no hooks and leaves no release secret: the objects the chart makes are what is measured.
+type HelmRelease struct {
+	Chart     string         `json:"chart"`               // a chart directory or archive, relative to the spec
+	Values    map[string]any `json:"values,omitempty"`    // as a values file gives them
+	Release   string         `json:"release,omitempty"`   // the release name (default: the variant's name)
+	Namespace string         `json:"namespace,omitempty"` // created with the release and removed after it (default: the release name)
 }
 
 // Duration reads "10s" or "1m" in YAML.
@@ -147,7 +168,14 @@ func Load(path string, adjust ...func(*Spec) error) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Parse(b, adjust...)
+	s, err := Parse(b, adjust...)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.resolveManifests(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("spec: %w", err)
+	}
+	return s, nil
 }
 
 // Parse reads a spec, rejecting unknown fields, applies each adjust, checks it and fills the defaults.
@@ -267,6 +295,9 @@ func (s *Spec) check() error {
 		}
 		if v.Pause && s.Target.Lab == nil {
 			return fmt.Errorf("variant %s: pause freezes tare's lab; it needs the lab target", v.Name)
+		}
+		if err := s.checkManifests(v); err != nil {
+			return fmt.Errorf("variant %s: %w", v.Name, err)
 		}
 		for _, sc := range v.Scale {
 			if _, _, _, err := parseScale(sc); err != nil {
@@ -420,7 +451,7 @@ func sameVariants(a, b []Variant) bool {
 		return false
 	}
 	for i := range a {
-		if a[i].Name != b[i].Name || a[i].Baseline != b[i].Baseline || a[i].Pause != b[i].Pause || a[i].Run != b[i].Run || strings.Join(a[i].Set, " ") != strings.Join(b[i].Set, " ") {
+		if a[i].Name != b[i].Name || a[i].Baseline != b[i].Baseline || a[i].Pause != b[i].Pause || a[i].Run != b[i].Run || !slices.Equal(a[i].Manifests, b[i].Manifests) || (a[i].Helm == nil) != (b[i].Helm == nil) || strings.Join(a[i].Set, " ") != strings.Join(b[i].Set, " ") {
 			return false
 		}
 	}

@@ -29,6 +29,10 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("name: any\ntarget: {commands: {apply: 'kubectl apply -f $TARE_VARIANT.yaml', wait: 'sleep 5'}}\n" +
 		"trials: 4\nwindow: 30s\nguard: {tolerance: 10%, deployment: false}\n" +
 		"variants: [{name: one, scale: [kube-system/coredns=1]}, {name: two, scale: [kube-system/coredns=2]}]\n"))
+	f.Add([]byte("name: ds\ntrials: 3\nwindow: 20s\nprimary: daemonset-node-cpu\nmetrics: [node-busy, daemonset]\n" +
+		"variants: [{name: none}, {name: agent, manifests: [a.yaml, b/c.yaml]}]\n"))
+	f.Add([]byte("name: helm\ntrials: 2\nwindow: 10s\n" +
+		"variants: [{name: none}, {name: agent, helm: {chart: deploy/helm/tare-agent, release: tare, values: {port: 9847, a: [1, x, {b: null}]}}}]\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := Parse(b)
 		if err != nil {
@@ -43,6 +47,11 @@ func FuzzParse(f *testing.F) {
 		if len(s.Variants) < 2 || baselines != 1 || s.Trials < 2 || s.Window.Duration <= 0 ||
 			s.Interval.Duration <= 0 || s.Interval.Duration > s.Window.Duration || !(s.Alpha > 0 && s.Alpha < 0.5) {
 			t.Fatalf("accepted a spec the runner cannot use: %+v", s)
+		}
+		for _, v := range s.Variants {
+			if v.installs() && (s.Target.Lab == nil || s.Target.Lab.ControlPlaneOnly || v.Pause) {
+				t.Fatalf("accepted manifests where no DaemonSet pod can run: %+v", s)
+			}
 		}
 		stored, err := json.Marshal(s)
 		if err != nil {

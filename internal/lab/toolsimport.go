@@ -26,6 +26,15 @@ type nodeRuntime struct{ node, socket string }
 // left alone, so a second call only checks (well under a second). The lab must run with nodes (not
 // control plane only) and every node's containerd must be running. Safe to call while pods run.
 func ImportToolsImage(ctx context.Context, labDir string) error {
+	return importHostImage(ctx, labDir, ToolsImage, func(ctx context.Context) (string, error) {
+		a, err := ToolsImageArchive(ctx)
+		return a.Path, err
+	})
+}
+
+// importHostImage imports img, whose archive build returns (building it when missing), into the
+// containerd of every real node of the lab in labDir, as ImportToolsImage says.
+func importHostImage(ctx context.Context, labDir string, img Image, build func(context.Context) (string, error)) error {
 	dir, err := filepath.Abs(labDir)
 	if err != nil {
 		return err
@@ -40,31 +49,31 @@ func ImportToolsImage(ctx context.Context, labDir string) error {
 	}
 	ctr, err := exec.LookPath("ctr")
 	if err != nil {
-		return fmt.Errorf("importing the datapath tools image needs ctr on PATH (containerd's package): %w", ErrPrerequisite)
+		return fmt.Errorf("importing %s needs ctr on PATH (containerd's package): %w", img.Name, ErrPrerequisite)
 	}
-	a, err := ToolsImageArchive(ctx)
+	archive, err := build(ctx)
 	if err != nil {
 		return err
 	}
-	want, err := archiveManifestDigest(a.Path)
+	want, err := archiveManifestDigest(archive)
 	if err != nil {
 		return err
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	for _, n := range nodes {
 		g.Go(func() error {
-			if got, err := imageDigest(ctx, ctr, n.socket, ToolsImage.Name); err == nil && got == want {
+			if got, err := imageDigest(ctx, ctr, n.socket, img.Name); err == nil && got == want {
 				return nil
 			}
-			if err := importImages(ctx, ctr, n.socket, []string{a.Path}); err != nil {
+			if err := importImages(ctx, ctr, n.socket, []string{archive}); err != nil {
 				return fmt.Errorf("node %s: %w", n.node, err)
 			}
-			got, err := imageDigest(ctx, ctr, n.socket, ToolsImage.Name)
+			got, err := imageDigest(ctx, ctr, n.socket, img.Name)
 			if err == nil && got != want {
 				err = fmt.Errorf("it holds %s, not the imported %s", got, want)
 			}
 			if err != nil {
-				return fmt.Errorf("node %s: checking the imported %s: %w", n.node, ToolsImage.Name, err)
+				return fmt.Errorf("node %s: checking the imported %s: %w", n.node, img.Name, err)
 			}
 			return nil
 		})

@@ -1,0 +1,70 @@
+package compare
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tare-dev/tare/internal/stats"
+	"github.com/tare-dev/tare/internal/summary"
+)
+
+func podGroup(name string, cpu, pss, rss float64) summary.Group {
+	return summary.Group{Name: name, Kind: "pod", CPU: stats.Summary{Mean: cpu}, Memory: summary.Memory{PSS: pss, RSS: rss}}
+}
+
+func TestDaemonSetCost(t *testing.T) {
+	t.Parallel()
+	const mib = 1 << 20
+	sum := summary.Summary{Groups: []summary.Group{
+		{Name: "kubelet", CPU: stats.Summary{Mean: 500}},
+		podGroup("pod uid-a", 12, 20*mib, 30*mib),
+		podGroup("pod ns/b", 6, 0, 10*mib), // named by the sampler; no PSS: RSS
+		podGroup("pod uid-c", 3, 4*mib, 5*mib),
+		podGroup("pod uid-other", 100, 100*mib, 100*mib), // not the DaemonSet's
+	}}
+	pods := []DaemonSetPod{
+		{UID: "uid-a", Namespace: "ns", Name: "a", Node: "node-1"},
+		{UID: "uid-b", Namespace: "ns", Name: "b", Node: "node-2"},
+		{UID: "uid-c", Namespace: "ns", Name: "c", Node: "node-2"}, // a second DaemonSet's pod on node-2
+		{UID: "uid-k", Namespace: "ns", Name: "k", Node: "kwok-1"}, // no process here
+	}
+	got, err := DaemonSetCost(sum, pods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu, mem := 12.0+6+3, 20.0+10+4
+	want := map[string]float64{
+		DaemonSetPodCPU: cpu / 3, DaemonSetPodMemory: mem / 3,
+		DaemonSetNodeCPU: cpu / 2, DaemonSetNodeMemory: mem / 2,
+		DaemonSetPods: 3,
+	}
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-9 })); diff != "" {
+		t.Fatalf("cost (-want +got):\n%s", diff)
+	}
+	for m := range got {
+		if !KnownPrimary(m) || Unit(m) == "" {
+			t.Errorf("metric %s: known primary %v, unit %q", m, KnownPrimary(m), Unit(m))
+		}
+	}
+	if !KnownFamily("daemonset") {
+		t.Error("daemonset is not a known family")
+	}
+	if _, err := DaemonSetCost(sum, pods[3:]); err == nil || !strings.Contains(err.Error(), "none of the DaemonSet's 1 pods") {
+		t.Errorf("no pod measured: %v", err)
+	}
+	if z := NoDaemonSet(); len(z) != len(want) || z[DaemonSetNodeCPU] != 0 {
+		t.Errorf("NoDaemonSet %v: want every metric of the family at 0", z)
+	}
+}
+
+func TestOrderDaemonSet(t *testing.T) {
+	t.Parallel()
+	got := Order([]string{"kubelet-cpu", DaemonSetPods, "node-busy", DaemonSetPodCPU, DaemonSetNodeCPU, APIWatches, "api-requests"}, "node-busy")
+	want := []string{"node-busy", DaemonSetNodeCPU, DaemonSetPodCPU, DaemonSetPods, "kubelet-cpu", "api-requests", APIWatches}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("order (-want +got):\n%s", diff)
+	}
+}

@@ -6,7 +6,7 @@ LDFLAGS   := -X github.com/tare-dev/tare/internal/cli.Version=$(VERSION)
 GOLANGCI  ?= $(shell $(GO) env GOPATH)/bin/golangci-lint
 GOLANGCI_VERSION ?= v2.15.0
 
-.PHONY: build krew test test-short bench bench-overhead bench-lab bench-audit bench-experiment bench-agent bench-datapath bench-kernel lint measure deps docs clean
+.PHONY: build krew test test-short kernel-check bench bench-overhead bench-lab bench-audit bench-experiment bench-agent bench-datapath bench-kernel lint measure deps docs clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/tare
@@ -84,6 +84,11 @@ test: deps
 	$(GO) run ./scripts/testtools
 	GO=$(GO) $(GO) run ./scripts/gotest -race -short -count=1 -timeout 20m ./...
 	GO=$(GO) $(GO) run ./scripts/gotest -count=1 -p 1 -timeout 75m ./...
+	GO=$(GO) ./scripts/kernelvm/run
+
+# The BPF paths on a real Linux 6.1 (Debian 12's cloud kernel) in QEMU: see scripts/kernelvm/run.
+kernel-check:
+	GO=$(GO) ./scripts/kernelvm/run
 
 test-short:
 	$(GO) test -short -count=1 ./...

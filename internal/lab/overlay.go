@@ -44,12 +44,15 @@ const (
 var ErrOneNode = errors.New("the overlay needs a lab with --nodes 2 or more")
 
 const (
-	vtepName     = "tare-vx"
-	vtepVNI      = 4242
-	vtepPort     = 4789
-	VTEPOverhead = 50 // outer IPv4 (20), UDP (8), VXLAN (8) and inner Ethernet (14) headers
-	overlayLen   = 24 // the VTEPs' network, 10.251.0.0/24
+	vtepName   = "tare-vx"
+	vtepVNI    = 4242
+	vtepPort   = 4789
+	overlayLen = 24 // the VTEPs' network, 10.251.0.0/24
 )
+
+// VTEPOverhead is what the VXLAN tunnel adds to a pod's packet: outer IPv4 (20), UDP (8), VXLAN (8) and
+// inner Ethernet (14) headers. The underlay's MTU stays this far above the pod network's.
+const VTEPOverhead = 50
 
 // SetOverlay switches the pod traffic between the nodes of the running lab in labDir to mode. It is
 // idempotent and takes well under a second (deleting the VTEPs, the slowest part, some tens of

@@ -252,7 +252,7 @@ func daemonSetReady(ds *appsv1.DaemonSet, pods []corev1.Pod) (ready []compare.Da
 	case st.CurrentNumberScheduled != d || st.UpdatedNumberScheduled != d:
 		return nil, false, fmt.Sprintf("%d of %d pods scheduled, %d up to date", st.CurrentNumberScheduled, d, st.UpdatedNumberScheduled)
 	case st.NumberReady != d || st.NumberAvailable != d:
-		return nil, false, fmt.Sprintf("%d of %d pods Ready, %d available", st.NumberReady, d, st.NumberAvailable)
+		return nil, false, fmt.Sprintf("%d of %d pods Ready, %d available%s", st.NumberReady, d, st.NumberAvailable, waiting(pods))
 	}
 	var notReady []string
 	for _, p := range pods {
@@ -266,6 +266,24 @@ func daemonSetReady(ds *appsv1.DaemonSet, pods []corev1.Pod) (ready []compare.Da
 		return nil, false, fmt.Sprintf("%d of %d pods Ready (not: %s)", len(ready), d, strings.Join(notReady, ", "))
 	}
 	return ready, true, ""
+}
+
+// waiting says why the pods' containers are not running, as kubectl describe's events would (the first
+// of each pod: "; POD: REASON: MESSAGE"), or nothing.
+func waiting(pods []corev1.Pod) string {
+	var b strings.Builder
+	for _, p := range pods {
+		for _, c := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+			if w := c.State.Waiting; w != nil && w.Reason != "" {
+				fmt.Fprintf(&b, "; %s: %s", p.Name, w.Reason)
+				if w.Message != "" {
+					fmt.Fprintf(&b, ": %s", w.Message)
+				}
+				break
+			}
+		}
+	}
+	return b.String()
 }
 
 func podReady(p corev1.Pod) bool {

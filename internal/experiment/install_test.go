@@ -38,6 +38,9 @@ func TestDaemonSetReady(t *testing.T) {
 	two := []corev1.Pod{testPod("a", "node-1", "ds-uid", true), testPod("b", "node-2", "ds-uid", true)}
 	deleting := testPod("b", "node-2", "ds-uid", true)
 	deleting.DeletionTimestamp = &metav1.Time{}
+	stuck := testPod("b", "node-2", "ds-uid", false)
+	stuck.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+		Reason: "CreateContainerError", Message: `path "/" is mounted on "/" but it is not a shared or slave mount`}}}}
 	for _, tc := range []struct {
 		name string
 		st   appsv1.DaemonSetStatus
@@ -53,6 +56,8 @@ func TestDaemonSetReady(t *testing.T) {
 		{"status ahead of pods", rolled, []corev1.Pod{two[0], testPod("b", "node-2", "ds-uid", false)}, "not: b"},
 		{"pod going", rolled, []corev1.Pod{two[0], deleting}, "not: b"},
 		{"pod missing", rolled, two[:1], "1 of 2 pods Ready"},
+		{"container not created", func() appsv1.DaemonSetStatus { s := rolled; s.NumberReady = 1; return s }(), []corev1.Pod{two[0], stuck},
+			`b: CreateContainerError: path "/" is mounted on "/" but it is not a shared or slave mount`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -35,34 +35,50 @@ func NoDaemonSet() map[string]float64 {
 }
 
 // DaemonSetCost is the daemonset family of a window's summary: the CPU (millicores, short-lived children
-// included) and memory (MiB) of the groups of pods, found by the sampler's pod group names ("pod UID", or
-// "pod NAMESPACE/NAME" when it named the pods), summed and divided by the pods measured and by the nodes
-// they run on. A pod the summary does not hold ran no process on the measured machine (a kwok node's):
-// it counts in neither. It fails when none of the pods was measured.
+// included) and memory (MiB: PSS, RSS where PSS is unknown) of the processes of the pods, found by their
+// pod UID (or namespace and name), whatever group they were put in (tare's own agent is the component
+// "tare", not a pod group), summed and divided by the pods measured and by the nodes they run on. A pod
+// with no process in the summary ran none on the measured machine (a kwok node's): it counts in neither.
+// It fails when none of the pods was measured.
 func DaemonSetCost(sum summary.Summary, pods []DaemonSetPod) (map[string]float64, error) {
-	groups := map[string]summary.Group{}
-	for _, g := range sum.Groups {
-		groups[g.Name] = g
+	type use struct{ cpu, mem float64 }
+	byUID, byName := map[string]*use{}, map[string]*use{}
+	for _, p := range sum.Processes {
+		m := p.PSS
+		if m == 0 {
+			m = p.RSS
+		}
+		for _, k := range []struct {
+			m   map[string]*use
+			key string
+		}{{byUID, p.PodUID}, {byName, p.PodNS + "/" + p.PodName}} {
+			if k.key == "" || k.key == "/" {
+				continue
+			}
+			u := k.m[k.key]
+			if u == nil {
+				u = &use{}
+				k.m[k.key] = u
+			}
+			u.cpu += p.CPU.Mean + p.ChildrenCPU
+			u.mem += m
+		}
 	}
 	var cpu, mem float64
 	measured := 0
 	nodes := map[string]bool{}
 	for _, p := range pods {
-		g, ok := groups["pod "+p.UID]
+		u, ok := byUID[p.UID]
 		if !ok {
-			g, ok = groups["pod "+p.Namespace+"/"+p.Name]
+			u, ok = byName[p.Namespace+"/"+p.Name]
 		}
 		if !ok {
 			continue
 		}
 		measured++
 		nodes[p.Node] = true
-		cpu += g.CPU.Mean
-		m := g.PSS
-		if m == 0 {
-			m = g.RSS
-		}
-		mem += m / (1 << 20)
+		cpu += u.cpu
+		mem += u.mem / (1 << 20)
 	}
 	if measured == 0 {
 		return nil, fmt.Errorf("none of the DaemonSet's %d pods ran a process tare saw in the window: are they on this machine's node?", len(pods))

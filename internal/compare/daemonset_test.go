@@ -11,19 +11,21 @@ import (
 	"github.com/tare-dev/tare/internal/summary"
 )
 
-func podGroup(name string, cpu, pss, rss float64) summary.Group {
-	return summary.Group{Name: name, Kind: "pod", CPU: stats.Summary{Mean: cpu}, Memory: summary.Memory{PSS: pss, RSS: rss}}
+func podProcess(uid, ns, name, group string, cpu, kids, pss, rss float64) summary.Process {
+	return summary.Process{Group: group, PodUID: uid, PodNS: ns, PodName: name, CPU: stats.Summary{Mean: cpu}, ChildrenCPU: kids,
+		Memory: summary.Memory{PSS: pss, RSS: rss}}
 }
 
 func TestDaemonSetCost(t *testing.T) {
 	t.Parallel()
 	const mib = 1 << 20
-	sum := summary.Summary{Groups: []summary.Group{
-		{Name: "kubelet", CPU: stats.Summary{Mean: 500}},
-		podGroup("pod uid-a", 12, 20*mib, 30*mib),
-		podGroup("pod ns/b", 6, 0, 10*mib), // named by the sampler; no PSS: RSS
-		podGroup("pod uid-c", 3, 4*mib, 5*mib),
-		podGroup("pod uid-other", 100, 100*mib, 100*mib), // not the DaemonSet's
+	sum := summary.Summary{Processes: []summary.Process{
+		{Group: "kubelet", CPU: stats.Summary{Mean: 500}},
+		podProcess("uid-a", "ns", "a", "pod uid-a", 10, 2, 20*mib, 30*mib),
+		podProcess("", "ns", "b", "pod ns/b", 6, 0, 0, 10*mib), // known by name only; no PSS: RSS
+		podProcess("uid-c", "ns", "c", "tare", 2, 0, 3*mib, 4*mib), // a registered component in a pod (tare's agent)
+		podProcess("uid-c", "ns", "c", "tare", 1, 0, 1*mib, 1*mib), // a second process of that pod
+		podProcess("uid-other", "ns", "o", "pod uid-other", 100, 0, 100*mib, 100*mib), // not the DaemonSet's
 	}}
 	pods := []DaemonSetPod{
 		{UID: "uid-a", Namespace: "ns", Name: "a", Node: "node-1"},

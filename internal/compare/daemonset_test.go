@@ -22,9 +22,9 @@ func TestDaemonSetCost(t *testing.T) {
 	sum := summary.Summary{Processes: []summary.Process{
 		{Group: "kubelet", CPU: stats.Summary{Mean: 500}},
 		podProcess("uid-a", "ns", "a", "pod uid-a", 10, 2, 20*mib, 30*mib),
-		podProcess("", "ns", "b", "pod ns/b", 6, 0, 0, 10*mib), // known by name only; no PSS: RSS
-		podProcess("uid-c", "ns", "c", "tare", 2, 0, 3*mib, 4*mib), // a registered component in a pod (tare's agent)
-		podProcess("uid-c", "ns", "c", "tare", 1, 0, 1*mib, 1*mib), // a second process of that pod
+		podProcess("", "ns", "b", "pod ns/b", 6, 0, 0, 10*mib),                        // known by name only; no PSS: RSS
+		podProcess("uid-c", "ns", "c", "tare", 2, 0, 3*mib, 4*mib),                    // a registered component in a pod (tare's agent)
+		podProcess("uid-c", "ns", "c", "tare", 1, 0, 1*mib, 1*mib),                    // a second process of that pod
 		podProcess("uid-other", "ns", "o", "pod uid-other", 100, 0, 100*mib, 100*mib), // not the DaemonSet's
 	}}
 	pods := []DaemonSetPod{

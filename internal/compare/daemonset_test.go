@@ -70,3 +70,17 @@ func TestOrderDaemonSet(t *testing.T) {
 		t.Fatalf("order (-want +got):\n%s", diff)
 	}
 }
+
+// A change from a baseline of zero is shown as the shift in the metric's unit, not as a percentage.
+func TestChangeTextZeroBaseline(t *testing.T) {
+	t.Parallel()
+	c := Cell{DeltaPct: Num(math.NaN()), LoPct: Num(math.NaN()), HiPct: Num(math.NaN()),
+		Shift: &stats.Shift{P: 0.021, Significant: true, Estimate: 1.338, Lo: 1.171, Hi: 2.103}}
+	if got, want := ChangeText(c), "+1.338 [+1.171, +2.103] p=0.021"; got != want {
+		t.Errorf("ChangeText %q, want %q", got, want)
+	}
+	c = Cell{DeltaPct: 12.5, LoPct: 3, HiPct: 20, Shift: &stats.Shift{P: 0.03, Significant: true}}
+	if got, want := ChangeText(c), "+12.5% [+3.0%, +20.0%] p=0.030"; got != want {
+		t.Errorf("ChangeText %q, want %q", got, want)
+	}
+}

@@ -142,7 +142,8 @@ func MedianText(c Cell) string {
 	return fmt.Sprintf("%.4g [%.4g, %.4g] n=%d", m.Median, m.Lo, m.Hi, m.N)
 }
 
-// ChangeText is a cell's change from the baseline with its interval and p, or ~ when not significant.
+// ChangeText is a cell's change from the baseline with its interval and p, or ~ when not significant: in
+// percent of the baseline, or in the metric's unit when the baseline is zero.
 func ChangeText(c Cell) string {
 	s := c.Shift
 	if s == nil || math.IsNaN(s.P) {
@@ -150,6 +151,10 @@ func ChangeText(c Cell) string {
 	}
 	if !s.Significant {
 		return fmt.Sprintf("~ (p=%.2f)", s.P)
+	}
+	if d := float64(c.DeltaPct); math.IsNaN(d) || math.IsInf(d, 0) {
+		// A baseline of zero (a DaemonSet's cost where none runs) has no percentage: the shift itself.
+		return fmt.Sprintf("%+.4g [%+.4g, %+.4g] p=%.3f", s.Estimate, s.Lo, s.Hi, s.P)
 	}
 	return fmt.Sprintf("%+.1f%% [%+.1f%%, %+.1f%%] p=%.3f", c.DeltaPct, c.LoPct, c.HiPct, s.P)
 }

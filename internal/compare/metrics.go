@@ -9,7 +9,7 @@ import (
 )
 
 // families are the metric families a spec may ask for.
-var families = []string{"node-busy", "control-plane-cpu", "component-cpu", "component-memory", "etcd-writes", "api-requests", "daemonset"}
+var families = []string{"node-busy", "control-plane-cpu", "component-cpu", "component-memory", "etcd-writes", APIRequests, "daemonset"}
 
 // components are the groups whose CPU and memory are reported one by one: the lab's control plane, node
 // agents and container runtime, in the component registry's order.
@@ -21,6 +21,9 @@ var controlPlane = component.Names(func(e component.Entry) bool { return e.Core(
 // APIWatches is the watches open on the API server at the end of a window, of the api-requests family (the
 // same scrape of its metrics): a DaemonSet's agents each hold theirs for as long as they run.
 const APIWatches = "api-watches"
+
+// APIRequests is the API server's request rate, requests a minute (apiserver_request_total).
+const APIRequests = "api-requests"
 
 // Guard metrics: higher is worse for both.
 const (
@@ -40,7 +43,7 @@ func KnownFamily(m string) bool { return slices.Contains(families, m) }
 // kube-apiserver-memory, …) or a guard.
 func KnownPrimary(m string) bool {
 	switch m {
-	case "node-busy", "control-plane-cpu", "etcd-writes", "api-requests", APIWatches, GuardReady, GuardLatency:
+	case "node-busy", "control-plane-cpu", "etcd-writes", APIRequests, APIWatches, GuardReady, GuardLatency:
 		return true
 	}
 	if slices.Contains(daemonSetMetrics, m) {
@@ -65,7 +68,7 @@ func Unit(name string) string {
 		return "MiB"
 	case name == "etcd-writes":
 		return "KiB/s"
-	case name == "api-requests":
+	case name == APIRequests:
 		return "/min"
 	case name == DaemonSetPods:
 		return "pods"
@@ -121,9 +124,9 @@ func Measure(sum summary.Summary, apiPerMin float64, asked []string) map[string]
 			if g, ok := groups[component.Etcd]; ok {
 				out["etcd-writes"] = g.WriteBps / 1024
 			}
-		case "api-requests":
+		case APIRequests:
 			if apiPerMin >= 0 {
-				out["api-requests"] = apiPerMin
+				out[APIRequests] = apiPerMin
 			}
 		}
 	}
@@ -149,7 +152,7 @@ func Order(names []string, primary string) []string {
 			return 5
 		case n == "etcd-writes":
 			return 6
-		case n == "api-requests", n == APIWatches:
+		case n == APIRequests, n == APIWatches:
 			return 7
 		}
 		return 8

@@ -627,7 +627,7 @@ func (r *Runner) window(ctx context.Context, t *Trial, _ kubernetes.Interface, c
 	}
 	sum := summary.Build(res.Meta, res.Samples, summary.Options{})
 	t.Metrics = compare.Measure(sum, rates.perMinute(all), r.Store.Spec.Metrics)
-	if _, ok := t.Metrics["api-requests"]; ok {
+	if _, ok := t.Metrics[compare.APIRequests]; ok {
 		if w := rates.watches(all); w >= 0 {
 			t.Metrics[compare.APIWatches] = w
 		}

@@ -6,7 +6,7 @@ LDFLAGS   := -X github.com/tare-dev/tare/internal/cli.Version=$(VERSION)
 GOLANGCI  ?= $(shell $(GO) env GOPATH)/bin/golangci-lint
 GOLANGCI_VERSION ?= v2.15.0
 
-.PHONY: build krew test test-short kernel-check bench bench-overhead bench-lab bench-audit bench-experiment bench-agent bench-datapath bench-kernel lint measure deps docs clean
+.PHONY: build krew test test-short kernel-check bench bench-overhead bench-lab bench-firstrun bench-audit bench-experiment bench-agent bench-datapath bench-kernel lint measure deps docs clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/tare
@@ -114,6 +114,12 @@ bench-overhead: build deps
 
 bench-lab: build
 	$(GO) run ./bench/lab -tare ./$(BIN)
+
+# bench-firstrun: what make measure takes on a fresh machine, from empty Go and tare caches (removed after),
+# then warm: tare's build, lab install, lab up and a 60 s measurement, each step's wall and CPU time. Root;
+# about 10 minutes.
+bench-firstrun:
+	$(GO) run ./bench/lab -firstrun
 
 bench-audit:
 	@command -v jq >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null)

@@ -2,7 +2,8 @@
 // Running first pod, cold (empty directory) and warm (a directory kept by down --keep), next to the
 // published time-to-k8s totals of other local clusters; and the idle CPU of the lab's components with
 // the upstream and the tuned profile, measured with tare measure, compared with Welch's t-test; then the
-// cold start of a lab with -nodes real nodes (lab up --nodes) and its idle CPU per added node.
+// cold start of a lab with -nodes real nodes (lab up --nodes) and its idle CPU per added node. With
+// -firstrun, instead, a first run from cold Go and tare caches (firstrun.go).
 package main
 
 import (
@@ -43,10 +44,20 @@ func main() {
 	settle := flag.Duration("settle", 15*time.Second, "wait after up before measuring idle CPU")
 	nodes := flag.Int("nodes", 3, "real nodes of the multi-node lab measured (1: skip it)")
 	idle := flag.Bool("idle", true, "also measure idle CPU per profile and the multi-node lab (false: cold and warm starts only)")
+	first := flag.Bool("firstrun", false, "measure a first run instead, from empty Go and tare caches: tare's build from -src, lab install, lab up and a -measure measurement, then warm")
+	src := flag.String("src", ".", "tare's source tree, built by -firstrun")
+	measure := flag.Duration("measure", time.Minute, "the measurement of -firstrun")
 	flag.Parse()
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "bench lab: needs root (a full lab with kubelet and containerd)")
 		os.Exit(1)
+	}
+	if *first {
+		if err := firstRun(context.Background(), *src, *measure); err != nil {
+			fmt.Fprintln(os.Stderr, "bench lab:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(context.Background(), *tare, *runs, *nodes, *idle, *window, *settle); err != nil {
 		fmt.Fprintln(os.Stderr, "bench lab:", err)

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/vishvananda/netns"
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,6 +28,7 @@ import (
 	"github.com/tare-dev/tare/internal/cluster"
 	"github.com/tare-dev/tare/internal/deploy"
 	"github.com/tare-dev/tare/internal/kube"
+	"github.com/tare-dev/tare/internal/testenv"
 )
 
 // The identities the access checks use: ServiceAccounts in default, each bound (or not) to one role.
@@ -44,32 +43,17 @@ const (
 // when role is not empty, and returns a ten-minute token of it from the TokenRequest API.
 func accountToken(ctx context.Context, t *testing.T, cs kubernetes.Interface, name, role string) string {
 	t.Helper()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if _, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
 		_ = cs.CoreV1().ServiceAccounts("default").Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-	if role != "" {
-		b := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: "default"}},
-		}
-		if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
+		if role != "" {
 			_ = cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
-		})
-	}
-	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(600))}}, metav1.CreateOptions{})
+		}
+	})
+	tok, err := readerToken(ctx, cs, name, role)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return tr.Status.Token
+	return tok
 }
 
 // tokenKubeconfig writes a copy of the kubeconfig kc whose user is the bearer token, as a user handed a
@@ -119,27 +103,8 @@ func podNetnsClient(t *testing.T, cg string) *http.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ns.Close() })
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		type res struct {
-			c   net.Conn
-			err error
-		}
-		ch := make(chan res, 1)
-		go func() {
-			// The socket is made in the namespace of the thread that makes it; the thread is never
-			// returned to the runtime's pool (it ends with the goroutine while still locked).
-			runtime.LockOSThread()
-			if err := netns.Set(ns); err != nil {
-				ch <- res{nil, err}
-				return
-			}
-			var d net.Dialer
-			c, err := d.DialContext(ctx, network, addr)
-			ch <- res{c, err}
-		}()
-		r := <-ch
-		return r.c, r.err
-	}
+	// Through the handle held here, so that the namespace outlives the pod's process.
+	dial := testenv.DialFrom(fmt.Sprintf("/proc/self/fd/%d", int(ns)))
 	tr := &http.Transport{DialContext: dial, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true} //nolint:gosec // the agent's certificate is self-made
 	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/lab/images"
 	"github.com/tare-dev/tare/internal/userfile"
 )
 
@@ -18,7 +18,7 @@ func newAgentImage(s streams, _ *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image --out FILE.tar",
 		Short: "Write the tare agent's container image as an OCI archive",
-		Long: `Write the image tare agent manifest runs by default (` + lab.TareImage.Name + `) as an OCI archive:
+		Long: `Write the image tare agent manifest runs by default (` + images.Tare.Name + `) as an OCI archive:
 one layer holding this tare binary at /tare, its entrypoint. tare lab up imports the same image into the
 lab's containerd. A static tare (make build; CGO_ENABLED=0) is the only file in the image; a tare built
 with cgo (go install, or go build where a C compiler exists) comes with its dynamic loader and the shared
@@ -46,7 +46,7 @@ and pass --image REGISTRY/tare:TAG to tare agent manifest.`,
 
 // writeAgentImage copies the cached image archive to out.
 func writeAgentImage(cmd *cobra.Command, s streams, out string) error {
-	archive, err := lab.TareImageArchive(cmd.Context())
+	archive, err := images.TareArchive(cmd.Context())
 	if err != nil {
 		return err
 	}
@@ -66,6 +66,6 @@ func writeAgentImage(cmd *cobra.Command, s streams, out string) error {
 	if err != nil {
 		return fmt.Errorf("writing the image to %s: %w", out, err)
 	}
-	fmt.Fprintf(s.err, "wrote %s (%s): import it with ctr -n k8s.io images import %s\n", out, lab.TareImage.Name, out)
+	fmt.Fprintf(s.err, "wrote %s (%s): import it with ctr -n k8s.io images import %s\n", out, images.Tare.Name, out)
 	return nil
 }

@@ -28,6 +28,7 @@ func TestFilesThatCannotHurt(t *testing.T) {
 			{"export", bad.path, "--format", "csv"},
 			{"diff", bad.path, bad.path},
 			{"fit", "--density", bad.path, "--pods", "10"},
+			{"fit", "--allocatable", bad.path, "--pods", "10"},
 			{"experiment", bad.path},
 		} {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -43,8 +43,12 @@ func TestMeasureBlockIO(t *testing.T) {
 		err         error
 	}
 	done := make(chan result, 1)
+	// The window is ended (as Ctrl-C ends it) a second after dd ends: a fixed duration cut dd's last reads
+	// off on a loaded machine (CI: 62 of 8,192), where the tracer attached late and dd ran slowly.
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
 	go func() {
-		out, errOut, err := run(context.Background(), "measure", "--duration", "10s", "--block-io", "-o", "json")
+		out, errOut, err := run(ctx, "measure", "--duration", "2m", "--block-io", "-o", "json")
 		done <- result{out, errOut, err}
 	}()
 	// The block I/O window opens at the first sample, just after the tracer attaches: on a loaded machine
@@ -52,8 +56,12 @@ func TestMeasureBlockIO(t *testing.T) {
 	waitTracing(t, 4, 30*time.Second)
 	time.Sleep(3 * time.Second)
 	if out, err := exec.Command(dd, "if="+file, "of=/dev/null", "bs="+strconv.Itoa(block), "iflag=direct").CombinedOutput(); err != nil {
+		stop()
+		<-done
 		t.Fatalf("reading the file: %v\n%s", err, out)
 	}
+	time.Sleep(time.Second)
+	stop()
 	r := <-done
 	after := diskstatsReads(t, file)
 	if r.err != nil {

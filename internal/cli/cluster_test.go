@@ -22,7 +22,7 @@ import (
 	"github.com/tare-dev/tare/internal/classify"
 	"github.com/tare-dev/tare/internal/cluster"
 	"github.com/tare-dev/tare/internal/deploy"
-	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/lab/images"
 	"github.com/tare-dev/tare/internal/promread/promtest"
 	"github.com/tare-dev/tare/internal/testload"
 )
@@ -229,7 +229,7 @@ func startBurnerPod(ctx context.Context, t *testing.T, cs kubernetes.Interface, 
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "burner"},
 		Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: new(int64), AutomountServiceAccountToken: new(bool),
-			Containers: []corev1.Container{{Name: "burn", Image: lab.WebImage.Name, ImagePullPolicy: corev1.PullNever,
+			Containers: []corev1.Container{{Name: "burn", Image: images.Web.Name, ImagePullPolicy: corev1.PullNever,
 				Args: []string{"--password=" + plantedSecret},
 				Env:  []corev1.EnvVar{{Name: "BURN_MILLICORES", Value: strconv.Itoa(mc)}}}}},
 	}

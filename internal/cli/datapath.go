@@ -17,6 +17,7 @@ import (
 	"github.com/tare-dev/tare/internal/htmlreport"
 	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/lab/images"
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/session"
 )
@@ -106,7 +107,7 @@ like tare measure, and runs on the node it measures.` + figuresHelp,
 	f.IntVar(&o.parallel, "parallel", 1, "parallel streams of the stream modes, connections under way at once of tcp-crr")
 	f.StringVar(&o.node, "node", "", "the node of the pods (default: this machine's node, else the only one)")
 	f.StringVarP(&o.namespace, "namespace", "n", "tare-datapath", "namespace of the run's pods: created for the run and deleted after it")
-	f.StringVar(&o.image, "image", "tools", "image with iperf3 and sockperf; tools is the lab's ("+lab.ToolsImage.Name+", never pulled)")
+	f.StringVar(&o.image, "image", "tools", "image with iperf3 and sockperf; tools is the lab's ("+images.Tools.Name+", never pulled)")
 	f.StringVar(&o.pull, "pull", "", "image pull policy: never or if-not-present (default: never for tools, else if-not-present)")
 	f.StringVar(&o.labDir, "lab-dir", lab.DefaultDir(), "the lab to use when one runs (its kubeconfig, tools image and overlay)")
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the trial order (default: from the clock)")
@@ -154,7 +155,7 @@ func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapat
 	if err := checkHTML(o.html); err != nil {
 		return err
 	}
-	image, pullNever, err := podImage(o.image, "tools", lab.ToolsImage, o.pull)
+	image, pullNever, err := podImage(o.image, "tools", images.Tools, o.pull)
 	if err != nil {
 		return err
 	}
@@ -171,9 +172,9 @@ func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapat
 		anyHost = anyHost || l.Path == datapath.Host || l.Path == datapath.HostCrossNode
 	}
 	if slices.ContainsFunc(modes, datapath.Mode.UsesCRR) {
-		do.CRR.Pod = lab.CRRName
+		do.CRR.Pod = images.CRRName
 		if anyHost {
-			if do.CRR.Host, err = lab.CRRProgram(ctx); err != nil {
+			if do.CRR.Host, err = images.CRRProgram(ctx); err != nil {
 				return fmt.Errorf("tcp-crr's program for the host path: %w (tare lab install --datapath builds it)", err)
 			}
 		}

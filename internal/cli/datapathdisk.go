@@ -12,6 +12,7 @@ import (
 	"github.com/tare-dev/tare/internal/datapath"
 	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/lab/images"
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/session"
 )
@@ -83,7 +84,7 @@ runs on the node it measures.` + figuresHelp,
 	f.StringVar(&o.dir, "dir", "/var/tmp/tare-datapath-disk", "directory of the host target's file and of the hostpath and pvc volumes; on the node's disk")
 	f.StringVar(&o.node, "node", "", "the node of the pod (default: this machine's node, else the only one)")
 	f.StringVarP(&o.namespace, "namespace", "n", "tare-datapath-disk", "namespace of the run's pod: created for the run and deleted after it")
-	f.StringVar(&o.image, "image", "tools", "image with fio; tools is the lab's ("+lab.ToolsImage.Name+", never pulled)")
+	f.StringVar(&o.image, "image", "tools", "image with fio; tools is the lab's ("+images.Tools.Name+", never pulled)")
 	f.StringVar(&o.pull, "pull", "", "image pull policy: never or if-not-present (default: never for tools, else if-not-present)")
 	f.StringVar(&o.labDir, "lab-dir", lab.DefaultDir(), "the lab to use when one runs (its kubeconfig and tools image)")
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the trial order (default: from the clock)")
@@ -137,7 +138,7 @@ func runDatapathDisk(ctx context.Context, s streams, g *globalOptions, o *datapa
 	if err := checkHTML(o.html); err != nil {
 		return err
 	}
-	image, pullNever, err := podImage(o.image, "tools", lab.ToolsImage, o.pull)
+	image, pullNever, err := podImage(o.image, "tools", images.Tools, o.pull)
 	if err != nil {
 		return err
 	}
@@ -188,7 +189,7 @@ func podCluster(ctx context.Context, s streams, g *globalOptions, labDir, image,
 		a.lab = st
 	}
 	isLab := a.lab != nil
-	if !isLab && image == lab.ToolsImage.Name {
+	if !isLab && image == images.Tools.Name {
 		return a, usageError("--image tools is the tare lab's image and no lab runs at --lab-dir %s for this kubeconfig: on another cluster give --image, an image with the tools on its PATH", labDir)
 	}
 	cset, err := c.Clientset()
@@ -204,7 +205,7 @@ func podCluster(ctx context.Context, s streams, g *globalOptions, labDir, image,
 	if note != "" {
 		say("warning: %s", note)
 	}
-	if isLab && image == lab.ToolsImage.Name {
+	if isLab && image == images.Tools.Name {
 		say("importing %s into the lab's nodes", image)
 		if err := lab.ImportToolsImage(ctx, labDir); err != nil {
 			return a, fmt.Errorf("tare datapath: %w", err)

@@ -13,8 +13,10 @@ import (
 	"github.com/tare-dev/tare/internal/htmlreport"
 	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/lab/images"
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/session"
+	"github.com/tare-dev/tare/internal/userfile"
 )
 
 type densityOptions struct {
@@ -34,6 +36,8 @@ type densityOptions struct {
 	maxPods      int
 	containers   int
 	html         string
+	percentile   float64
+	allocatable  string
 }
 
 // newDensity is `tare density`: what one more pod costs the node (issue 15).
@@ -53,7 +57,18 @@ From the per-pod costs outside the pod cgroups of the node's agents, runtime and
 processes, at the upper end of their intervals, it prints a RuntimeClass whose overhead.podFixed charges
 them to every pod that uses it (KEP-688). From the same components' CPU and PSS, read at --max-pods
 pods (default: the node's pod limit) at the upper end of the line's 95% interval, it recommends a
-kube-reserved, beside what the EKS, GKE and AKS formulas reserve for a node of this size.
+kube-reserved, beside what the EKS, GKE and AKS formulas reserve for a node of this size. Operators size
+reservations for spikes, not means: from the same components' per-second CPU, every second moved to
+--max-pods pods by the line's per-pod slope, it also reads kube-reserved at --percentile (default 99) of
+1 s demand, with its distribution-free 95% interval (order statistics; an end the seconds measured cannot
+bound is printed "unbounded": p99 needs 367 seconds), and system-reserved the same way from the kernel
+threads and the machine's processes that are neither Kubernetes's nor pods. With --churn the CPU its pod
+starts cost, at its rate, is added to both. Memory is the largest working set outside the pods' cgroup
+(usage − inactive_file, what the eviction manager counts), read every second, plus the kubelet's
+evictionHard memory.available (from its configz; 100Mi, said, when unreadable): allocatable = capacity −
+kube-reserved − system-reserved − eviction. --allocatable-out FILE writes that measured allocatable
+for the node's shape (CPU, memory, pods, OS image, kernel, runtime, date, tare version) as YAML, for
+tare fit --allocatable and capacity tools.
 
 The pods run in --namespace, created for the run and deleted after it, also on error or Ctrl-C (which
 keeps and prints the steps measured so far). --image pause (the default) is the lab's pause image, never
@@ -85,7 +100,7 @@ the steps it measured.` + figuresHelp,
 	f.DurationVar(&o.settle, "settle", 10*time.Second, "wait after the pods are Running before measuring")
 	f.StringVar(&o.node, "node", "", "the node to fill (default: the cluster's only node that takes pods)")
 	f.StringVarP(&o.namespace, "namespace", "n", "tare-density", "namespace of the run's pods: created for the run and deleted after it")
-	f.StringVar(&o.image, "image", "pause", "the idle pods' image; pause is the lab's pause image ("+lab.PauseImage.Name+", never pulled); "+busyboxSleep+" runs `busybox sleep` in each container (the lab's "+lab.BusyboxImage.Name+", Debian's static busybox)")
+	f.StringVar(&o.image, "image", "pause", "the idle pods' image; pause is the lab's pause image ("+images.Pause.Name+", never pulled); "+busyboxSleep+" runs `busybox sleep` in each container (the lab's "+images.Busybox.Name+", Debian's static busybox)")
 	f.StringVar(&o.pull, "pull", "", "image pull policy: never or if-not-present (default: never for pause, else if-not-present)")
 	f.StringVar(&o.runtimeClass, "runtime-class", "tare-measured", "name of the RuntimeClass printed")
 	f.StringVar(&o.handler, "handler", "runc", "the RuntimeClass's handler: the CRI runtime handler its pods run with")
@@ -93,6 +108,8 @@ the steps it measured.` + figuresHelp,
 	f.IntVar(&o.containers, "containers-per-pod", 1, "containers of the image in each pod (a sidecar-heavy pod runs several)")
 	f.BoolVar(&o.kwok, "kwok", false, "put the pods on the cluster's kwok nodes (label "+density.KwokLabel+"; tare lab up --kwok-nodes 2): the control plane's cost per 1,000 pods, no container running (default --pods: 0, a quarter, half and all of their pods)")
 	f.StringVar(&o.churn, "churn", "", "also measure pods starting and stopping at this rate (pod starts per second, or 30/min): the CPU per pod start of kubelet, runtime, API server, etcd and every other group, apart from the idle cost")
+	f.Float64Var(&o.percentile, "percentile", density.DefaultPercentile, "percentile of 1 s demand the kube-reserved and system-reserved CPU are also read at, with its 95% interval (above 0, below 100)")
+	f.StringVar(&o.allocatable, "allocatable-out", "", "also write the node shape's measured allocatable (YAML, tare fit --allocatable reads it) to this file")
 	f.IntVar(&o.maxPods, "max-pods", 0, "pod limit the kube-reserved recommendation is sized for (default: the node's)")
 	htmlFlag(f, &o.html)
 	return cmd
@@ -115,6 +132,8 @@ func runDensity(cmd *cobra.Command, s streams, g *globalOptions, o *densityOptio
 		return usageError("--namespace %q: %s", o.namespace, strings.Join(validation.IsDNS1123Label(o.namespace), "; "))
 	case o.containers < 1 || o.containers > 64:
 		return usageError("--containers-per-pod %d: want 1 to 64", o.containers)
+	case !(o.percentile > 0 && o.percentile < 100):
+		return usageError("--percentile %v: want one above 0 and below 100 (99 reads the 99th percentile)", o.percentile)
 	case o.maxPods < 0:
 		return usageError("--max-pods %d: want 1 or more (0 for the node's own limit)", o.maxPods)
 	}
@@ -146,14 +165,20 @@ func runDensity(cmd *cobra.Command, s streams, g *globalOptions, o *densityOptio
 	if err := checkHTML(o.html); err != nil {
 		return err
 	}
+	if err := checkOutput("--allocatable-out", o.allocatable); err != nil {
+		return err
+	}
+	if o.kwok && o.allocatable != "" {
+		return usageError("--allocatable-out and --kwok: kwok's nodes run no daemon; measure a real node")
+	}
 	var command []string
 	if o.image == busyboxSleep {
-		o.image, command = lab.BusyboxImage.Name, lab.BusyboxSleep
+		o.image, command = images.Busybox.Name, images.BusyboxSleep
 		if o.pull == "" {
 			o.pull = "never"
 		}
 	}
-	image, pullNever, err := podImage(o.image, "pause", lab.PauseImage, o.pull)
+	image, pullNever, err := podImage(o.image, "pause", images.Pause, o.pull)
 	if err != nil {
 		return err
 	}
@@ -172,7 +197,7 @@ func runDensity(cmd *cobra.Command, s streams, g *globalOptions, o *densityOptio
 	}
 	rep, err := density.Run(cmd.Context(), cs, density.Options{
 		Node: o.node, Host: sample.HostName(g.procRoot), Namespace: o.namespace, Image: image, Command: command, PullNever: pullNever, Counts: o.pods, Trials: o.trials,
-		Window: o.window, Settle: o.settle, Seed: seed, MaxPods: o.maxPods, Containers: o.containers, Churn: churn, Kwok: o.kwok,
+		Window: o.window, Settle: o.settle, Seed: seed, MaxPods: o.maxPods, Containers: o.containers, Churn: churn, Kwok: o.kwok, Percentile: o.percentile, MemoryRoot: density.MemoryRoot(g.sysRoot),
 		Session: session.Options{
 			Sampler:  g.sampleOptions(sample.Options{Interval: time.Second, Detail: 5 * time.Second}),
 			Duration: o.window, Version: Version,
@@ -190,6 +215,9 @@ func runDensity(cmd *cobra.Command, s streams, g *globalOptions, o *densityOptio
 		if herr := densityHTML(s, o.html, "tare density with "+c.Source, out); herr != nil {
 			return herr
 		}
+		if aerr := writeAllocatable(s, o.allocatable, rep); aerr != nil {
+			return aerr
+		}
 	}
 	switch {
 	case errors.Is(err, density.ErrNamespaceExists):
@@ -206,4 +234,19 @@ func densityHTML(s streams, path, what string, out density.Output) error {
 		return nil
 	}
 	return writeHTML(s, path, htmlreport.Density(out.View(), what, Version))
+}
+
+// writeAllocatable writes the run's measured allocatable to path, when given; a run without one says why.
+func writeAllocatable(s streams, path string, rep density.Report) error {
+	if path == "" {
+		return nil
+	}
+	if rep.Allocatable == nil {
+		return fmt.Errorf("--allocatable-out %s: no measured allocatable: it needs the percentile CPU and the working set at two pod counts or more (see the warnings)", path)
+	}
+	if err := userfile.Write(path, rep.Allocatable.WriteYAML); err != nil {
+		return fmt.Errorf("--allocatable-out: %w", err)
+	}
+	fmt.Fprintf(s.err, "Measured allocatable: %s\n", path)
+	return nil
 }

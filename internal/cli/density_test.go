@@ -24,6 +24,8 @@ import (
 	"github.com/tare-dev/tare/internal/fit"
 	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/lab/images"
+	"github.com/tare-dev/tare/internal/output"
 	"github.com/tare-dev/tare/internal/testload"
 )
 
@@ -122,6 +124,12 @@ func TestDensityOnLab(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("density -o json: %v\n%s", err, out)
 	}
+	// The page shows the percentile reservation as the text table does, and the measured allocatable.
+	if b, err := os.ReadFile(page); err != nil || got.Spikes == nil || !strings.Contains(string(b), "Reserved for the spikes") ||
+		!strings.Contains(string(b), output.MillicoresFixed(got.Spikes.Kube.CPU.Value, 1)) ||
+		(got.Allocatable != nil && !strings.Contains(string(b), "Measured allocatable")) {
+		t.Errorf("the density page lacks the percentile reservation %+v or the measured allocatable (%v)", got.Spikes, err)
+	}
 	if len(got.Steps) != 6 || got.Model.Busy.N != 6 {
 		t.Fatalf("%d steps, busy fitted on %d: want 6", len(got.Steps), got.Model.Busy.N)
 	}
@@ -179,7 +187,7 @@ func TestDensityOnLab(t *testing.T) {
 	t.Cleanup(func() { kubectlIn(t, kc, string(rc), "delete", "-f", "-") })
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "overhead-check"}, Spec: corev1.PodSpec{
 		RuntimeClassName: &got.RuntimeClass.Name, NodeName: "nosuch-node",
-		Containers: []corev1.Container{{Name: "c", Image: lab.PauseImage.Name, ImagePullPolicy: corev1.PullNever}}}}
+		Containers: []corev1.Container{{Name: "c", Image: images.Pause.Name, ImagePullPolicy: corev1.PullNever}}}}
 	created, err := cs.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("a pod with runtimeClassName %s: %v", got.RuntimeClass.Name, err)
@@ -264,7 +272,7 @@ func checkFitAgainstScheduler(ctx context.Context, t *testing.T, kc string, cs k
 	for i := range total {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "f" + strconv.Itoa(i)}, Spec: corev1.PodSpec{
 			TerminationGracePeriodSeconds: &zero, Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-			Containers: []corev1.Container{{Name: "c", Image: lab.PauseImage.Name, ImagePullPolicy: corev1.PullNever,
+			Containers: []corev1.Container{{Name: "c", Image: images.Pause.Name, ImagePullPolicy: corev1.PullNever,
 				Resources: corev1.ResourceRequirements{Requests: req}}}}}
 		if runtimeClass != "" {
 			p.Spec.RuntimeClassName = &runtimeClass
@@ -333,7 +341,7 @@ func shimPrivate(ctx context.Context, t *testing.T, cs kubernetes.Interface, n i
 	for i := range n {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p" + strconv.Itoa(i)}, Spec: corev1.PodSpec{
 			NodeName: nodes.Items[0].Name, TerminationGracePeriodSeconds: &zero,
-			Containers: []corev1.Container{{Name: "c", Image: lab.PauseImage.Name, ImagePullPolicy: corev1.PullNever}}}}
+			Containers: []corev1.Container{{Name: "c", Image: images.Pause.Name, ImagePullPolicy: corev1.PullNever}}}}
 		if _, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -553,7 +561,7 @@ func checkBusyboxSleep(ctx context.Context, t *testing.T, kc string) {
 		t.Fatal(err)
 	}
 	pods, ok := got.Model.Component(density.PodsGroup)
-	if !ok || pods.ChargedTo != density.InPodCgroup || got.Image != lab.BusyboxImage.Name {
+	if !ok || pods.ChargedTo != density.InPodCgroup || got.Image != images.Busybox.Name {
 		t.Fatalf("image %s, the pods' own processes %+v: want them fitted, in the pod cgroups", got.Image, pods)
 	}
 	sleep := exec.CommandContext(ctx, "/bin/busybox", "sleep", "30")

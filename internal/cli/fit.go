@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tare-dev/tare/internal/density"
 	"github.com/tare-dev/tare/internal/fit"
@@ -15,7 +16,7 @@ import (
 
 // newFit is `tare fit`: how many pods of a request fit a node (issue 15).
 func newFit(s streams, g *globalOptions) *cobra.Command {
-	var request, overhead, runtimeClass, stored, node string
+	var request, overhead, runtimeClass, stored, node, allocatable string
 	var pods int
 	cmd := &cobra.Command{
 		Use:   "fit --request cpu=500m,memory=1Gi | --pods N",
@@ -26,12 +27,15 @@ the pods already on it request (DaemonSets' shown apart), divided by the request
 --overhead, a RuntimeClass's overhead.podFixed (--runtime-class, as admission adds it to pods that use
 it), or the per-pod cost a tare density run measured (--density FILE, its -o json; its node unless
 --node). It says which resource binds first; the
-node's pod limit counts too. With --pods N it prints the inverse: the largest cpu and memory request
+node's pod limit counts too. --allocatable FILE counts against a measured allocatable (tare density
+--allocatable-out) in place of the one the node's kubelet reports, and says where the node's shape
+differs from the one measured. With --pods N it prints the inverse: the largest cpu and memory request
 that still fits N pods.` + figuresHelp,
 		Example: `  tare fit --request cpu=500m,memory=1Gi
   tare fit --request cpu=250m,memory=512Mi --runtime-class tare-measured --node worker-2
   tare fit --pods 30 --overhead cpu=2m,memory=4Mi
-  tare density -o json > density.json && tare fit --request cpu=100m --density density.json`,
+  tare density -o json > density.json && tare fit --request cpu=100m --density density.json
+  tare density --allocatable-out m5.large.yaml && tare fit --request cpu=100m --allocatable m5.large.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if request == "" && pods == 0 {
@@ -64,6 +68,14 @@ that still fits N pods.` + figuresHelp,
 					node = measuredOn
 				}
 			}
+			var measured *fit.Allocatable
+			if allocatable != "" {
+				a, err := fit.ReadAllocatable(allocatable)
+				if err != nil {
+					return usageError("--allocatable: %w", err)
+				}
+				measured = &a
+			}
 			c, err := g.cluster(s, lab.DefaultDir()).client(kube.Options{UserAgent: "tare-fit", Timeout: 30 * time.Second})
 			if err != nil {
 				return fmt.Errorf("tare fit reads the node through the API server: %w", err)
@@ -81,6 +93,14 @@ that still fits N pods.` + figuresHelp,
 			n, err := fit.ReadNode(ctx, cs, node)
 			if err != nil {
 				return fmt.Errorf("with %s: %w", c.Source, err)
+			}
+			if measured != nil {
+				if kn, err := cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{}); err == nil {
+					for _, w := range measured.Warnings(kn) {
+						fmt.Fprintf(s.err, "warning: %s\n", w)
+					}
+				}
+				n = measured.Apply(n)
 			}
 			out := fit.Output{Result: fit.Result{Node: n, Overhead: over}}
 			if req != nil {
@@ -103,6 +123,7 @@ that still fits N pods.` + figuresHelp,
 	f.StringVar(&runtimeClass, "runtime-class", "", "take the overhead from this RuntimeClass's overhead.podFixed")
 	f.StringVar(&stored, "density", "", "take the overhead (and the node) from a tare density -o json result")
 	f.StringVar(&node, "node", "", "the node (default: the cluster's only Ready node that takes pods)")
+	f.StringVar(&allocatable, "allocatable", "", "count against this measured allocatable (tare density --allocatable-out's YAML or JSON) instead of the node's")
 	f.IntVar(&pods, "pods", 0, "print the largest request that fits this many pods")
 	return cmd
 }

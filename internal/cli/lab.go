@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/lab/images"
 )
 
 func newLab(s streams, g *globalOptions) *cobra.Command {
@@ -50,14 +53,16 @@ func newLabInstall(s streams, g *globalOptions) *cobra.Command {
 		Short: "Get every lab component (cached: a second install is a no-op)",
 		Long: `Install what the lab runs. Debian packages are installed with apt when missing (needs root); the
 Kubernetes components are built once into the cache (~/.cache/tare, or $TARE_CACHE_DIR) with their version
-stamped so kubectl can read it; --bin-dir uses binaries you already have instead.
+stamped so kubectl can read it (one go build for all five); --bin-dir uses binaries you already have
+instead. The packages, the Kubernetes components and kwok are got at once; stderr shows each step as it
+starts and as it ends, with how long it took.
 
 --prometheus also builds upstream Prometheus ` + lab.PrometheusVersion + ` (prometheus and promtool) into the cache:
 Debian's prometheus package is built without Kubernetes service discovery, which the shipped scrape
 configuration (tare agent manifest's agents, deploy/prometheus/prometheus.yml) uses.
 
 --datapath also installs the network and disk test tools iperf3, sockperf and fio (Debian packages, with
-apt when missing) and builds the image ` + lab.ToolsImage.Name + ` from them: the tools with every shared
+apt when missing) and builds the image ` + images.Tools.Name + ` from them: the tools with every shared
 library they load, copied from this machine, which tare datapath runs in pods.`,
 		Example: `  sudo tare lab install
   sudo tare lab install --bin-dir /usr/local/bin
@@ -80,10 +85,9 @@ type installExtras struct{ prometheus, datapath bool }
 // runLabInstall prints what was installed, even when a later component failed.
 func runLabInstall(ctx context.Context, s streams, g *globalOptions, binDir string, extras installExtras) error {
 	start := time.Now()
-	log := func(name string) {
-		fmt.Fprintf(s.err, "installing %s (%s elapsed)\n", name, time.Since(start).Round(time.Second))
-	}
-	comps, err := lab.Install(ctx, lab.InstallOptions{BinDir: binDir, Log: log})
+	progress := func(st lab.InstallStep) { fmt.Fprintln(s.err, installProgress(st, time.Since(start))) }
+	log := func(name string) { progress(lab.InstallStep{Name: name}) }
+	comps, err := lab.Install(ctx, lab.InstallOptions{BinDir: binDir, Progress: progress})
 	if err == nil && extras.prometheus {
 		log("prometheus")
 		var c lab.Component
@@ -104,6 +108,33 @@ func runLabInstall(ctx context.Context, s streams, g *globalOptions, binDir stri
 		return fmt.Errorf("lab install: %w", err)
 	}
 	return nil
+}
+
+// installProgress is the line lab install prints on stderr as a step starts ("installing kwok (0s
+// elapsed)") and as it ends, with how its components were got and how long it took ("kwok: go install in
+// 1m22s (1m40s elapsed)").
+func installProgress(st lab.InstallStep, elapsed time.Duration) string {
+	at := elapsed.Round(time.Second)
+	if !st.Done {
+		return fmt.Sprintf("installing %s (%s elapsed)", st.Name, at)
+	}
+	took := st.Took.Round(time.Second)
+	if st.Took < time.Second {
+		took = st.Took.Round(time.Millisecond)
+	}
+	if st.Err != nil {
+		return fmt.Sprintf("%s: failed after %s (%s elapsed)", st.Name, took, at)
+	}
+	var sources []string
+	for _, c := range st.Components {
+		if !slices.Contains(sources, c.Source) {
+			sources = append(sources, c.Source)
+		}
+	}
+	if len(sources) == 0 {
+		sources = []string{"nothing to do"}
+	}
+	return fmt.Sprintf("%s: %s in %s (%s elapsed)", st.Name, strings.Join(sources, ", "), took, at)
 }
 
 func printInstalled(w io.Writer, comps []lab.Component) error {

@@ -3,14 +3,14 @@ package cli
 import (
 	"time"
 
-	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/lab/images"
 )
 
 // Options shared by the verbs that run pods of their own (density, datapath).
 
 // podImage resolves a run's --image and --pull: alias names the lab's own image, which is never pulled;
 // any other image is pulled if missing, unless --pull never.
-func podImage(image, alias string, labImage lab.Image, pull string) (name string, pullNever bool, err error) {
+func podImage(image, alias string, labImage images.Image, pull string) (name string, pullNever bool, err error) {
 	if image == alias {
 		image, pullNever = labImage.Name, true
 	}

@@ -54,15 +54,16 @@ type streams struct {
 
 // globalOptions are flags shared by every verb.
 type globalOptions struct {
-	output     string
-	kubeconfig string
-	context    string // kubectl's --context: the kubeconfig context to use instead of the current one
-	saidLab    bool   // stderr said that the lab's kubeconfig is used (cluster)
-	procRoot   string
-	sysRoot    string
-	hostRoot   string // where the measured host's / is mounted (its /boot)
-	cgroupRoot string // the cgroup hierarchy node busy is read from; "" finds one under sysRoot
-	cpuProfile string
+	output       string
+	kubeconfig   string
+	context      string // kubectl's --context: the kubeconfig context to use instead of the current one
+	saidLab      bool   // stderr said that the lab's kubeconfig is used (cluster)
+	procRoot     string
+	sysRoot      string
+	hostRoot     string // where the measured host's / is mounted (its /boot)
+	cgroupRoot   string // the cgroup hierarchy node busy is read from; "" finds one under sysRoot
+	cpuProfile   string
+	allocProfile string
 }
 
 // sampleOptions fills in where the measured host's files are: every verb that samples passes its options
@@ -162,9 +163,14 @@ reconcile against the node's counters.`,
 	pf.StringVar(&g.cgroupRoot, "cgroup-root", "", "cgroup hierarchy node busy is read from: a cgroup v2 root or a v1 cpuacct hierarchy (default: under --sys-root, v2 at fs/cgroup, else v1 cpuacct, else v2 at fs/cgroup/unified)")
 	pf.StringVar(&g.cpuProfile, "cpu-profile", "", "write a Go CPU profile of tare itself to this file (to study tare's own overhead)")
 	_ = pf.MarkHidden("cpu-profile")
+	pf.StringVar(&g.allocProfile, "alloc-profile", "", "write a Go profile of tare's own allocations to this file when the command ends (to study its garbage collection)")
+	_ = pf.MarkHidden("alloc-profile")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
 		if err := g.validate(); err != nil {
 			return err
+		}
+		if g.allocProfile != "" {
+			root.PersistentPostRun = func(*cobra.Command, []string) { writeAllocProfile(g.allocProfile) }
 		}
 		if g.cpuProfile == "" {
 			return nil
@@ -180,6 +186,9 @@ reconcile against the node's counters.`,
 		root.PersistentPostRun = func(*cobra.Command, []string) {
 			pprof.StopCPUProfile()
 			f.Close()
+			if g.allocProfile != "" {
+				writeAllocProfile(g.allocProfile)
+			}
 		}
 		return nil
 	}
@@ -187,6 +196,18 @@ reconcile against the node's counters.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return asUsage(err) })
 	usageArgs(root)
 	return root
+}
+
+// writeAllocProfile writes the allocations profile (pprof's "allocs") to path, best effort: a profile that
+// cannot be written says so on stderr and loses nothing of the command's output.
+func writeAllocProfile(path string) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = errors.Join(pprof.Lookup("allocs").WriteTo(f, 0), f.Close())
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tare: writing the allocation profile: %v\n", err)
+	}
 }
 
 // usageArgs makes every wrong argument cobra finds a usage error: each command's Args validator is wrapped,

@@ -70,11 +70,11 @@ func PrimaryFor(primary string, trials []Trial) string {
 		return primary
 	}
 	for _, t := range trials {
-		if _, ok := t.Metrics["control-plane-cpu"]; ok && t.Status == "ok" {
-			return "control-plane-cpu"
+		if _, ok := t.Metrics[ControlPlaneCPU]; ok && t.Status == "ok" {
+			return ControlPlaneCPU
 		}
 	}
-	return "node-busy"
+	return NodeBusy
 }
 
 // compareRow puts each variant's values of one metric next to the baseline's (names[0]).

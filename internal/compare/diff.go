@@ -10,7 +10,7 @@ import (
 )
 
 // diffFamilies are the metric families a recording holds (no API request rate: a recording has none).
-var diffFamilies = []string{"node-busy", "control-plane-cpu", "component-cpu", "component-memory", "etcd-writes"}
+var diffFamilies = []string{NodeBusy, ControlPlaneCPU, ComponentCPU, ComponentMemory, EtcdWrites}
 
 // Diff compares two recordings the way an experiment compares variants: each is cut into blocks of the
 // given length (consecutive seconds of CPU are correlated; block means much less so), every block is one

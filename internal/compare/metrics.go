@@ -8,8 +8,18 @@ import (
 	"github.com/tare-dev/tare/internal/summary"
 )
 
+// The metric families a spec may ask for, by name; each is one metric unless it says otherwise.
+const (
+	NodeBusy        = "node-busy"         // the node's busy CPU without tare's own (millicores)
+	ControlPlaneCPU = "control-plane-cpu" // the control plane's components' CPU summed (millicores)
+	ComponentCPU    = "component-cpu"     // each core component's CPU, as <component>-cpu
+	ComponentMemory = "component-memory"  // each core component's memory, as <component>-memory (MiB)
+	EtcdWrites      = "etcd-writes"       // etcd's disk writes (KiB/s)
+	DaemonSetFamily = "daemonset"         // a DaemonSet variant's cost, the daemonset-* metrics
+)
+
 // families are the metric families a spec may ask for.
-var families = []string{"node-busy", "control-plane-cpu", "component-cpu", "component-memory", "etcd-writes", APIRequests, "daemonset"}
+var families = []string{NodeBusy, ControlPlaneCPU, ComponentCPU, ComponentMemory, EtcdWrites, APIRequests, DaemonSetFamily}
 
 // components are the groups whose CPU and memory are reported one by one: the lab's control plane, node
 // agents and container runtime, in the component registry's order.
@@ -43,7 +53,7 @@ func KnownFamily(m string) bool { return slices.Contains(families, m) }
 // kube-apiserver-memory, …) or a guard.
 func KnownPrimary(m string) bool {
 	switch m {
-	case "node-busy", "control-plane-cpu", "etcd-writes", APIRequests, APIWatches, GuardReady, GuardLatency:
+	case NodeBusy, ControlPlaneCPU, EtcdWrites, APIRequests, APIWatches, GuardReady, GuardLatency:
 		return true
 	}
 	if slices.Contains(daemonSetMetrics, m) {
@@ -66,7 +76,7 @@ func Unit(name string) string {
 		return "ms"
 	case strings.HasSuffix(name, "-memory"):
 		return "MiB"
-	case name == "etcd-writes":
+	case name == EtcdWrites:
 		return "KiB/s"
 	case name == APIRequests:
 		return "/min"
@@ -92,25 +102,25 @@ func Measure(sum summary.Summary, apiPerMin float64, asked []string) map[string]
 	out := map[string]float64{}
 	for _, f := range asked {
 		switch f {
-		case "node-busy":
+		case NodeBusy:
 			self := 0.0
 			if sum.Self != nil {
 				self = sum.Self.CPU.Mean
 			}
-			out["node-busy"] = sum.Reconcile.NodeBusy - self
-		case "control-plane-cpu":
+			out[NodeBusy] = sum.Reconcile.NodeBusy - self
+		case ControlPlaneCPU:
 			var cp float64
 			for _, c := range controlPlane {
 				cp += groups[c].CPU.Mean
 			}
-			out["control-plane-cpu"] = cp
-		case "component-cpu":
+			out[ControlPlaneCPU] = cp
+		case ComponentCPU:
 			for _, c := range components {
 				if g, ok := groups[c]; ok {
 					out[c+"-cpu"] = g.CPU.Mean
 				}
 			}
-		case "component-memory":
+		case ComponentMemory:
 			for _, c := range components {
 				if g, ok := groups[c]; ok {
 					mem := g.PSS
@@ -120,9 +130,9 @@ func Measure(sum summary.Summary, apiPerMin float64, asked []string) map[string]
 					out[c+"-memory"] = mem / (1 << 20)
 				}
 			}
-		case "etcd-writes":
+		case EtcdWrites:
 			if g, ok := groups[component.Etcd]; ok {
-				out["etcd-writes"] = g.WriteBps / 1024
+				out[EtcdWrites] = g.WriteBps / 1024
 			}
 		case APIRequests:
 			if apiPerMin >= 0 {
@@ -142,15 +152,15 @@ func Order(names []string, primary string) []string {
 			return 0
 		case slices.Contains(daemonSetMetrics, n):
 			return 1
-		case n == "node-busy":
+		case n == NodeBusy:
 			return 2
-		case n == "control-plane-cpu":
+		case n == ControlPlaneCPU:
 			return 3
 		case strings.HasSuffix(n, "-cpu"):
 			return 4
 		case strings.HasSuffix(n, "-memory"):
 			return 5
-		case n == "etcd-writes":
+		case n == EtcdWrites:
 			return 6
 		case n == APIRequests, n == APIWatches:
 			return 7

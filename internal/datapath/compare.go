@@ -73,7 +73,7 @@ const Alpha = 0.05
 // set against host-cross-node instead of the baseline when the run measured it (baselineOf). Failed
 // trials and non-positive values are left out.
 func Compare(trials []Trial, baseline string) []Ratio {
-	cross := crossMeasured(trials)
+	baseOf := baselines(trials, baseline)
 	type key struct {
 		label string
 		mode  Mode
@@ -94,10 +94,7 @@ func Compare(trials []Trial, baseline string) []Ratio {
 	var out []Ratio
 	for _, k := range order {
 		l := by[k][0].Lane
-		against := []string{baseline}
-		if baselineOf(l.Path, cross) != Host {
-			against = []string{baselineLabel(l, cross)}
-		}
+		against := []string{baseOf(l)}
 		if l.Path == VXLAN && l.Copy <= 1 {
 			against = append(against, Lane{Path: PodCrossNode, MTU: l.MTU}.Label())
 		}
@@ -114,9 +111,16 @@ func Compare(trials []Trial, baseline string) []Ratio {
 	return out
 }
 
-// crossMeasured says whether a trial of host-cross-node (its first copy) finished.
-func crossMeasured(trials []Trial) bool {
-	return slices.ContainsFunc(trials, func(t Trial) bool { return t.Error == "" && t.Lane.Path == HostCrossNode && t.Lane.Copy <= 1 })
+// baselines says, for a run whose trials are trials, which lane each lane is set against (baselineLabel,
+// with baseline naming the machine's loopback lane): the one rule Compare and the report's Baselines share.
+func baselines(trials []Trial, baseline string) func(Lane) string {
+	cross := slices.ContainsFunc(trials, func(t Trial) bool { return t.Error == "" && t.Lane.Path == HostCrossNode && t.Lane.Copy <= 1 })
+	return func(l Lane) string {
+		if baselineOf(l.Path, cross) == Host {
+			return baseline
+		}
+		return baselineLabel(l, cross)
+	}
 }
 
 // ratios compares lane trials ts with base on each metric of the mode.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -15,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
 // The disk run's pod and its container, and where its volumes are mounted in it.
@@ -224,20 +225,12 @@ func checkSpace(t TargetInfo, need uint64, files int, size int64) error {
 // findProcess returns the PID of the process under procRoot whose command line is argv: how tare finds
 // the pod's container on the node, to see its file systems through /proc/PID/root.
 func findProcess(procRoot string, argv []string) (int, error) {
-	ents, err := os.ReadDir(procRoot)
+	pids, err := kernel.FindCmdline(procRoot, kernel.SameArgs(argv))
 	if err != nil {
-		return 0, fmt.Errorf("reading %s: %w", procRoot, err)
+		return 0, err
 	}
-	want := strings.Join(argv, "\x00") + "\x00"
-	for _, e := range ents {
-		var pid int
-		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil || pid <= 0 {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(procRoot, e.Name(), "cmdline"))
-		if err == nil && string(b) == want {
-			return pid, nil
-		}
+	if len(pids) == 0 {
+		return 0, fmt.Errorf("no process %q on this machine: tare datapath disk runs on the node of its pod (give --node this machine's)", strings.Join(argv, " "))
 	}
-	return 0, fmt.Errorf("no process %q on this machine: tare datapath disk runs on the node of its pod (give --node this machine's)", strings.Join(argv, " "))
+	return pids[0], nil
 }

@@ -294,11 +294,11 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 func finish(rep Report, err error) (Report, error) {
 	rep.finished()
 	rep.Ratios = Compare(rep.Trials, rep.Baseline)
-	cross := crossMeasured(rep.Trials)
+	baseOf := baselines(rep.Trials, rep.Baseline)
 	rep.Baselines = map[string]string{}
 	for _, l := range rep.Lanes {
 		if l.Path != Host || l.Copy > 1 {
-			rep.Baselines[l.Label()] = baselineLabel(l, cross)
+			rep.Baselines[l.Label()] = baseOf(l)
 		}
 	}
 	return rep, err

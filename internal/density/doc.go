@@ -6,7 +6,9 @@
 //
 // plan.go orders the steps, fit.go fits a line, model.go turns measured windows into per-component models
 // (pure); runtimeclass.go builds the RuntimeClass; run.go drives the cluster and the session; churn.go is
-// the churn phase (--churn: CPU per pod start) and churner.go the pods it starts and deletes; kwok.go the
+// the churn phase (--churn: CPU per pod start) and churner.go the pods it starts and deletes;
+// percentile.go reads kube-reserved and system-reserved CPU at a percentile of 1 s demand (pure), memory.go
+// the working set the eviction manager sees (kernel's reader) and the measured allocatable (fit's type); kwok.go the
 // control plane's variant on kwok nodes (--kwok); htmlview.go gives the report's plain view for its HTML
 // page.
 //
@@ -15,5 +17,5 @@
 // RuntimeClass's YAML), output, warning, userfile (a stored result is a regular file, read within a bound) and htmlreport (the page's view type, DensityRun). A new per-pod figure
 // goes in model.go with its fit; a new way to step the pods goes in plan.go.
 //
-// Imports: classify, component, deploy, fit, htmlreport, kube, output, session, stats, summary, userfile, warning
+// Imports: classify, component, deploy, fit, htmlreport, kernel, kube, output, session, stats, summary, userfile, warning
 package density

@@ -3,13 +3,16 @@ package density
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/tare-dev/tare/internal/htmlreport"
 )
 
 // View is the run as its HTML page shows it (htmlreport.Density): every step's node busy and the values of
 // each component the table lists, in its order, with the lines fitted to them; the per-step sums of the
 // components outside the pod cgroups that the RuntimeClass charges, with their lines; the kube-reserved
-// comparison; the RuntimeClass as YAML; the warnings. The values are those the model was fitted to.
+// comparison; the percentile reservation, the eviction manager's memory and the measured allocatable; the
+// RuntimeClass as YAML; the warnings. The values are those the model was fitted to.
 func (o Output) View() htmlreport.DensityRun {
 	v := htmlreport.DensityRun{Node: o.Node, Image: o.podImage(), Counts: o.Counts, Trials: o.Trials, Window: o.Window, Seed: o.Seed, Took: o.Took}
 	m := o.Model
@@ -47,6 +50,24 @@ func (o Output) View() htmlreport.DensityRun {
 		}
 		v.Reserved = vr
 	}
+	if sp := o.Spikes; sp != nil {
+		v.Spikes = &htmlreport.DensitySpikes{Percentile: sp.Percentile, MaxPods: sp.MaxPods, ChurnRate: sp.ChurnRate,
+			Kube: spikeView(sp.Kube), System: spikeView(sp.System)}
+	}
+	if m := o.Memory; m != nil {
+		v.Memory = &htmlreport.DensityMemory{MaxPods: m.MaxPods, Peak: m.Peak, Slope: m.Slope, Kube: m.Kube, System: m.System,
+			EvictionHard: m.EvictionHard, EvictionFrom: m.EvictionFrom, Windows: m.N}
+	}
+	if a := o.Allocatable; a != nil {
+		for _, x := range []struct {
+			name string
+			l    corev1.ResourceList
+		}{{"capacity", a.Capacity}, {"kube-reserved", a.KubeReserved}, {"system-reserved", a.SystemReserved},
+			{"evictionHard", a.EvictionHard}, {"allocatable", a.Allocatable}} {
+			v.Allocatable = append(v.Allocatable, htmlreport.DensityAllocatableRow{Name: x.name,
+				CPU: quantityText(x.l, corev1.ResourceCPU), Memory: quantityText(x.l, corev1.ResourceMemory), Pods: quantityText(x.l, corev1.ResourcePods)})
+		}
+	}
 	for _, w := range o.Warnings {
 		v.Warnings = append(v.Warnings, htmlreport.DensityWarning{Code: w.Code, Figure: w.Figure, Message: w.Message})
 	}
@@ -75,4 +96,16 @@ func fitView(f Fit) htmlreport.DensityFit {
 
 func reservationView(r Reservation) htmlreport.DensityReservation {
 	return htmlreport.DensityReservation{Name: r.Name, CPU: r.CPU, Memory: r.Memory, Formula: r.Formula}
+}
+
+func spikeView(s Spike) htmlreport.DensitySpike {
+	return htmlreport.DensitySpike{CPU: s.CPU.Value, Lo: s.CPU.Lo, Hi: s.CPU.Hi, Mean: s.Mean, Slope: s.Slope, Seconds: s.CPU.N, From: s.From}
+}
+
+// quantityText is a resource's quantity as the measured allocatable writes it, "–" when it has none.
+func quantityText(l corev1.ResourceList, name corev1.ResourceName) string {
+	if q, ok := l[name]; ok {
+		return q.String()
+	}
+	return "–"
 }

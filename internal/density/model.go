@@ -23,11 +23,20 @@ type Cost struct {
 // Window is what one step measured.
 type Window struct {
 	Step
-	Start    time.Time         `json:"start"`
-	Seconds  float64           `json:"seconds"`
-	Busy     float64           `json:"node_busy_millicores"`
-	Groups   map[string]Cost   `json:"groups"`
-	Warnings []session.Warning `json:"warnings,omitempty"` // the window's, each with its sample
+	Start   time.Time       `json:"start"`
+	Seconds float64         `json:"seconds"`
+	Busy    float64         `json:"node_busy_millicores"`
+	Groups  map[string]Cost `json:"groups"`
+	// CPUSeries is each group's CPU in millicores per sampling interval (1 s in tare density), the
+	// pods' summed into PodsGroup: the 1 s demand the percentile reservation reads (nil in results
+	// stored before it).
+	CPUSeries map[string][]float64 `json:"cpu_series_millicores,omitempty"`
+	// System names the groups that are neither Kubernetes's components nor pods nor tare (kernel threads
+	// and the machine's other processes): what system-reserved is for.
+	System []string `json:"system_groups,omitempty"`
+	// WorkingSet is the working set the eviction manager would have seen, nil when not read.
+	WorkingSet *WindowMemory     `json:"working_set,omitempty"`
+	Warnings   []session.Warning `json:"warnings,omitempty"` // the window's, each with its sample
 }
 
 // Where a group's processes run, for the users of cgroup-based tools: what a pod cgroup sees is already in

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -67,6 +68,23 @@ func (o Output) Table(w io.Writer) error {
 			return err
 		}
 	}
+	if o.Spikes != nil {
+		fmt.Fprintln(w)
+		if err := o.Spikes.table(w); err != nil {
+			return err
+		}
+	}
+	if o.Memory != nil {
+		fmt.Fprintln(w)
+		if err := o.Memory.table(w); err != nil {
+			return err
+		}
+	}
+	if a := o.Allocatable; a != nil {
+		fmt.Fprintf(w, "\nMeasured allocatable at %s pods: cpu %s, memory %s (capacity cpu %s, memory %s); --allocatable-out FILE writes it for tare fit --allocatable.\n\n",
+			quantity(a.Allocatable, corev1.ResourcePods), quantity(a.Allocatable, corev1.ResourceCPU), output.MiBFixed(a.Allocatable.Memory().AsApproximateFloat64(), 0),
+			quantity(a.Capacity, corev1.ResourceCPU), output.MiBFixed(a.Capacity.Memory().AsApproximateFloat64(), 0))
+	}
 	if o.RuntimeClass == nil {
 		_, err := fmt.Fprintln(w, "No RuntimeClass: the per-pod overhead needs windows at two pod counts or more.")
 		return err
@@ -121,4 +139,10 @@ func (o Output) kwokTable(w io.Writer) error {
 	}
 	_, err := fmt.Fprintln(w, "\nThe pods ran on kwok's fake nodes: no container ran, so this is the control plane's cost of pod count (and kwok's own); no RuntimeClass or kube-reserved comes from it.")
 	return err
+}
+
+// quantity is l's quantity of r as Kubernetes writes it.
+func quantity(l corev1.ResourceList, r corev1.ResourceName) string {
+	q := l[r]
+	return q.String()
 }

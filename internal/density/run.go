@@ -3,7 +3,9 @@ package density
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,9 +45,17 @@ type Options struct {
 	Kwok bool
 	// Churn is the pod starts per second of the churn phase (--churn), 0 for none: after the steps, Trials
 	// pairs of a quiet and a churning window with the smallest count's idle pods running.
-	Churn   float64
-	Session session.Options
-	Say     func(format string, a ...any) // progress lines; nil discards them
+	Churn float64
+	// Percentile is the percentile of 1 s demand the spike reservations are read at (--percentile),
+	// 0 for DefaultPercentile.
+	Percentile float64
+	// MemoryRoot is the memory cgroup hierarchy's root (MemoryRoot), "" to read no working set: with it,
+	// every window reads the node's and the pods' working set each second for the memory reservation.
+	MemoryRoot string
+	Session    session.Options
+	// memory are the cgroups measure reads, found by Run.
+	memory *MemoryCgroups
+	Say    func(format string, a ...any) // progress lines; nil discards them
 }
 
 // Report is a density run's result.
@@ -65,6 +75,15 @@ type Report struct {
 	// KubeReserved is the recommendation for the node's pod limit (--max-pods, else the node's own),
 	// nil when the model has too few pod counts.
 	KubeReserved *Reserved `json:"kube_reserved"`
+	// Spikes are kube-reserved and system-reserved CPU at a percentile of 1 s demand at the same pod
+	// limit, nil when the model has too few pod counts.
+	Spikes *Spikes `json:"spikes,omitempty"`
+	// Memory is the memory kept from the pods at the same pod limit, as the eviction manager counts it,
+	// nil without working sets (--memory-root unreadable, no memory controller) or at fewer than two counts.
+	Memory *MemoryReserved `json:"memory_reserved,omitempty"`
+	// Allocatable is the measured allocatable of the node's shape (Spikes' CPU, Memory's memory), nil
+	// when either is missing.
+	Allocatable *fit.Allocatable `json:"allocatable,omitempty"`
 	// Kwok says the pods ran on kwok nodes (Node names them): the model is the control plane's.
 	Kwok bool `json:"kwok,omitempty"`
 	// Churn is the churn phase's result (--churn), nil when not asked.
@@ -112,6 +131,8 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 	if err := CheckCounts(o.Counts, maxPods, node.Pods); err != nil {
 		return Report{}, fmt.Errorf("--pods on node %s: %w", node.Name, err)
 	}
+	memWarn, evict, evictFrom := memorySetup(ctx, cs, &o, node, say)
+	warnings = append(warnings, memWarn...)
 	if err := kube.CreateRunNamespace(ctx, cs, o.Namespace, "tare density"); err != nil {
 		return Report{}, err
 	}
@@ -131,6 +152,27 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 		}
 		rep.KubeReserved = KubeReserved(rep.Steps, rep.Model.OverheadFrom, limit,
 			node.Capacity.Cpu().AsApproximateFloat64(), node.Capacity.Memory().AsApproximateFloat64(), o.Seed)
+		pct := o.Percentile
+		if pct == 0 {
+			pct = DefaultPercentile
+		}
+		spikes, warns, serr := SpikeReservations(rep.Steps, rep.Model.OverheadFrom, limit, pct, rep.Churn)
+		rep.Spikes, rep.Warnings = spikes, append(rep.Warnings, warns...)
+		kubeMem := math.NaN()
+		if rep.KubeReserved != nil {
+			kubeMem = rep.KubeReserved.Measured.Memory
+		}
+		steps := rep.Steps
+		if rep.Churn != nil {
+			for _, w := range rep.Churn.Windows {
+				steps = append(steps, w.Window)
+			}
+		}
+		rep.Memory = ReservedMemory(steps, limit, kubeMem, evict, evictFrom)
+		rep.Allocatable = measuredAllocatable(ctx, cs, node, o, limit, rep)
+		if err == nil {
+			err = serr
+		}
 		return rep, err
 	}
 	if err := runSteps(ctx, cs, o, []string{node.Name}, node.Name, &rep, charged, say); err != nil {
@@ -183,7 +225,11 @@ func scale(ctx context.Context, cs kubernetes.Interface, o Options, nodes []stri
 	for _, p := range list.Items {
 		have[p.Name] = true
 	}
-	zero := int64(0)
+	// A grace period of 0 removes the pod from the API at once, while its node still stops its containers:
+	// the wait below then ended with pods' processes alive in the next step's window (a density run once
+	// fitted −76 KiB per busybox-sleep pod so). With 1 s the pod stays, terminating, until its node has
+	// stopped it, and the wait waits for that.
+	one := int64(1)
 	for i := range max(n, len(list.Items)) {
 		name := "idle-" + strconv.Itoa(i)
 		switch {
@@ -192,7 +238,7 @@ func scale(ctx context.Context, cs kubernetes.Interface, o Options, nodes []stri
 				return fmt.Errorf("creating pod %s: %w", name, err)
 			}
 		case i >= n && have[name]:
-			if err := pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil && !apierrors.IsNotFound(err) {
+			if err := pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &one}); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("deleting pod %s: %w", name, err)
 			}
 		}
@@ -206,13 +252,16 @@ func scale(ctx context.Context, cs kubernetes.Interface, o Options, nodes []stri
 		}
 		runningN := 0
 		for _, p := range list.Items {
+			if p.DeletionTimestamp != nil {
+				continue // terminating: its node ends it as Failed or Succeeded, and then it is gone
+			}
 			if err := kube.PodStartFailure(&p); err != nil {
 				return err
 			}
 			if p.Status.Phase == corev1.PodFailed {
 				return fmt.Errorf("pod %s failed on node %s: %s: %s", p.Name, node, p.Status.Reason, p.Status.Message)
 			}
-			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			if p.Status.Phase == corev1.PodRunning {
 				runningN++
 			}
 		}
@@ -265,7 +314,16 @@ func sessionOptions(so session.Options) session.Options {
 // The baseline reads every process's smaps_rollup (sample.Options.ExactBaseline): the kube-reserved fit
 // rests on each window's PSS, and a window is too short for the deferred readings to come round.
 func measure(ctx context.Context, o Options, st Step, charged map[string]map[bool]bool) (Window, error) {
+	var memStop func() WindowMemory
+	if o.memory != nil {
+		memStop = watchMemory(ctx, *o.memory, time.Second)
+	}
 	res, err := session.Measure(ctx, sessionOptions(o.Session))
+	var mem *WindowMemory
+	if memStop != nil {
+		m := memStop()
+		mem = &m
+	}
 	if err != nil {
 		return Window{}, fmt.Errorf("measuring %d pods: %w", st.Pods, err)
 	}
@@ -289,12 +347,20 @@ func measure(ctx context.Context, o Options, st Step, charged map[string]map[boo
 		}
 	}
 	sum := summary.Build(res.Meta, res.Samples, summary.Options{})
-	w := Window{Step: st, Start: sum.Window.Start, Seconds: sum.Window.Seconds, Busy: sum.Node.Busy.Mean, Groups: map[string]Cost{}}
+	w := Window{Step: st, Start: sum.Window.Start, Seconds: sum.Window.Seconds, Busy: sum.Node.Busy.Mean, Groups: map[string]Cost{},
+		CPUSeries: map[string][]float64{}}
+	series := sum.GroupSeries()
 	for _, g := range sum.Groups {
 		name := g.Name
-		if g.Kind == classify.KindPod {
+		switch g.Kind {
+		case classify.KindPod:
 			name = PodsGroup
+		case classify.KindKernel, classify.KindOther:
+			if !slices.Contains(w.System, name) {
+				w.System = append(w.System, name)
+			}
 		}
+		w.CPUSeries[name] = addSeries(w.CPUSeries[name], series[g.Name])
 		c := w.Groups[name]
 		c.CPU += g.CPU.Mean
 		c.RSS += g.RSS
@@ -303,6 +369,7 @@ func measure(ctx context.Context, o Options, st Step, charged map[string]map[boo
 		w.Groups[name] = c
 	}
 	w.Warnings = res.Warnings
+	w.WorkingSet = mem
 	return w, nil
 }
 
@@ -320,4 +387,15 @@ func chargedTo(seen map[string]map[bool]bool) map[string]string {
 		}
 	}
 	return out
+}
+
+// addSeries adds ys to xs value by value, growing xs to ys's length.
+func addSeries(xs, ys []float64) []float64 {
+	for len(xs) < len(ys) {
+		xs = append(xs, 0)
+	}
+	for i, y := range ys {
+		xs[i] += y
+	}
+	return xs
 }

@@ -53,7 +53,7 @@ func mix(x uint64) uint64 {
 
 // concurrentMetrics are the metric families a concurrent experiment can split by lab: the processes'
 // and the API servers'. Node busy is the whole machine's, every share's at once.
-var concurrentMetrics = []string{"control-plane-cpu", "component-cpu", "component-memory", "etcd-writes", compare.APIRequests}
+var concurrentMetrics = []string{compare.ControlPlaneCPU, compare.ComponentCPU, compare.ComponentMemory, compare.EtcdWrites, compare.APIRequests}
 
 // roundEnd is the index after the last trial of the round trial i belongs to (a round's trials are
 // stored together).

@@ -54,7 +54,7 @@ func (r *Runner) installDaemonSets(ctx context.Context, cfg *rest.Config, cs kub
 	if err := in.remove(ctx, all); err != nil {
 		return nil, err
 	}
-	d := &daemonSets{in: in, metrics: len(spec.Metrics) == 0 || slices.Contains(spec.Metrics, "daemonset")}
+	d := &daemonSets{in: in, metrics: len(spec.Metrics) == 0 || slices.Contains(spec.Metrics, compare.DaemonSetFamily)}
 	if !v.installs() {
 		return d, nil
 	}

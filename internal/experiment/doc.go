@@ -13,15 +13,16 @@
 // and JSON) is internal/compare's: Analyze here only hands the spec's design (and plan) to compare.Analyze,
 // and Trial, Results and Plan are compare's types.
 //
-// What it may import: compare, the lab, kube and client-go, session (the measuring session), record (the
-// shared check of tare's SQLite files), summary, sample, audit (the API request rate), progress, userfile (a spec is a regular
-// file, read within a bound), stats (rounds, the labs' effect, the sequential bounds), component (the
-// registry's names) and kernel (/proc/stat and the process list, for the reaper).
+// What it may import: compare, the lab (and lab/images, the guard's web image), kube and client-go, session
+// (the measuring session), record (the shared check of tare's SQLite files), summary, sample, audit (the API
+// request rate), progress, userfile (a spec is a regular file, read within a bound), stats (rounds, the labs'
+// effect, the sequential bounds), component (the registry's names) and kernel (/proc/stat and the process
+// list, for the reaper).
 // Nothing but the CLI imports it; tare diff and the HTML report must not (they use compare).
 //
 // Where a new thing goes: a spec field in spec.go (checked in check, stored with the spec), a guard in
 // guard.go with its metric name in compare's metrics.go, a target next to the lab and commands targets in
 // run.go. A new metric, verdict or renderer belongs in internal/compare.
 //
-// Imports: audit, compare, component, kernel, kube, lab, progress, record, sample, session, stats, summary, userfile
+// Imports: audit, compare, component, kernel, kube, lab, lab/images, progress, record, sample, session, stats, summary, userfile
 package experiment

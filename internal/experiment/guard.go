@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/lab/images"
 	"github.com/tare-dev/tare/internal/stats"
 )
 
@@ -151,4 +151,4 @@ func scale(ctx context.Context, cs kubernetes.Interface, specs []string) error {
 }
 
 // defaultImage is the guard's image on the lab.
-var defaultImage = lab.WebImage.Name
+var defaultImage = images.Web.Name

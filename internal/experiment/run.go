@@ -720,7 +720,11 @@ func (q requestRates) perMinute(labs []int) float64 {
 func connectAll(kubeconfigs []string) ([]*kube.Cluster, error) {
 	cls := make([]*kube.Cluster, len(kubeconfigs))
 	for k, kc := range kubeconfigs {
-		cl, err := kube.Connect(kc)
+		c, err := kube.NewClient(kc, kube.Options{})
+		if err != nil {
+			return nil, err
+		}
+		cl, err := c.Cluster()
 		if err != nil {
 			return nil, err
 		}

@@ -382,7 +382,7 @@ func (s *Spec) checkConcurrent() error {
 		}
 	}
 	switch s.Primary {
-	case "node-busy":
+	case compare.NodeBusy:
 		return fmt.Errorf("target.lab.concurrent: primary metric node-busy is the whole node's, every variant's at once; use control-plane-cpu or a component's")
 	case GuardReady:
 		return fmt.Errorf("target.lab.concurrent: primary metric %s is the guard Deployment's, which needs a node; use control-plane-cpu or a component's", GuardReady)

@@ -212,7 +212,7 @@ func sawtooth(x []float64, interval float64, p *Periodic) *Sawtooth {
 	}
 	m := mean(x)
 	return &Sawtooth{PeriodSeconds: p.PeriodSeconds, Autocorr: p.Autocorr, HighMc: output.Round(hi, 1), LowMc: output.Round(lo, 1),
-		MeanMc: output.Round(m, 1), IdlePct: output.Round(100*idle, 1), LostPct: output.Round(100*(hi-m)/hi, 1)}
+		MeanMc: output.Round(m, 1), IdlePct: output.Round(100*idle, 1), LostPct: output.Round(output.Percent(hi-m, hi), 1)}
 }
 
 func mean(x []float64) float64 {

@@ -12,7 +12,8 @@ import (
 // Density is the page of a tare density run: headline cards; the text table's per-component model; each
 // component's CPU and private memory at every step against the pod count (and node busy's), with the
 // fitted line and its slope's interval; the per-pod cost outside the pod cgroups and the RuntimeClass made
-// from it; the kube-reserved comparison; every step; the warnings. what says what ran and with what
+// from it; the kube-reserved comparison; the reservation at a percentile of 1 s demand, the memory the
+// eviction manager counts and the measured allocatable; every step; the warnings. what says what ran and with what
 // ("tare density with kubeconfig /root/.kube/config").
 func Density(r DensityRun, what, version string) Page {
 	p := Page{Title: "tare density: what one more pod costs node " + orDash(r.Node),
@@ -32,6 +33,9 @@ func Density(r DensityRun, what, version string) Page {
 		}
 		if r.Reserved != nil {
 			p.Sections = append(p.Sections, densityReservedSection(*r.Reserved))
+		}
+		if r.Spikes != nil || r.Memory != nil || len(r.Allocatable) > 0 {
+			p.Sections = append(p.Sections, densitySpikesSection(r))
 		}
 		p.Sections = append(p.Sections, densityStepsSection(r))
 	}
@@ -196,6 +200,49 @@ func densityReservedSection(r DensityReserved) Section {
 		s.Items = append(s.Items, fmt.Sprintf("%d pods lies beyond the largest count measured: the line is extrapolated; measure up to it with --pods to check.", r.MaxPods))
 	}
 	s.Items = append(s.Items, "Measured: the idle pods' cost, CPU as a mean; a node whose pods start and stop often needs more: --churn measures the CPU per pod start.")
+	return s
+}
+
+// densitySpikesSection is what the node's daemons need at their busiest: CPU at a percentile of 1 s
+// demand with its interval beside the mean of the same seconds, memory as the eviction manager counts it,
+// and the measured allocatable they leave the pods.
+func densitySpikesSection(r DensityRun) Section {
+	s := Section{ID: "spikes", Title: "Reserved for the spikes, and what the pods get"}
+	if sp := r.Spikes; sp != nil {
+		caption := fmt.Sprintf("CPU at the p%s of 1 s demand at %d pods (each second moved to %d pods by the per-pod slope", output.Percentile(sp.Percentile), sp.MaxPods, sp.MaxPods)
+		if sp.ChurnRate > 0 {
+			caption += fmt.Sprintf("; plus pod starts at %g/s", sp.ChurnRate)
+		}
+		t := Table{Caption: caption + ")", Head: []string{"", "CPU", "95% interval", "mean", "per pod", "seconds", "from"},
+			Right: []bool{false, true, true, true, true, true, false}}
+		for _, x := range []struct {
+			name string
+			sp   DensitySpike
+		}{{"kube-reserved", sp.Kube}, {"system-reserved", sp.System}} {
+			t.Rows = append(t.Rows, []string{x.name, output.MillicoresEnd(x.sp.CPU), "[" + output.MillicoresEnd(x.sp.Lo) + ", " + output.MillicoresEnd(x.sp.Hi) + "]",
+				output.MillicoresEnd(x.sp.Mean), output.MillicoresFixed(x.sp.Slope, 2), fmt.Sprint(x.sp.Seconds), strings.Join(x.sp.From, ", ")})
+		}
+		s.Tables = append(s.Tables, t)
+		s.Items = append(s.Items, "The interval is the percentile's over the seconds (order statistics); an unbounded end means too few seconds were measured for it: measure longer windows or more trials.")
+	}
+	if m := r.Memory; m != nil {
+		t := Table{Caption: fmt.Sprintf("Memory at %d pods, as the eviction manager counts it (working set: usage − inactive_file)", m.MaxPods),
+			Head: []string{"", "memory", "how"}, Right: []bool{false, true, false}}
+		t.Rows = append(t.Rows,
+			[]string{"peak outside the pods' cgroup", output.MiBFixed(m.Peak, 0), fmt.Sprintf("largest of %d windows, %s per pod", m.Windows, output.MiBFixed(m.Slope, 2))},
+			[]string{"kube-reserved", output.MiBFixed(m.Kube, 0), fmt.Sprintf("the components' PSS at %d pods", m.MaxPods)},
+			[]string{"system-reserved", output.MiBFixed(m.System, 0), "the rest of the peak"},
+			[]string{"evictionHard", output.MiBFixed(m.EvictionHard, 0), m.EvictionFrom})
+		s.Tables = append(s.Tables, t)
+	}
+	if len(r.Allocatable) > 0 {
+		t := Table{Caption: "Measured allocatable: capacity − kube-reserved − system-reserved − eviction (the document tare fit --allocatable reads)",
+			Head: []string{"", "cpu", "memory", "pods"}, Right: []bool{false, true, true, true}}
+		for _, x := range r.Allocatable {
+			t.Rows = append(t.Rows, []string{x.Name, x.CPU, x.Memory, x.Pods})
+		}
+		s.Tables = append(s.Tables, t)
+	}
 	return s
 }
 

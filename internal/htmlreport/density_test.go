@@ -159,3 +159,49 @@ func TestDensityTables(t *testing.T) {
 		}
 	}
 }
+
+// TestDensitySpikesSection: the percentile reservation's rows carry the value, its interval ("unbounded"
+// for an infinite end), the mean and the slope; the memory and the measured allocatable follow; a run
+// without any of them has no such section.
+func TestDensitySpikesSection(t *testing.T) {
+	t.Parallel()
+	if s := sectionByID(Density(densityRun(), "x", "test"), "spikes"); s != nil {
+		t.Errorf("a run without a percentile reservation has a spikes section: %+v", s)
+	}
+	r := densityRun()
+	r.Spikes = &DensitySpikes{Percentile: 99.9, MaxPods: 110, ChurnRate: 0.5,
+		Kube:   DensitySpike{CPU: 212.34, Lo: 180, Hi: 250.5, Mean: 120, Slope: 0.75, Seconds: 360, From: []string{"kubelet", "containerd"}},
+		System: DensitySpike{CPU: 40, Lo: 30, Hi: math.Inf(1), Mean: 20, Slope: 0, Seconds: 360, From: []string{"systemd"}}}
+	r.Memory = &DensityMemory{MaxPods: 110, Peak: 400 << 20, Slope: 1 << 20, Kube: 250 << 20, System: 150 << 20, EvictionHard: 100 << 20, EvictionFrom: "the kubelet's configz", Windows: 6}
+	r.Allocatable = []DensityAllocatableRow{{Name: "capacity", CPU: "2", Memory: "8Gi", Pods: "110"}, {Name: "allocatable", CPU: "1748m", Memory: "7Gi", Pods: "110"}}
+	s := sectionByID(Density(r, "x", "test"), "spikes")
+	if s == nil || len(s.Tables) != 3 {
+		t.Fatalf("spikes section %+v: want three tables", s)
+	}
+	if c := s.Tables[0].Caption; !strings.Contains(c, "p99.9 of 1 s demand at 110 pods") || !strings.Contains(c, "pod starts at 0.5/s") {
+		t.Errorf("caption %q", c)
+	}
+	want := [][]string{
+		{"kube-reserved", "212.3m", "[180.0m, 250.5m]", "120.0m", "0.75m", "360", "kubelet, containerd"},
+		{"system-reserved", "40.0m", "[30.0m, unbounded]", "20.0m", "0.00m", "360", "systemd"},
+	}
+	if diff := cmp.Diff(want, s.Tables[0].Rows); diff != "" {
+		t.Errorf("CPU rows (-want +got):\n%s", diff)
+	}
+	if got := s.Tables[1].Rows; len(got) != 4 || got[0][1] != "400 MiB" || got[3][2] != "the kubelet's configz" {
+		t.Errorf("memory rows %v", got)
+	}
+	if got := s.Tables[2].Rows; len(got) != 2 || got[1][1] != "1748m" {
+		t.Errorf("allocatable rows %v", got)
+	}
+}
+
+// sectionByID is the page's section with the ID, nil without one.
+func sectionByID(p Page, id string) *Section {
+	for i := range p.Sections {
+		if p.Sections[i].ID == id {
+			return &p.Sections[i]
+		}
+	}
+	return nil
+}

@@ -18,6 +18,13 @@ type DensityRun struct {
 	Components []DensityComponent
 	Outside    DensityOutside
 	Reserved   *DensityReserved // nil without a recommendation
+	// Spikes is the reservation at a percentile of 1 s demand, nil without one; Memory the memory kept
+	// from the pods as the eviction manager counts it, nil without working sets.
+	Spikes *DensitySpikes
+	Memory *DensityMemory
+	// Allocatable is the measured allocatable's figures (resource → quantity, as the document writes
+	// them) in the order capacity, kube-reserved, system-reserved, eviction, allocatable; nil without one.
+	Allocatable []DensityAllocatableRow
 	// RuntimeClass is the RuntimeClass printed, as YAML; "" when the run gives none.
 	RuntimeClass string
 	Warnings     []DensityWarning // the report's; a step's own are in the step
@@ -75,6 +82,41 @@ type DensityReserved struct {
 	Measured, Mean DensityReservation
 	Providers      []DensityReservation // EKS, GKE, AKS
 	Extrapolated   bool                 // MaxPods lies beyond the largest count measured
+}
+
+// DensitySpikes is kube-reserved and system-reserved CPU at a percentile of 1 s demand at MaxPods pods
+// (density.Spikes), with a churn rate's pod starts added when ChurnRate > 0.
+type DensitySpikes struct {
+	Percentile   float64
+	MaxPods      int
+	ChurnRate    float64
+	Kube, System DensitySpike
+}
+
+// DensitySpike is one reservation's CPU at the percentile (millicores) with its 95% interval (Hi may be
+// +Inf: too few seconds), the mean of the same seconds, the per-pod slope they were moved by, the
+// seconds counted and the groups summed.
+type DensitySpike struct {
+	CPU, Lo, Hi, Mean, Slope float64
+	Seconds                  int
+	From                     []string
+}
+
+// DensityMemory is the memory at MaxPods pods as the eviction manager counts it (density.MemoryReserved),
+// in bytes.
+type DensityMemory struct {
+	MaxPods                    int
+	Peak, Slope                float64
+	Kube, System, EvictionHard float64
+	EvictionFrom               string
+	Windows                    int
+}
+
+// DensityAllocatableRow is one line of the measured allocatable: what it is and its quantities by
+// resource ("cpu" → "1830m").
+type DensityAllocatableRow struct {
+	Name              string
+	CPU, Memory, Pods string
 }
 
 // DensityReservation is CPU (millicores) and memory (bytes) reserved, and for a provider its formula.

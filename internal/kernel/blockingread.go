@@ -124,6 +124,11 @@ func newBlockingReader(root string, timeout time.Duration, limit int) *BlockingR
 	return &BlockingReader{root: root, timeout: timeout, limit: limit, stuck: map[int]*pendingRead{}}
 }
 
+// oneRecordFiles are the files read here that the kernel returns whole in one read (readRecord):
+// cmdline's read copies until the buffer or the arguments end, smaps_rollup is one seq_file record. maps is
+// not: its read stops at a page of records.
+var oneRecordFiles = map[string]bool{"cmdline": true, "smaps_rollup": true}
+
 type readResult struct {
 	b   []byte
 	err error
@@ -150,7 +155,7 @@ func (r *BlockingReader) read(pid int, comm, name string) ([]byte, error) {
 	p := &pendingRead{path: path, start: time.Now()}
 	done := make(chan readResult, 1)
 	go func() {
-		b, err := readBlocking(path)
+		b, err := readBlocking(path, oneRecordFiles[name])
 		done <- readResult{b, err}
 		r.answered(pid, p)
 	}()
@@ -247,7 +252,7 @@ func (r *BlockingReader) TimedOut(pid int) int {
 
 // readBlocking reads a file with ordinary system calls, which tell the Go scheduler that the thread may
 // block (see ReadBounded for the raw ones used for files that cannot).
-func readBlocking(path string) ([]byte, error) {
+func readBlocking(path string, oneRecord bool) ([]byte, error) {
 	var fd int
 	var err error
 	for {
@@ -259,7 +264,7 @@ func readBlocking(path string) ([]byte, error) {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(fd)
-	return readFull(fd, unix.Read, maxBlockingRead, path)
+	return readFull(fd, unix.Read, maxBlockingRead, path, oneRecord)
 }
 
 // StuckView is what one sampler reports of the shared reader: the reads that did not answer, and those that

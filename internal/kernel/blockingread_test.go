@@ -159,7 +159,7 @@ func TestReadBlockingMatchesBounded(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"cmdline", "comm"} {
 		path := "/proc/self/" + name
-		a, err := readBlocking(path)
+		a, err := readBlocking(path, oneRecordFiles[name])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +171,7 @@ func TestReadBlockingMatchesBounded(t *testing.T) {
 			t.Errorf("%s: readBlocking %q, ReadBounded %q", path, a, b)
 		}
 	}
-	if _, err := readBlocking("/proc/self/no-such-file"); !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "no-such-file") {
+	if _, err := readBlocking("/proc/self/no-such-file", true); !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "no-such-file") {
 		t.Errorf("missing file: %v", err)
 	}
 }

@@ -255,7 +255,7 @@ func (c *CgroupV2Tasks) readTask(tid int, t *rootTask) (uint64, bool) {
 		n, err = rawPread(t.fd, c.buf[:])
 	} else {
 		var b []byte
-		if b, err = ReadBounded(filepath.Join(c.procRoot, strconv.Itoa(tid), "schedstat")); err == nil {
+		if b, err = readRecord(filepath.Join(c.procRoot, strconv.Itoa(tid), "schedstat")); err == nil {
 			n = copy(c.buf[:], b)
 		}
 	}
@@ -300,7 +300,7 @@ func RootUserProcesses(dir, procRoot string) int {
 	}
 	n, self := 0, os.Getpid()
 	for _, pid := range pids {
-		b, err := ReadBounded(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
+		b, err := readRecord(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
 		if err != nil {
 			continue
 		}

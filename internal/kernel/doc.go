@@ -12,12 +12,14 @@
 // Where things live, one file per kernel file or source:
 //   - procstat.go (/proc/PID/stat), procinfo.go (a process's identity, and its detail: statm, smaps_rollup,
 //     io), procio.go (io and /proc/PID/cgroup), threads.go (per-thread schedstat kept open), pids.go
-//     (listing /proc).
+//     (listing /proc), cmdline.go (finding a process by its command line), listener.go (the process
+//     listening on a TCP port: /proc/net/tcp and /proc/PID/fd).
 //   - node.go (/proc/stat, loadavg, pressure), resources.go (meminfo, vmstat, diskstats, net/dev and their
 //     sysfs facts), linkmtu.go (a link's MTU), cpulist.go (online CPUs), kernelconfig.go (CONFIG_HZ, IRQ
 //     time accounting, host name and release).
 //   - cgroupv2.go (the exact task time of a cgroup v2 hierarchy), cgroupusage.go (cpuacct.usage and
-//     cpu.stat).
+//     cpu.stat), cgroupmounts.go (which cgroup hierarchies are mounted where, from mountinfo), workingset.go
+//     (a memory cgroup's working set as the kubelet's eviction manager counts it).
 //   - taskstats.go, taskstats_parse.go (per-process CPU queries and exit notifications),
 //     taskstats_legacy.go (what some kernels' taskstats lack: ac_tgid before 5.19, CPU time without delay
 //     accounting), connector.go (exec and fork events).

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,6 +32,9 @@ type NodeStat struct {
 	Load1, Load5, Load15 float64
 	// Pressure holds cpu, io and memory stall times; nil when the kernel lacks PSI.
 	Pressure map[string]Pressure
+	// At is when /proc/stat was read (the middle of the read), Spread how long the read took.
+	At     time.Time
+	Spread time.Duration
 }
 
 // NodeReader reads the node-wide counters under an injected /proc root. It keeps the files open and
@@ -83,10 +87,13 @@ func psiHint(err error) error {
 	return err
 }
 
-// Read takes one reading. /proc/stat is read every time; with full unset, the load average and pressure
-// (slowly moving figures) are not read and are left zero.
-func (r *NodeReader) Read(full bool) (NodeStat, error) {
+// ReadStat reads /proc/stat alone, and when: At is the middle of the read and Spread its length, so that a
+// reader preempted while reading (a busy node) knows how far At can be from the instant the kernel
+// summed the counters.
+func (r *NodeReader) ReadStat() (NodeStat, error) {
+	t0 := time.Now()
 	b, err := r.stat.Read()
+	t1 := time.Now()
 	if err != nil {
 		return NodeStat{}, fmt.Errorf("reading %s/stat: %w", r.procRoot, err)
 	}
@@ -94,10 +101,11 @@ func (r *NodeReader) Read(full bool) (NodeStat, error) {
 	if err != nil {
 		return NodeStat{}, fmt.Errorf("reading %s/stat: %w", r.procRoot, err)
 	}
-	n := NodeStat{CPU: cpu, Running: running}
-	if !full {
-		return n, nil
-	}
+	return NodeStat{CPU: cpu, Running: running, At: t0.Add(t1.Sub(t0) / 2), Spread: t1.Sub(t0)}, nil
+}
+
+// ReadSlow reads the load average and pressure into n.
+func (r *NodeReader) ReadSlow(n *NodeStat) {
 	if r.loadavg != nil {
 		if b, err := r.loadavg.Read(); err == nil {
 			n.Load1, n.Load5, n.Load15, _ = parseLoadavg(b)
@@ -115,7 +123,6 @@ func (r *NodeReader) Read(full bool) (NodeStat, error) {
 			n.Pressure[res] = p
 		}
 	}
-	return n, nil
 }
 
 // Close releases the files the reader keeps open.

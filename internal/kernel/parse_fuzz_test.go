@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -42,6 +43,12 @@ func FuzzParseProcStat(f *testing.F) {
 	f.Add([]byte("1 (a) b) c) S 0 1 1 0 -1 4194560 1 0 0 0 1 2 -3 -4 20 0 1 0 5 6 7"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := ParseProcStat(b)
+		// The plain parser (strings.Fields), whose white space is Unicode's: the kernel prints ASCII.
+		if end := bytes.LastIndexByte(b, ')'); end >= 0 && isASCII(b[end+1:]) {
+			if want, werr := plainParseProcStat(b); (err == nil) != (werr == nil) || s != want {
+				t.Fatalf("ParseProcStat = %+v, %v; the plain parser says %+v, %v", s, err, want, werr)
+			}
+		}
 		if err != nil {
 			return
 		}
@@ -92,8 +99,15 @@ func FuzzParseCgroupFile(f *testing.F) {
 	f.Add([]byte("0::/kubepods.slice/kubepods-burstable.slice/cri-containerd-abc.scope\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		cgs, err := parseCgroupFile(b)
+		got, err2 := cgroupOf(b)
+		if (err == nil) != (err2 == nil) {
+			t.Fatalf("the plain parser says %v, cgroupOf %v", err, err2)
+		}
 		if err != nil {
 			return
+		}
+		if want := pickCgroup(cgs); got != want {
+			t.Fatalf("cgroupOf chose %q, the plain parser %q", got, want)
 		}
 		paths := map[string]bool{"": true}
 		for _, c := range cgs {
@@ -142,4 +156,45 @@ func FuzzParseLinkMTU(f *testing.F) {
 			t.Fatalf("ParseLinkMTU(%q) = %d, a negative MTU", b, n)
 		}
 	})
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// plainParseProcStat is ParseProcStat as first written, with strings.Fields: the oracle of the fuzz target.
+func plainParseProcStat(b []byte) (ProcStat, error) {
+	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 0 || end < open {
+		return ProcStat{}, fmt.Errorf("stat: no (comm)")
+	}
+	f := strings.Fields(string(b[end+1:]))
+	if len(f) < 20 {
+		return ProcStat{}, fmt.Errorf("stat: %d fields after comm, want at least 20", len(f))
+	}
+	var s ProcStat
+	s.Comm = string(b[open+1 : end])
+	if len(f[0]) == 1 {
+		s.State = f[0][0]
+	}
+	var errs [8]error
+	s.PPID, errs[0] = strconv.Atoi(f[1])
+	s.Flags, errs[1] = strconv.ParseUint(f[6], 10, 64)
+	s.UTime, errs[2] = strconv.ParseUint(f[11], 10, 64)
+	s.STime, errs[3] = strconv.ParseUint(f[12], 10, 64)
+	s.CUTime, errs[4] = strconv.ParseInt(f[13], 10, 64)
+	s.CSTime, errs[5] = strconv.ParseInt(f[14], 10, 64)
+	s.NumThreads, errs[6] = strconv.Atoi(f[17])
+	s.Starttime, errs[7] = strconv.ParseUint(f[19], 10, 64)
+	for _, err := range errs {
+		if err != nil {
+			return ProcStat{}, fmt.Errorf("stat: %w", err)
+		}
+	}
+	return s, nil
 }

@@ -3,6 +3,7 @@ package kernel
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -31,10 +32,11 @@ func TestNodeReaderFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	n, err := r.Read(true)
+	n, err := r.ReadStat()
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.ReadSlow(&n)
 	// The first line of the captured /proc/stat, in USER_HZ ticks.
 	b, _ := os.ReadFile(filepath.Join(fixtureProc, "stat"))
 	f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0])
@@ -55,7 +57,7 @@ func TestNodeReaderFixture(t *testing.T) {
 	if n.Load1 != 0.28 || n.Load5 != 0.35 || n.Load15 != 0.21 || n.Running != 1 {
 		t.Errorf("load %v %v %v, running %d; want 0.28 0.35 0.21 and 1", n.Load1, n.Load5, n.Load15, n.Running)
 	}
-	quick, err := r.Read(false)
+	quick, err := r.ReadStat()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,6 +337,57 @@ func TestParseIOFixture(t *testing.T) {
 	}
 }
 
+// cgroupLine is one line of /proc/PID/cgroup: hierarchy ID, controllers and path.
+type cgroupLine struct {
+	hierarchy   int
+	controllers []string
+	path        string
+}
+
+// parseCgroupFile splits /proc/PID/cgroup plainly: the reference cgroupOf must agree with.
+func parseCgroupFile(b []byte) ([]cgroupLine, error) {
+	var out []cgroupLine
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if line == "" {
+			continue
+		}
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("cgroup line %q: want ID:controllers:path", line)
+		}
+		id, err := strconv.Atoi(parts[0])
+		if err != nil {
+			return nil, fmt.Errorf("cgroup line %q: %w", line, err)
+		}
+		var ctl []string
+		if parts[1] != "" {
+			ctl = strings.Split(parts[1], ",")
+		}
+		out = append(out, cgroupLine{hierarchy: id, controllers: ctl, path: parts[2]})
+	}
+	return out, nil
+}
+
+// pickCgroup is cgroupOf's rule on parsed lines: any path naming kubepods, else the v1 path of the cpu
+// controller, else the unified (v2) path.
+func pickCgroup(cgs []cgroupLine) string {
+	best := ""
+	for _, c := range cgs {
+		if strings.Contains(c.path, "kubepods") {
+			return c.path
+		}
+		if c.hierarchy == 0 && best == "" {
+			best = c.path
+		}
+		for _, ctl := range c.controllers {
+			if ctl == "cpu" || ctl == "cpuacct" {
+				best = c.path
+			}
+		}
+	}
+	return best
+}
+
 func TestParseCgroupFile(t *testing.T) {
 	t.Parallel()
 	b, _ := os.ReadFile(filepath.Join(fixtureProc, "10101/cgroup"))
@@ -362,9 +415,20 @@ func TestParseCgroupFile(t *testing.T) {
 		if err != nil || pickCgroup(cgs) != tt.want {
 			t.Errorf("pickCgroup(%q) = %q, %v; want %q", tt.in, pickCgroup(cgs), err, tt.want)
 		}
+		if got, err := cgroupOf([]byte(tt.in)); err != nil || got != tt.want {
+			t.Errorf("cgroupOf(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
 	}
-	if _, err := parseCgroupFile([]byte("garbage")); err == nil {
-		t.Error("garbage accepted")
+	if got, err := cgroupOf(b); err != nil || got != pickCgroup(cgs) {
+		t.Errorf("cgroupOf(fixture) = %q, %v; the plain parser picks %q", got, err, pickCgroup(cgs))
+	}
+	for _, bad := range []string{"garbage", "0::/ok\nx:cpu:/a", "1:cpu:/kubepods\nbroken"} {
+		if _, err := parseCgroupFile([]byte(bad)); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+		if _, err := cgroupOf([]byte(bad)); err == nil {
+			t.Errorf("cgroupOf accepted %q", bad)
+		}
 	}
 }
 
@@ -442,5 +506,19 @@ func TestParseLoadavgAndPressureAgreeWithProcfs(t *testing.T) {
 	}
 	if _, _, _, err := parseLoadavg([]byte("0.1")); err == nil {
 		t.Error("bad loadavg accepted")
+	}
+}
+
+// TestFirstField: firstField is the first of strings.Fields, on the values smaps_rollup holds and on odd ones.
+func TestFirstField(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"   1234 kB", "1234", "", "   ", "\t7\tkB", " \u00a0 9 kB", "x\u2003y", "\xff 1"} {
+		want := ""
+		if f := strings.Fields(s); len(f) > 0 {
+			want = f[0]
+		}
+		if got := firstField(s); got != want {
+			t.Errorf("firstField(%q) = %q, strings.Fields says %q", s, got, want)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unicode"
 
 	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
@@ -25,7 +26,7 @@ type Identity struct {
 	Stat    ProcStat
 	Cmdline string // redacted; [comm] when it cannot be read
 	Exe     string // the executable's path, "" when unreadable
-	Cgroup  string // the cgroup that names the process's pod (see pickCgroup)
+	Cgroup  string // the cgroup that names the process's pod (see cgroupOf)
 	UID     int
 	Kernel  bool // a kernel thread
 }
@@ -52,9 +53,9 @@ func ReadIdentity(procRoot string, pid int) (Identity, error) {
 	if exe, err := os.Readlink(filepath.Join(dir, "exe")); err == nil {
 		id.Exe = exe
 	}
-	if b, err := ReadBounded(filepath.Join(dir, "cgroup")); err == nil {
-		if cgs, err := parseCgroupFile(b); err == nil {
-			id.Cgroup = pickCgroup(cgs)
+	if b, err := readRecord(filepath.Join(dir, "cgroup")); err == nil {
+		if cg, err := cgroupOf(b); err == nil {
+			id.Cgroup = cg
 		}
 	}
 	var sys unix.Stat_t
@@ -163,7 +164,7 @@ func ReadDetail(procRoot string, pid int, stat *ProcStat, prev *Detail, smaps Sm
 	} else {
 		ReadMemory(procRoot, pid, comm, prev, smaps == SmapsNow, &d)
 	}
-	if b, err := ReadBounded(filepath.Join(procRoot, strconv.Itoa(pid), "io")); err != nil {
+	if b, err := readRecord(filepath.Join(procRoot, strconv.Itoa(pid), "io")); err != nil {
 		d.IOErr = err
 	} else if d.ReadBytes, d.WriteBytes, err = parseIO(b); err != nil {
 		d.IOErr = err
@@ -190,7 +191,7 @@ func smapsDrift(statm uint64) uint64 { return max(statm/50, 64) }
 // carried over from prev, or 0 without it; the next detail reading tries again.
 func ReadMemory(procRoot string, pid int, comm string, prev *Detail, refresh bool, d *Detail) {
 	d.SmapsErr = nil
-	if b, err := ReadBounded(filepath.Join(procRoot, strconv.Itoa(pid), "statm")); err == nil {
+	if b, err := readRecord(filepath.Join(procRoot, strconv.Itoa(pid), "statm")); err == nil {
 		d.StatmRSS, _ = parseStatm(b)
 	}
 	if prev != nil && !refresh && !prev.StatmOnly && prev.SmapsErr == nil && d.StatmRSS != 0 && prev.SmapsStatm != 0 &&
@@ -236,7 +237,7 @@ func (d Detail) Estimated() bool { return d.SmapsStatm != 0 && d.StatmRSS != d.S
 
 // readStatm fills d's memory from statm alone (StatmOnly); d stays zero when statm cannot be read.
 func readStatm(procRoot string, pid int, d *Detail) {
-	b, err := ReadBounded(filepath.Join(procRoot, strconv.Itoa(pid), "statm"))
+	b, err := readRecord(filepath.Join(procRoot, strconv.Itoa(pid), "statm"))
 	if err != nil {
 		return
 	}
@@ -270,7 +271,9 @@ const maxSmapsKB = 1<<54 - 1
 func parseSmapsRollup(b []byte) (smapsRollup, error) {
 	var m smapsRollup
 	seen := 0
-	for _, line := range strings.Split(string(b), "\n") {
+	for rest := string(b); rest != ""; { // line by line, without a slice of them: read for every process
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
 		k, v, ok := strings.Cut(line, ":")
 		if !ok {
 			continue
@@ -286,11 +289,11 @@ func parseSmapsRollup(b []byte) (smapsRollup, error) {
 		default:
 			continue
 		}
-		f := strings.Fields(v)
-		if len(f) == 0 {
+		f := firstField(v)
+		if f == "" {
 			return m, fmt.Errorf("smaps_rollup: empty %s", k)
 		}
-		kb, err := strconv.ParseUint(f[0], 10, 64)
+		kb, err := strconv.ParseUint(f, 10, 64)
 		if err != nil {
 			return m, fmt.Errorf("smaps_rollup %s: %w", k, err)
 		}
@@ -304,6 +307,19 @@ func parseSmapsRollup(b []byte) (smapsRollup, error) {
 		return m, fmt.Errorf("smaps_rollup: no Rss/Pss lines")
 	}
 	return m, nil
+}
+
+// firstField is strings.Fields(s)[0], or "" when s has no field, without the slice.
+func firstField(s string) string {
+	i := strings.IndexFunc(s, func(r rune) bool { return !unicode.IsSpace(r) })
+	if i < 0 {
+		return ""
+	}
+	s = s[i:]
+	if j := strings.IndexFunc(s, unicode.IsSpace); j >= 0 {
+		s = s[:j]
+	}
+	return s
 }
 
 // SchedstatCPU sums the scheduler runtime (ns) of every thread of pid: the fallback when taskstats is not

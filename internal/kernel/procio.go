@@ -1,11 +1,9 @@
 package kernel
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"strconv"
-	"strings"
 )
 
 // The readers below replace procfs's for files tare reads for every process: procfs parses them with
@@ -14,18 +12,19 @@ import (
 // parseIO returns read_bytes and write_bytes from /proc/PID/io (bytes that reached the storage layer).
 func parseIO(b []byte) (read, write uint64, err error) {
 	var seen [2]bool
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ": ")
+	for len(b) > 0 { // line by line, without a scanner's buffer: read at every detail sample of every process
+		var line []byte
+		line, b, _ = bytes.Cut(b, []byte{'\n'})
+		k, v, ok := bytes.Cut(line, []byte(": "))
 		if !ok {
 			continue
 		}
-		switch k {
+		switch string(k) {
 		case "read_bytes":
-			read, err = strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			read, err = strconv.ParseUint(string(bytes.TrimSpace(v)), 10, 64)
 			seen[0] = true
 		case "write_bytes":
-			write, err = strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			write, err = strconv.ParseUint(string(bytes.TrimSpace(v)), 10, 64)
 			seen[1] = true
 		}
 		if err != nil {
@@ -38,53 +37,61 @@ func parseIO(b []byte) (read, write uint64, err error) {
 	return read, write, nil
 }
 
-// cgroupLine is one line of /proc/PID/cgroup: hierarchy ID, controllers and path.
-type cgroupLine struct {
-	hierarchy   int
-	controllers []string
-	path        string
-}
-
-// parseCgroupFile splits /proc/PID/cgroup ("ID:controllers:path" per line; the path may contain ':').
-func parseCgroupFile(b []byte) ([]cgroupLine, error) {
-	var out []cgroupLine
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if line == "" {
+// cgroupOf returns the cgroup path that identifies a process's pod, from /proc/PID/cgroup ("ID:controllers:path"
+// per line; the path may contain ':'): any path naming kubepods, else the v1 path of the cpu controller,
+// else the unified (v2) path. Any malformed line is an error. Read for every process tare sees, so it
+// walks the file without splitting it (the tests hold the plain parser it must agree with).
+func cgroupOf(b []byte) (string, error) {
+	var best, kube []byte
+	rest := bytes.TrimSpace(b)
+	for len(rest) > 0 {
+		var line []byte
+		line, rest, _ = bytes.Cut(rest, []byte{'\n'})
+		if len(line) == 0 {
 			continue
 		}
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			return nil, fmt.Errorf("cgroup line %q: want ID:controllers:path", line)
+		idField, after, ok := bytes.Cut(line, []byte{':'})
+		ctl, path, ok2 := bytes.Cut(after, []byte{':'})
+		if !ok || !ok2 {
+			return "", fmt.Errorf("cgroup line %q: want ID:controllers:path", line)
 		}
-		id, err := strconv.Atoi(parts[0])
+		id, err := cgroupID(idField)
 		if err != nil {
-			return nil, fmt.Errorf("cgroup line %q: %w", line, err)
+			return "", fmt.Errorf("cgroup line %q: %w", line, err)
 		}
-		var ctl []string
-		if parts[1] != "" {
-			ctl = strings.Split(parts[1], ",")
+		if kube != nil {
+			continue // chosen: the rest is only checked
 		}
-		out = append(out, cgroupLine{hierarchy: id, controllers: ctl, path: parts[2]})
-	}
-	return out, nil
-}
-
-// pickCgroup chooses the cgroup path that identifies a process's pod: any path naming kubepods, else the v1
-// path of the cpu controller, else the unified (v2) path.
-func pickCgroup(cgs []cgroupLine) string {
-	best := ""
-	for _, c := range cgs {
-		if strings.Contains(c.path, "kubepods") {
-			return c.path
+		if bytes.Contains(path, []byte("kubepods")) {
+			kube = path
+			continue
 		}
-		if c.hierarchy == 0 && best == "" {
-			best = c.path
+		if id == 0 && len(best) == 0 {
+			best = path
 		}
-		for _, ctl := range c.controllers {
-			if ctl == "cpu" || ctl == "cpuacct" {
-				best = c.path
+		for c := range bytes.SplitSeq(ctl, []byte{','}) {
+			if string(c) == "cpu" || string(c) == "cpuacct" {
+				best = path
 			}
 		}
 	}
-	return best
+	if kube != nil {
+		return string(kube), nil
+	}
+	return string(best), nil
+}
+
+// cgroupID parses a hierarchy ID as strconv.Atoi does, without converting the common case to a string.
+func cgroupID(b []byte) (int, error) {
+	if len(b) == 0 || len(b) > 9 {
+		return strconv.Atoi(string(b))
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return strconv.Atoi(string(b))
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, nil
 }

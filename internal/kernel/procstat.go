@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,9 +34,29 @@ func ParseProcStat(b []byte) (ProcStat, error) {
 	if open < 0 || end < open {
 		return ProcStat{}, fmt.Errorf("stat: no (comm)")
 	}
-	f := strings.Fields(string(b[end+1:]))
-	if len(f) < 20 {
-		return ProcStat{}, fmt.Errorf("stat: %d fields after comm, want at least 20", len(f))
+	// The fields after comm, split at ASCII white space as strings.Fields does, without copying the line:
+	// the baseline parses every process's stat, 3 µs each with a copy and a slice of 50 strings.
+	var f [20][]byte
+	n := 0
+	for rest := b[end+1:]; ; {
+		i := 0
+		for i < len(rest) && asciiSpace(rest[i]) {
+			i++
+		}
+		if rest = rest[i:]; len(rest) == 0 {
+			break
+		}
+		j := 0
+		for j < len(rest) && !asciiSpace(rest[j]) {
+			j++
+		}
+		if n < len(f) {
+			f[n] = rest[:j]
+		}
+		n, rest = n+1, rest[j:]
+	}
+	if n < len(f) {
+		return ProcStat{}, fmt.Errorf("stat: %d fields after comm, want at least 20", n)
 	}
 	var s ProcStat
 	s.Comm = string(b[open+1 : end])
@@ -45,14 +64,14 @@ func ParseProcStat(b []byte) (ProcStat, error) {
 		s.State = f[0][0]
 	}
 	var errs [8]error
-	s.PPID, errs[0] = strconv.Atoi(f[1])
-	s.Flags, errs[1] = strconv.ParseUint(f[6], 10, 64)
-	s.UTime, errs[2] = strconv.ParseUint(f[11], 10, 64)
-	s.STime, errs[3] = strconv.ParseUint(f[12], 10, 64)
-	s.CUTime, errs[4] = strconv.ParseInt(f[13], 10, 64)
-	s.CSTime, errs[5] = strconv.ParseInt(f[14], 10, 64)
-	s.NumThreads, errs[6] = strconv.Atoi(f[17])
-	s.Starttime, errs[7] = strconv.ParseUint(f[19], 10, 64)
+	s.PPID, errs[0] = strconv.Atoi(string(f[1]))
+	s.Flags, errs[1] = strconv.ParseUint(string(f[6]), 10, 64)
+	s.UTime, errs[2] = strconv.ParseUint(string(f[11]), 10, 64)
+	s.STime, errs[3] = strconv.ParseUint(string(f[12]), 10, 64)
+	s.CUTime, errs[4] = strconv.ParseInt(string(f[13]), 10, 64)
+	s.CSTime, errs[5] = strconv.ParseInt(string(f[14]), 10, 64)
+	s.NumThreads, errs[6] = strconv.Atoi(string(f[17]))
+	s.Starttime, errs[7] = strconv.ParseUint(string(f[19]), 10, 64)
 	for _, err := range errs {
 		if err != nil {
 			return ProcStat{}, fmt.Errorf("stat: %w", err)
@@ -61,10 +80,15 @@ func ParseProcStat(b []byte) (ProcStat, error) {
 	return s, nil
 }
 
+// asciiSpace is the white space strings.Fields splits at, in ASCII (the kernel prints no other).
+func asciiSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
+
 // ReadProcStat reads and parses <procRoot>/PID/stat. A process that has exited gives an error matching
 // ErrGone.
 func ReadProcStat(procRoot string, pid int) (ProcStat, error) {
-	b, err := ReadBounded(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
+	b, err := readRecord(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
 	if err != nil {
 		return ProcStat{}, gone(pid, err)
 	}

@@ -1,8 +1,10 @@
 package kernel
 
 import (
+	"bytes"
 	"errors"
 	"os"
+	"sync"
 
 	"unsafe"
 
@@ -85,19 +87,46 @@ func rawRecv(fd int, b []byte, flags int) (int, error) {
 // calls: os.Open would also register every /proc file with the network poller (two fcntl and an epoll_ctl
 // per file), and see rawPread for why the scheduler is not told. Only for files that cannot block.
 func ReadBounded(path string) ([]byte, error) {
+	return readRaw(path, false)
+}
+
+// readRecord is ReadBounded for a file the kernel shows as one record (single_open: /proc/PID/stat,
+// statm, io, cgroup): such a file's read fills the buffer or returns all there is, so a short read is its
+// end and the read that would return 0 is not made.
+func readRecord(path string) ([]byte, error) {
+	return readRaw(path, true)
+}
+
+func readRaw(path string, oneRecord bool) ([]byte, error) {
 	fd, err := rawOpen(path, unix.O_RDONLY)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer rawClose(fd)
-	return readFull(fd, rawRead, 1<<20, path)
+	return readFull(fd, rawRead, 1<<20, path, oneRecord)
 }
 
+// readBufs are readFull's buffers, reused: a reading is copied out at its size, so that the thousands of
+// small files a sample reads do not each allocate (and zero) a page that the garbage collector then sweeps.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, 4096); return &b }}
+
+// maxPooledRead is the largest buffer readFull puts back in readBufs.
+const maxPooledRead = 64 << 10
+
 // readFull reads fd to its end (or limit bytes) with read, growing the buffer to fit: the one loop behind
-// ReadBounded (raw system calls) and readBlocking (ordinary ones, for files that can block).
-func readFull(fd int, read func(int, []byte) (int, error), limit int, path string) ([]byte, error) {
-	buf := make([]byte, 0, 4096)
+// ReadBounded (raw system calls) and readBlocking (ordinary ones, for files that can block). With oneRecord
+// (files that the kernel returns in one read when the buffer is large enough: see readRecord), a short
+// read ends it.
+func readFull(fd int, read func(int, []byte) (int, error), limit int, path string, oneRecord bool) ([]byte, error) {
+	bp := readBufs.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= maxPooledRead {
+			readBufs.Put(bp)
+		}
+	}()
+	buf := (*bp)[:0]
 	for len(buf) < limit {
+		space := cap(buf) - len(buf)
 		n, err := read(fd, buf[len(buf):cap(buf)])
 		if err != nil {
 			if errors.Is(err, unix.EINTR) {
@@ -109,11 +138,15 @@ func readFull(fd int, read func(int, []byte) (int, error), limit int, path strin
 			break
 		}
 		buf = buf[:len(buf)+n]
+		if oneRecord && n < space {
+			break
+		}
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
+			*bp = buf[:cap(buf)]
 		}
 	}
-	return buf, nil
+	return bytes.Clone(buf), nil
 }
 
 // ReadDirNames lists a directory with raw system calls (see ReadBounded for why not os.Open).

@@ -43,6 +43,8 @@ type Client struct {
 	// Config is the current context's REST configuration with the Options applied. Callers copy it
 	// (rest.CopyConfig) before changing it.
 	Config *rest.Config
+	// Context is the kubeconfig context asked for (Options.Context; "" for the current-context).
+	Context string
 }
 
 // NewClient loads a kubeconfig as kubectl does: the file kubeconfig names when it is not empty (it must
@@ -94,6 +96,7 @@ func NewClient(kubeconfig string, o Options) (*Client, error) {
 
 // configured applies the caller's options to c's REST config.
 func configured(c *Client, o Options) *Client {
+	c.Context = o.Context
 	cfg := c.Config
 	cfg.UserAgent = o.UserAgent
 	if cfg.UserAgent == "" {

@@ -131,9 +131,6 @@ func TestNewClientNone(t *testing.T) {
 		if _, err := kube.NewClient("", kube.Options{}); !errors.Is(err, kube.ErrNoKubeconfig) {
 			t.Errorf("KUBECONFIG=%q: %v, want ErrNoKubeconfig", env, err)
 		}
-		if _, err := kube.Connect(""); !errors.Is(err, kube.ErrNoKubeconfig) {
-			t.Errorf("Connect with KUBECONFIG=%q: %v, want ErrNoKubeconfig", env, err)
-		}
 	}
 }
 
@@ -162,9 +159,6 @@ func TestNewClientUnusable(t *testing.T) {
 	}
 	if _, err := kube.NewClient(filepath.Join(dir, "nope"), kube.Options{}); err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("missing --kubeconfig: %v", err)
-	}
-	if _, err := kube.Connect(filepath.Join(dir, "notes")); err == nil || !strings.Contains(err.Error(), "is not a kubeconfig") {
-		t.Errorf("Connect with a file of notes: %v", err)
 	}
 }
 
@@ -202,7 +196,11 @@ func TestNewClientTalksTLS(t *testing.T) {
 	if ref, ok := n.Name("u1", ""); !ok || ref.Name != "web" {
 		t.Errorf("Name(u1) = %+v, %v", ref, ok)
 	}
-	cl, err := kube.Connect("")
+	kc, err := kube.NewClient("", kube.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kc.Cluster()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,29 +25,23 @@ type Cluster struct {
 	cs      kubernetes.Interface
 }
 
-// Connect opens a kubeconfig, found as NewClient finds it (path is --kubeconfig, "" to look as kubectl
-// does), at its current context; it does not contact the server. API calls time out after 10 s.
-func Connect(path string) (*Cluster, error) { return ConnectContext(path, "") }
-
-// ConnectContext is Connect at the kubeconfig's context named kctx (kubectl's --context; "" for the
-// current one).
-func ConnectContext(path, kctx string) (*Cluster, error) {
-	c, err := NewClient(path, Options{Timeout: 10 * time.Second, Context: kctx})
+// Cluster is c as a connection for explain's rules, profiles and metrics, whatever c's own timeout: its
+// clientset's API calls time out after 10 s, its HTTP client has no overall timeout (profiles take as long
+// as they are asked to; callers bound them). It does not contact the server.
+func (c *Client) Cluster() (*Cluster, error) {
+	ccfg := rest.CopyConfig(c.Config)
+	ccfg.Timeout = 10 * time.Second
+	cs, err := kubernetes.NewForConfig(ccfg)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kubeconfig %s: %w", c.Source, err)
 	}
-	cs, err := c.Clientset()
-	if err != nil {
-		return nil, err
-	}
-	// Profiles take as long as they are asked to: the HTTP client has no overall timeout; callers bound it.
 	pcfg := rest.CopyConfig(c.Config)
 	pcfg.Timeout = 0
 	hc, err := rest.HTTPClientFor(pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", c.Source, err)
 	}
-	return &Cluster{Source: c.Source, Context: kctx, Host: strings.TrimSuffix(c.Config.Host, "/"), HTTP: hc, cs: cs}, nil
+	return &Cluster{Source: c.Source, Context: c.Context, Host: strings.TrimSuffix(c.Config.Host, "/"), HTTP: hc, cs: cs}, nil
 }
 
 // Clientset is the cluster's client (its API calls time out after 10 s).

@@ -43,12 +43,12 @@ func apiserverArgs(pki *PKI, host string, ports portSet) []string {
 		"--service-account-signing-key-file", pki.Path("sa.key"),
 		"--authorization-mode", "Node,RBAC", "--service-cluster-ip-range", serviceCIDR, "--allow-privileged=true",
 		// Debian's etcd 3.4 lacks RequestWatchProgress: without this, watches from resourceVersion 0 fail.
-		"--feature-gates", "WatchList=false", "--profiling"}
+		"--feature-gates", "WatchList=false", "--profiling",
+		// Reach a kubelet (logs, exec, configz through the node proxy) by the node's address first: no
+		// resolver knows the extra nodes' names, and node 1's is the machine's host name, which /etc/hosts
+		// often maps to a loopback address, which the API server refuses to proxy to ("address not allowed").
+		"--kubelet-preferred-address-types", "InternalIP,Hostname,InternalDNS,ExternalDNS,ExternalIP"}
 }
-
-// extraNodesAPIServerArgs are kube-apiserver's flags for a lab with extra nodes: reach a kubelet (logs,
-// exec, the node proxy) by the node's address first, as no resolver knows the names tare-node-N.
-var extraNodesAPIServerArgs = []string{"--kubelet-preferred-address-types", "InternalIP,Hostname,InternalDNS,ExternalDNS,ExternalIP"}
 
 // auditPolicy logs every request at Metadata level (who, what, when; no bodies, so no secrets).
 const auditPolicy = `apiVersion: audit.k8s.io/v1

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/prometheus/procfs"
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
 // The lab's cgroups: Up makes one root per hierarchy for the kubelet (createCgroupRoot); Down kills what
@@ -20,15 +19,13 @@ import (
 
 // cgroupMounts returns the mount points of every cgroup hierarchy (v1 controllers and the v2 tree).
 func cgroupMounts() ([]string, error) {
-	mounts, err := procfs.GetMounts()
+	hier, err := kernel.ReadCgroupHierarchies(procRoot)
 	if err != nil {
-		return nil, fmt.Errorf("reading mounts: %w", err)
+		return nil, err
 	}
-	var out []string
-	for _, m := range mounts {
-		if (m.FSType == "cgroup" || m.FSType == "cgroup2") && !slices.Contains(out, m.MountPoint) {
-			out = append(out, m.MountPoint)
-		}
+	out := make([]string, 0, len(hier))
+	for _, h := range hier {
+		out = append(out, h.MountPoint)
 	}
 	return out, nil
 }

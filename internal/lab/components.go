@@ -9,9 +9,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/tare-dev/tare/internal/component"
+	"github.com/tare-dev/tare/internal/lab/images"
+	"github.com/tare-dev/tare/internal/output"
 )
 
 // KwokVersion is the pinned kwok release installed from its Go module.
@@ -23,7 +30,7 @@ type Component struct {
 	Path    string        `json:"path"`
 	Source  string        `json:"source"` // cached, built, apt, bin-dir, go install, present
 	Version string        `json:"version"`
-	Took    time.Duration `json:"took_ns"`
+	Took    time.Duration `json:"took_ns"` // the step's that got it (one go build gets every Kubernetes component)
 }
 
 // built are the components tare builds from k8s.io/kubernetes, in the registry's order.
@@ -41,20 +48,38 @@ var debianPackages = func() []debianPackage {
 			out = append(out, debianPackage{e.Lab.Program, e.Lab.Package})
 		}
 	}
-	// busybox-static: the busybox image (busyboximage.go) is built from its binary.
-	return append(out, debianPackage{"iptables", "iptables"}, debianPackage{busyboxPath, "busybox-static"})
+	// busybox-static: the busybox image (images.Busybox) is built from its binary.
+	return append(out, debianPackage{"iptables", "iptables"}, debianPackage{images.BusyboxPath, "busybox-static"})
 }()
 
 // InstallOptions configure Install.
 type InstallOptions struct {
-	BinDir string                 // use the Kubernetes binaries found here instead of building them
-	Log    func(component string) // called as each component starts (progress)
+	BinDir   string            // use the Kubernetes binaries found here instead of building them
+	Progress func(InstallStep) // called as each step starts and as it ends (progress); never twice at once
 }
+
+// InstallStep is one step of Install, reported as it starts (Done false) and as it ends.
+type InstallStep struct {
+	Name       string        // what it gets: "Debian packages", the Kubernetes components' names, "kwok", "images"
+	Done       bool          // false: starting
+	Components []Component   // when Done: what it got (cached, built, …), in Install's order
+	Took       time.Duration // when Done: how long it took
+	Err        error         // when Done: why it failed, or nil
+}
+
+// Install steps other than the Kubernetes components, named for what they get.
+const (
+	stepPackages = "Debian packages"
+	stepImages   = "images"
+)
 
 // Install makes every lab component available: Debian packages (etcd, containerd, runc, CNI plugins,
 // iptables) installed with apt when missing, the Kubernetes components built from the upstream module at
-// KubernetesVersion (or taken from BinDir), and kwok from its module. Everything is cached: a second
-// Install is a no-op.
+// KubernetesVersion (or taken from BinDir), kwok from its module, and the pod images. Everything is
+// cached: a second Install is a no-op. Three lanes run at once, since they wait on different things (apt
+// and the network, the compiler): the packages then the images (one is built from busybox's package), the
+// Kubernetes components (one go build), and kwok. The components come back in that order whatever
+// finished first, with what was got before a failure.
 func Install(ctx context.Context, opts InstallOptions) ([]Component, error) {
 	if opts.BinDir != "" { // check the user's binaries before installing anything
 		for _, name := range built {
@@ -63,57 +88,127 @@ func Install(ctx context.Context, opts InstallOptions) ([]Component, error) {
 			}
 		}
 	}
-	var out []Component
-	pkgs, err := ensurePackages(ctx)
-	out = append(out, pkgs...)
-	if err != nil {
-		return out, err
-	}
-	for _, name := range built {
-		if opts.Log != nil {
-			opts.Log(name)
+	var mu sync.Mutex
+	step := func(name string, get func() ([]Component, error)) ([]Component, error) {
+		report := func(s InstallStep) {
+			if opts.Progress != nil {
+				mu.Lock()
+				defer mu.Unlock()
+				opts.Progress(s)
+			}
 		}
+		report(InstallStep{Name: name})
 		start := time.Now()
-		c := Component{Name: name, Version: KubernetesVersion}
-		if opts.BinDir != "" {
-			c.Path, c.Source = filepath.Join(opts.BinDir, name), "bin-dir"
-			if err := executable(c.Path); err != nil {
-				return out, fmt.Errorf("--bin-dir %s: %w", opts.BinDir, err)
-			}
-			c.Version = "as found"
-		} else {
-			c.Source = "cached"
-			if !cachedBuild(name) {
-				c.Source = "built"
-			}
-			if c.Path, err = Build(ctx, name); err != nil {
-				return out, err
-			}
+		cs, err := get()
+		report(InstallStep{Name: name, Done: true, Components: cs, Took: time.Since(start), Err: err})
+		return cs, err
+	}
+	var pkgs, k8s, kwok, images []Component
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		var err error
+		if pkgs, err = step(stepPackages, func() ([]Component, error) { return ensurePackages(gctx) }); err != nil {
+			return err
 		}
-		c.Took = time.Since(start)
-		out = append(out, c)
+		images, err = step(stepImages, func() ([]Component, error) { return installImages(gctx) })
+		return err
+	})
+	g.Go(func() error {
+		var err error
+		k8s, err = step(strings.Join(built, ", "), func() ([]Component, error) { return installUpstream(gctx, opts.BinDir) })
+		return err
+	})
+	g.Go(func() error {
+		var err error
+		kwok, err = step(component.Kwok, func() ([]Component, error) {
+			c, err := ensureKwok(gctx)
+			return []Component{c}, err
+		})
+		return err
+	})
+	err := g.Wait()
+	return slices.Concat(pkgs, k8s, kwok, images), err
+}
+
+// installUpstream gets the Kubernetes components: those in binDir when it is set, else built into the
+// cache by one go build (each Component's Took is that build's).
+func installUpstream(ctx context.Context, binDir string) ([]Component, error) {
+	start := time.Now()
+	var out []Component
+	if binDir != "" {
+		for _, name := range built {
+			c := Component{Name: name, Path: filepath.Join(binDir, name), Source: "bin-dir", Version: "as found"}
+			if err := executable(c.Path); err != nil {
+				return out, fmt.Errorf("--bin-dir %s: %w", binDir, err)
+			}
+			c.Took = time.Since(start)
+			out = append(out, c)
+		}
+		return out, nil
 	}
-	if opts.Log != nil {
-		opts.Log(component.Kwok)
-	}
-	k, err := ensureKwok(ctx)
-	out = append(out, k)
+	paths, fresh, err := buildUpstream(ctx, built)
 	if err != nil {
-		return out, err
+		return nil, err
 	}
-	if opts.Log != nil {
-		opts.Log("images")
+	for i, name := range built {
+		src := "cached"
+		if slices.Contains(fresh, name) {
+			src = "built"
+		}
+		out = append(out, Component{Name: name, Path: paths[i], Source: src, Version: KubernetesVersion, Took: time.Since(start)})
 	}
+	return out, nil
+}
+
+// installImages builds the lab's images into the cache (images.Ensure), once.
+func installImages(ctx context.Context) ([]Component, error) {
 	start := time.Now()
 	src := "cached"
-	if !imagesCached() {
+	if !images.Cached() {
 		src = "go build"
 	}
-	archives, err := ensureImages(ctx)
+	archives, err := images.Ensure(ctx)
+	var out []Component
 	for i, a := range archives {
-		out = append(out, Component{Name: "image " + labImages[i].Name, Path: a, Source: src, Version: labImages[i].Source, Took: time.Since(start)})
+		out = append(out, Component{Name: "image " + images.Lab[i].Name, Path: a, Source: src, Version: images.Lab[i].Source, Took: time.Since(start)})
 	}
 	return out, err
+}
+
+// InstallDatapathTools installs the Debian packages of the datapath tools (iperf3, sockperf, fio) with apt
+// when missing (which needs root) and builds the archive of their image (images.ToolsArchive). It returns the
+// tools and the image as Components, and is a no-op when everything is there.
+func InstallDatapathTools(ctx context.Context) ([]Component, error) {
+	start := time.Now()
+	var missing []string
+	for _, t := range images.DatapathTools {
+		if !t.Installed() {
+			missing = append(missing, t.Package)
+		}
+	}
+	if err := installPackages(ctx, missing); err != nil {
+		return nil, err
+	}
+	var out []Component
+	for _, t := range images.DatapathTools {
+		if !t.Installed() {
+			return out, fmt.Errorf("%s still missing after installing %s", t.Path(), t.Package)
+		}
+		src := "present"
+		if slices.Contains(missing, t.Package) {
+			src = "apt"
+		}
+		out = append(out, Component{Name: t.Name, Path: t.Path(), Source: src, Version: "debian " + t.Package, Took: time.Since(start)})
+	}
+	a, err := images.ToolsArchive(ctx)
+	if err != nil {
+		return out, err
+	}
+	src := "cached"
+	if a.Built {
+		src = "built"
+	}
+	return append(out, Component{Name: "image " + images.Tools.Name, Path: a.Path, Source: src, Version: images.Tools.Source, Took: time.Since(start)}), nil
 }
 
 func executable(path string) error {
@@ -125,15 +220,6 @@ func executable(path string) error {
 		return fmt.Errorf("%s is not an executable file", path)
 	}
 	return nil
-}
-
-func cachedBuild(name string) bool {
-	cache, err := CacheDir()
-	if err != nil {
-		return false
-	}
-	_, err = os.Stat(filepath.Join(k8sBinDir(cache), name))
-	return err == nil
 }
 
 // missingPackages lists the Debian packages whose programs are not on this machine; lookPath is injected
@@ -234,10 +320,12 @@ func ensureKwok(ctx context.Context) (Component, error) {
 		c.Took = time.Since(start)
 		return c, nil
 	}
-	cmd := exec.CommandContext(ctx, gobin, "install", kwok.Module+"@"+KwokVersion)
+	// -trimpath as the Kubernetes components are built, so that the standard library compiled for one serves
+	// the other; no DWARF (-w), as for them.
+	cmd := exec.CommandContext(ctx, gobin, "install", "-trimpath", "-ldflags=-w", kwok.Module+"@"+KwokVersion)
 	cmd.Env = append(os.Environ(), "GOBIN="+bin, "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return c, fmt.Errorf("go install kwok %s: %w\n%s", KwokVersion, err, tail(out, 10))
+		return c, fmt.Errorf("go install kwok %s: %w\n%s", KwokVersion, err, output.LastLines(out, 10))
 	}
 	c.Source, c.Took = "go install", time.Since(start)
 	if _, err := os.Stat(c.Path); err != nil {
@@ -259,10 +347,10 @@ func aptInstall(ctx context.Context, pkgs ...string) error {
 		return nil
 	}
 	if out, err := run("update", "-qq"); err != nil {
-		return fmt.Errorf("apt-get update: %w\n%s", err, tail(out, 10))
+		return fmt.Errorf("apt-get update: %w\n%s", err, output.LastLines(out, 10))
 	}
 	if out, err := run(install...); err != nil {
-		return fmt.Errorf("apt-get install %v: %w\n%s", pkgs, err, tail(out, 10))
+		return fmt.Errorf("apt-get install %v: %w\n%s", pkgs, err, output.LastLines(out, 10))
 	}
 	return nil
 }

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"time"
 
 	"github.com/tare-dev/tare/internal/component"
+	"github.com/tare-dev/tare/internal/lab/images"
+	"github.com/tare-dev/tare/internal/output"
 )
 
 // containerdConfigFile is where the lab writes containerd's configuration (containerdConfig).
@@ -43,7 +46,7 @@ func (l *lab) startContainerd(ctx context.Context, n *ExtraNode) error {
 	if err := os.WriteFile(p.join("cni", "net.d", "10-tare-lab.conflist"), []byte(cni), 0o600); err != nil {
 		return err
 	}
-	archives, err := ensureImages(ctx)
+	archives, err := images.Ensure(ctx)
 	if err != nil {
 		return err
 	}
@@ -96,7 +99,7 @@ state = %q
     bin_dir = "/usr/lib/cni"
     conf_dir = %q
 `, p.join("containerd", "root"), p.containerdState(), p.containerdSocket(), p.containerdSocket()+".ttrpc",
-		p.containerdDebugSocket(), p.join("containerd", "opt"), PauseImage.Name, p.join("containerd", "runc"), p.join("cni", "net.d"))
+		p.containerdDebugSocket(), p.join("containerd", "opt"), images.Pause.Name, p.join("containerd", "runc"), p.join("cni", "net.d"))
 }
 
 // cniConfig is the pod network: a bridge with the gateway on the host, host-local addresses kept in the
@@ -118,4 +121,15 @@ func cniConfigFor(p paths, subnet string, masq bool) string {
   ]
 }
 `, cniNetworkName, bridgeName, masq, subnet, p.join("cni", "ipam"))
+}
+
+// importImages loads the archives into containerd's k8s.io namespace (where the CRI plugin looks).
+func importImages(ctx context.Context, ctr, address string, archives []string) error {
+	for _, a := range archives {
+		cmd := exec.CommandContext(ctx, ctr, "--address", address, "-n", "k8s.io", "images", "import", a)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("importing %s into containerd: %w\n%s", filepath.Base(a), err, output.LastLines(out, 10))
+		}
+	}
+	return nil
 }

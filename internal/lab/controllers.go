@@ -64,7 +64,10 @@ func (l *lab) waitControllers(ctx context.Context) error {
 	return nil
 }
 
-var controllerNames = []string{component.ControllerManager, component.Scheduler}
+// controllerNames are the lab's components that hold a leader-election lease (the registry's Lease): the
+// controller manager and the scheduler, in the registry's order. They start together, are waited on
+// together, have their stale leases dropped, and are thawed last after a pause.
+var controllerNames = component.Names(func(e component.Entry) bool { return e.InLab() && e.Lease != "" })
 
 // controllerAccounts creates the service accounts the controller manager's controllers run as
 // (--use-service-account-credentials): the kube-system subjects of the API server's bootstrap
@@ -118,5 +121,5 @@ var cloudControllerAccounts = []string{"route-controller", "service-controller"}
 // previous run's controller manager and scheduler, stopped by down, and the new ones would otherwise wait
 // out the 15 s lease before doing anything (the node's not-ready taint would stay as long).
 func (l *lab) dropStaleLeases(ctx context.Context) error {
-	return l.dropLeases(ctx, component.Names(func(e component.Entry) bool { return e.Lease != "" }))
+	return l.dropLeases(ctx, controllerNames)
 }

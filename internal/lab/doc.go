@@ -4,19 +4,18 @@
 // nodes) run as plain processes with everything under one directory, and stopped without leaving anything
 // on the machine. The lab verbs in internal/cli (tare lab install, up, status, down), tare datapath,
 // internal/experiment and the tests of internal/cli and internal/kube call it. It imports client-go,
-// internal/component, internal/deploy, internal/kube, internal/pprof and internal/kernel (/proc/stat and a
-// link's MTU), and no package of tare's above it.
+// internal/component, internal/kube, internal/lab/images (the images and programs it installs and imports
+// into its nodes), internal/output (the last lines of a failed command), internal/pprof and internal/kernel (/proc/stat and a link's MTU), and no package of
+// tare's above it.
 //
 // Where things are, by subsystem:
 //
 //   - Getting the programs: install.go (the cache, etcd, building the Kubernetes components),
-//     components.go (Install: Debian packages, kwok), images.go (pod images built from Go code, and the
-//     OCI archive of one layer of files every image is written as), tareimage.go (tare's own image),
-//     toolsimage.go (ToolsImage: the machine's iperf3, sockperf and fio with their libraries, which
-//     elfdeps.go finds as the dynamic loader does, and tare-crr; InstallDatapathTools), crrprogram.go
-//     (tare-crr, tcp-crr's program from images/crr, built into the cache), binaries.go (finding the
+//     components.go (Install: Debian packages, kwok, the lab's images built by internal/lab/images;
+//     InstallDatapathTools: the datapath tools' packages and their image), binaries.go (finding the
 //     programs at up), prometheus.go (upstream Prometheus), helm.go (helm, which installs the agent's chart)
-//     and prometheusoperator.go (the Prometheus Operator and its CRDs, from its module).
+//     and prometheusoperator.go (the Prometheus Operator and its CRDs, from its module). The images and
+//     tare-crr are built by internal/lab/images, which talks to no lab; lab imports them into its nodes.
 //   - Starting and stopping: up.go (Up and UpOptions: the start sequence, its supervision and why a start
 //     failed), down.go (Down and Leftovers), process.go (one daemon: start, follow, stop; stray lab
 //     processes), state.go (DIR/state.json, which down and status read), usercontext.go (AddUserContext:
@@ -26,7 +25,7 @@
 //     apiserverArgs, …, and configuration files) and the start itself: etcd.go, apiserver.go (also the
 //     audit policy, the API server's certificates and address), controllers.go (kube-controller-manager
 //     and kube-scheduler, and the accounts of the controller manager's controllers), containerd.go (also
-//     the CNI configuration), node.go (kubelet and kube-proxy), kwok.go (kwok and its fake nodes),
+//     the CNI configuration and importing the lab's images), node.go (kubelet and kube-proxy), kwok.go (kwok and its fake nodes),
 //     nodes.go (the extra real nodes of UpOptions.Nodes: their containerd, kubelet and kube-proxy in a
 //     network namespace each), probe.go (the pod that proves the lab works). Each stage starts its
 //     components and waits for them apart, so that (*lab).run starts a component as soon as what it needs
@@ -41,8 +40,9 @@
 //     directories, container log links, shim sockets, CNI results, the pod bridge). Down calls the undos
 //     in order (restoreMachine).
 //   - A running lab: status.go, pprof.go (the components' pprof endpoints), toolsimport.go
-//     (ImportToolsImage: the tools image into every node's containerd, when tare datapath asks), pause.go
-//     (Pause and Unpause: the control plane and node agents frozen, their state in state.json) with
+//     (ImportToolsImage and ImportHostImages: the tools and exporters images into every node's containerd,
+//     when tare datapath or an experiment asks), pause.go (Pause and Unpause: the control plane and node
+//     agents frozen, their state in state.json) with
 //     freezer.go (Freezer, the choice of the v1 or v2 freezer; the freezer and cpuacct hierarchies, and
 //     moving processes between cgroups) and unpausewait.go (the staged thaw: leases renewed and the node
 //     Ready before the controllers wake), retune.go (Retune: the components whose flags change restarted
@@ -56,5 +56,5 @@
 // in ports.go. A new change to the machine is recorded by Up (before) and undone in its subsystem's file,
 // called from restoreMachine and checked by Leftovers.
 //
-// Imports: component, deploy, kernel, kube, pprof
+// Imports: component, kernel, kube, lab/images, output, pprof, userfile
 package lab

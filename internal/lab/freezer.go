@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
+
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
 // The cgroup freezer that pause uses: which hierarchies hold the paused processes (pickFreezer), moving a
@@ -69,17 +71,17 @@ func ParseFreezer(s string) (Freezer, error) {
 // pickFreezer chooses the hierarchies from the machine's mounts. FreezerAuto takes the v1 freezer
 // controller when it is mounted (with v1 cpuacct beside it), else cgroup v2, whose core freezes any cgroup
 // but the root; FreezerV1 and FreezerV2 take that one or fail with ErrNoFreezer.
-func pickFreezer(mounts []*procfs.MountInfo, want Freezer) (freezerHierarchies, error) {
+func pickFreezer(hier []kernel.CgroupHierarchy, want Freezer) (freezerHierarchies, error) {
 	var v1 freezerHierarchies
 	v2 := ""
-	for _, m := range mounts {
+	for _, h := range hier {
 		switch {
-		case m.FSType == "cgroup" && hasOption(m, "freezer") && v1.Freezer == "":
-			v1.Freezer = m.MountPoint
-		case m.FSType == "cgroup" && hasOption(m, "cpuacct") && v1.Acct == "":
-			v1.Acct = m.MountPoint
-		case m.FSType == "cgroup2" && v2 == "":
-			v2 = m.MountPoint
+		case h.Has("freezer") && v1.Freezer == "":
+			v1.Freezer = h.MountPoint
+		case h.Has("cpuacct") && v1.Acct == "":
+			v1.Acct = h.MountPoint
+		case h.V2 && v2 == "":
+			v2 = h.MountPoint
 		}
 	}
 	onV2 := freezerHierarchies{Freezer: v2, V2: true}
@@ -112,11 +114,6 @@ func (h freezerHierarchies) name() Freezer {
 		return FreezerV2
 	}
 	return FreezerV1
-}
-
-func hasOption(m *procfs.MountInfo, opt string) bool {
-	_, ok := m.SuperOptions[opt]
-	return ok
 }
 
 // cgroupIn returns the cgroup (a path from the hierarchy's root) a process's /proc/PID/cgroup names for

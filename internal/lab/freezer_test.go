@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/procfs"
+
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
 // TestPauseFreezerFixture picks the pause hierarchies from this machine's mountinfo (v1 controllers plus
@@ -26,7 +28,7 @@ func TestPauseFreezerFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := pickFreezer(mounts, FreezerAuto)
+	h, err := pickFreezer(kernel.CgroupHierarchies(mounts), FreezerAuto)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,10 +36,10 @@ func TestPauseFreezerFixture(t *testing.T) {
 	if diff := cmp.Diff(want, h); diff != "" {
 		t.Errorf("pickFreezer (-want +got):\n%s", diff)
 	}
-	if h1, err := pickFreezer(mounts, FreezerV1); err != nil || h1 != h {
+	if h1, err := pickFreezer(kernel.CgroupHierarchies(mounts), FreezerV1); err != nil || h1 != h {
 		t.Errorf("pickFreezer v1 = %+v, %v; want %+v as auto", h1, err, h)
 	}
-	h2, err := pickFreezer(mounts, FreezerV2)
+	h2, err := pickFreezer(kernel.CgroupHierarchies(mounts), FreezerV2)
 	if diff := cmp.Diff(freezerHierarchies{Freezer: "/sys/fs/cgroup/unified", V2: true}, h2); err != nil || diff != "" {
 		t.Errorf("pickFreezer v2 (-want +got): %v\n%s", err, diff)
 	}
@@ -108,7 +110,7 @@ func TestPauseFreezerPick(t *testing.T) {
 		{"none", none, FreezerAuto, freezerHierarchies{}, ErrNoFreezer, "mount the v1 freezer controller or cgroup v2"},
 		{"unknown freezer", joint, "v3", freezerHierarchies{}, nil, `freezer "v3": want auto, v1 or v2`},
 	} {
-		got, err := pickFreezer(c.mounts, c.want)
+		got, err := pickFreezer(kernel.CgroupHierarchies(c.mounts), c.want)
 		if (c.says != "") != (err != nil) || c.err != nil && !errors.Is(err, c.err) || err != nil && !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%s: error %v, want %v saying %q", c.name, err, c.err, c.says)
 		}

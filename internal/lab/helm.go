@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"time"
+
+	"github.com/tare-dev/tare/internal/output"
 )
 
 // HelmVersion is the Helm release tare builds from its Go module, to install the agent's chart
@@ -62,7 +64,7 @@ func InstallHelm(ctx context.Context) (Component, error) {
 	// Outside any module (the cache, not the caller's directory): the build must not touch a go.sum.
 	cmd.Dir, cmd.Env = dir, append(buildEnv(), "GOBIN="+tmp, "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return c, fmt.Errorf("go install helm %s: %w\n%s", HelmVersion, err, tail(out, 10))
+		return c, fmt.Errorf("go install helm %s: %w\n%s", HelmVersion, err, output.LastLines(out, 10))
 	}
 	if err := os.Rename(filepath.Join(tmp, "helm"), c.Path); err != nil {
 		return c, fmt.Errorf("installing helm: %w", err)

@@ -6,10 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,11 +15,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/tare-dev/tare/internal/lab/images"
+	"github.com/tare-dev/tare/internal/testenv"
 )
 
 // TestUpThreeNodes starts a real three-node lab (the machine plus two network namespaces), checks that
@@ -114,7 +114,7 @@ func runWeb(ctx context.Context, t *testing.T, c kubernetes.Interface, name, nod
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": name}},
 		Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: new(int64), AutomountServiceAccountToken: new(bool),
-			Containers: []corev1.Container{{Name: "web", Image: WebImage.Name, ImagePullPolicy: corev1.PullNever}}},
+			Containers: []corev1.Container{{Name: "web", Image: images.Web.Name, ImagePullPolicy: corev1.PullNever}}},
 	}
 	pods := c.CoreV1().Pods(metav1.NamespaceDefault)
 	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
@@ -153,51 +153,8 @@ func podPID(t *testing.T, st *State, pod *corev1.Pod) int {
 // podNetnsClient is an HTTP client whose connections start in the network namespace of process pid.
 func podNetnsClient(t *testing.T, pid int) *http.Client {
 	t.Helper()
-	dial := netnsDial("/proc/" + strconv.Itoa(pid) + "/ns/net")
+	dial := testenv.DialFrom("/proc/" + strconv.Itoa(pid) + "/ns/net")
 	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true}}
-}
-
-// netnsDial dials from the network namespace nsPath: each dial runs on a locked thread that enters the
-// namespace, opens the socket and goes back. The thread is not thrown away (a daemon started with
-// Pdeathsig from it would be killed with it), unless going back fails.
-func netnsDial(nsPath string) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		type result struct {
-			c   net.Conn
-			err error
-		}
-		ch := make(chan result, 1)
-		go func() {
-			runtime.LockOSThread()
-			back, err := os.Open("/proc/thread-self/ns/net")
-			if err != nil {
-				runtime.UnlockOSThread()
-				ch <- result{nil, err}
-				return
-			}
-			defer back.Close()
-			target, err := os.Open(nsPath)
-			if err != nil {
-				runtime.UnlockOSThread()
-				ch <- result{nil, err}
-				return
-			}
-			defer target.Close()
-			if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-				runtime.UnlockOSThread()
-				ch <- result{nil, fmt.Errorf("entering %s: %w", nsPath, err)}
-				return
-			}
-			var d net.Dialer
-			c, err := d.DialContext(ctx, network, addr)
-			if unix.Setns(int(back.Fd()), unix.CLONE_NEWNET) == nil {
-				runtime.UnlockOSThread() // else the thread ends with the goroutine, still in the pod's namespace
-			}
-			ch <- result{c, err}
-		}()
-		r := <-ch
-		return r.c, r.err
-	}
 }
 
 // sourceKept checks that a pod's connection to another node's pod network arrives from the pod's own

@@ -19,6 +19,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/tare-dev/tare/internal/testenv"
 )
 
 // TestOverlayPlan checks what each overlay wants in each node's network for labs of 2 and 3 nodes.
@@ -275,7 +277,7 @@ func tunnelCounts(ctx context.Context, t *testing.T, from ExtraNode) {
 		_, _ = io.Copy(c, io.LimitReader(c, size))
 	}()
 	before := vtepBytes(t)
-	c, err := netnsDial(from.netnsPath())(ctx, "tcp", ln.Addr().String())
+	c, err := testenv.DialFrom(from.netnsPath())(ctx, "tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatalf("dialling the machine's VTEP from %s: %v", from.Name, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/tare-dev/tare/internal/component"
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
 // Pausing a lab: Pause moves the control plane, kwok and the node agents into cgroups of their own under
@@ -122,11 +123,11 @@ func Pause(ctx context.Context, dir string, opts PauseOptions) (*PauseReport, er
 	if len(procs) == 0 {
 		return nil, fmt.Errorf("no control-plane process of the lab in %s runs: tare lab status shows why", st.Dir)
 	}
-	mounts, err := procfs.GetMounts()
+	hier, err := kernel.ReadCgroupHierarchies(procRoot)
 	if err != nil {
-		return nil, fmt.Errorf("reading mounts: %w", err)
+		return nil, err
 	}
-	h, err := pickFreezer(mounts, opts.Freezer)
+	h, err := pickFreezer(hier, opts.Freezer)
 	if err != nil {
 		return nil, fmt.Errorf("pausing the lab: %w", err)
 	}

@@ -14,12 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/procfs"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tare-dev/tare/internal/component"
+	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/session"
 	"github.com/tare-dev/tare/internal/summary"
@@ -128,11 +128,11 @@ func TestPauseLab(t *testing.T) {
 	// cgroup v2's freezer on the same lab: the processes move into the v2 tree (on a hybrid machine
 	// /sys/fs/cgroup/unified, which has no controllers: cgroup.freeze and cpu.stat's usage_usec are its
 	// core's) and back to their v2 cgroups on unpause, leaving nothing there.
-	mounts, err := procfs.GetMounts()
+	hier, err := kernel.ReadCgroupHierarchies("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	v2, v2Err := pickFreezer(mounts, FreezerV2)
+	v2, v2Err := pickFreezer(hier, FreezerV2)
 	haveV2 := v2Err == nil
 	t.Run("v2 paused", func(t *testing.T) {
 		if !haveV2 {

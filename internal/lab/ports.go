@@ -5,15 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
 
-	"github.com/prometheus/procfs"
-
 	"github.com/tare-dev/tare/internal/component"
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
 // The ports where the lab's components serve (and /metrics and /debug/pprof are read) are their upstream
@@ -144,46 +141,12 @@ func WaitPortsFree(ctx context.Context, opts UpOptions) error {
 
 // portOwner names the process listening on a TCP port, as " by PID N (comm)", or "" if it cannot tell.
 func portOwner(port int) string {
-	fs, err := procfs.NewDefaultFS()
-	if err != nil {
+	l, found, err := kernel.FindListener(procRoot, port)
+	switch {
+	case err != nil:
 		return ""
-	}
-	inodes := map[uint64]bool{}
-	//nolint:staticcheck // /proc/net/tcp is enough to name a port's holder in an error message
-	for _, read := range []func() (procfs.NetTCP, error){fs.NetTCP, fs.NetTCP6} {
-		tcp, err := read()
-		if err != nil {
-			continue
-		}
-		for _, l := range tcp {
-			if int(l.LocalPort) == port && l.St == 10 { // TCP_LISTEN
-				inodes[l.Inode] = true
-			}
-		}
-	}
-	if len(inodes) == 0 {
-		return ""
-	}
-	procs, err := fs.AllProcs()
-	if err != nil {
-		return ""
-	}
-	for _, p := range procs {
-		fds, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(p.PID), "fd"))
-		if err != nil {
-			continue
-		}
-		for _, fd := range fds {
-			t, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(p.PID), "fd", fd.Name()))
-			if err != nil {
-				continue
-			}
-			var ino uint64
-			if _, err := fmt.Sscanf(t, "socket:[%d]", &ino); err == nil && inodes[ino] {
-				comm, _ := p.Comm()
-				return fmt.Sprintf(" by PID %d (%s)", p.PID, comm)
-			}
-		}
+	case found:
+		return fmt.Sprintf(" by PID %d (%s)", l.PID, l.Comm)
 	}
 	return " (by a process tare cannot see; try: ss -ltnp)"
 }

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tare-dev/tare/internal/lab/images"
 )
 
 // probePodName is the pod Up runs to prove the lab works.
@@ -26,7 +28,7 @@ func (l *lab) probe(ctx context.Context) error {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: probePodName, Labels: map[string]string{labManagedLabel: "probe"}},
 		Spec: corev1.PodSpec{
-			Containers:                    []corev1.Container{{Name: "probe", Image: PauseImage.Name, ImagePullPolicy: corev1.PullNever}},
+			Containers:                    []corev1.Container{{Name: "probe", Image: images.Pause.Name, ImagePullPolicy: corev1.PullNever}},
 			TerminationGracePeriodSeconds: new(int64),
 			AutomountServiceAccountToken:  new(bool),
 		},

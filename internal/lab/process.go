@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/procfs"
-
 	"github.com/tare-dev/tare/internal/component"
 	"github.com/tare-dev/tare/internal/kernel"
 )
@@ -55,7 +53,7 @@ func startDaemon(dir, logPath, name, bin string, args, env []string, withCaller 
 		return nil, fmt.Errorf("starting %s (%s): %w", name, bin, err)
 	}
 	d := &daemon{Process: Process{Name: name, PID: cmd.Process.Pid, Args: append([]string{bin}, args...), Log: logPath}, exited: make(chan struct{})}
-	if st, err := kernel.ReadProcStat("/proc", d.PID); err == nil {
+	if st, err := kernel.ReadProcStat(procRoot, d.PID); err == nil {
 		d.StartTicks = st.Starttime
 	}
 	go func() { d.err = cmd.Wait(); close(d.exited) }()
@@ -66,7 +64,7 @@ func startDaemon(dir, logPath, name, bin string, args, env []string, withCaller 
 // (kernel.ProcStat.Ended: a killed API server's other threads took seconds under load in CI, and its
 // listening sockets close only with the last of them).
 func alive(p Process) bool {
-	st, err := kernel.ReadProcStat("/proc", p.PID)
+	st, err := kernel.ReadProcStat(procRoot, p.PID)
 	if err != nil || st.Ended() {
 		return false
 	}
@@ -97,6 +95,10 @@ func waitGone(p Process, d time.Duration) bool {
 	return !alive(p)
 }
 
+// procRoot is where the lab reads processes (kernel's readers take it): the machine's own, as the lab
+// starts its processes on this machine.
+const procRoot = "/proc"
+
 // labPrograms are the executables a lab runs (and containerd's shims).
 var labPrograms = component.LabPrograms(func(e component.Entry) bool { return e.Lab.Daemon })
 
@@ -104,31 +106,20 @@ var labPrograms = component.LabPrograms(func(e component.Entry) bool { return e.
 // between starting a component and recording it, or shims): a lab program whose command line names the
 // lab directory. Anything else that mentions the directory (a shell, an editor, tare itself) is left alone.
 func strayProcesses(dir string) []Process {
-	fs, err := procfs.NewDefaultFS()
-	if err != nil {
-		return nil
-	}
-	procs, err := fs.AllProcs()
-	if err != nil {
-		return nil
-	}
 	self := os.Getpid()
 	var out []Process
-	for _, pr := range procs {
-		if pr.PID == self {
-			continue
-		}
-		args, err := pr.CmdLine()
-		if err != nil || len(args) == 0 || !slices.Contains(labPrograms, filepath.Base(args[0])) {
-			continue
+	_, _ = kernel.FindCmdline(procRoot, func(pid int, args []string) bool {
+		if pid == self || len(args) == 0 || !slices.Contains(labPrograms, filepath.Base(args[0])) {
+			return false
 		}
 		for _, a := range args {
 			if a == dir || strings.HasPrefix(a, dir+"/") || strings.Contains(a, "="+dir+"/") {
-				st, _ := pr.Stat()
-				out = append(out, Process{Name: filepath.Base(args[0]), PID: pr.PID, StartTicks: st.Starttime, Args: args})
-				break
+				st, _ := kernel.ReadProcStat(procRoot, pid)
+				out = append(out, Process{Name: filepath.Base(args[0]), PID: pid, StartTicks: st.Starttime, Args: args})
+				return true
 			}
 		}
-	}
+		return false
+	})
 	return out
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/tare-dev/tare/internal/userfile"
 )
 
 // Debian's prometheus package (2.42) is built without Kubernetes service discovery: it rejects
@@ -100,19 +102,12 @@ func installPrometheus(ctx context.Context) (dir string, built bool, err error) 
 // buildPrometheusProgram builds one command of the module in src into dir, through a temporary file of its
 // own (two test binaries may build at once) renamed into place.
 func buildPrometheusProgram(ctx context.Context, gobin, src, dir, program string) error {
-	f, err := os.CreateTemp(dir, program+".build-*")
-	if err != nil {
-		return fmt.Errorf("building %s: %w", program, err)
-	}
-	tmp := f.Name()
-	f.Close()
-	defer func() { _ = os.Remove(tmp) }() // gone once renamed
 	// The module's go.mod has replace directives, so it is built in its own directory, not installed.
-	if err := goCmd(ctx, gobin, src, "build", "-trimpath", "-o", tmp, "./cmd/"+program); err != nil {
+	err := userfile.Produce(filepath.Join(dir, program), func(tmp string) error {
+		return goCmd(ctx, gobin, src, "build", "-trimpath", "-o", tmp, "./cmd/"+program)
+	})
+	if err != nil {
 		return fmt.Errorf("building %s %s: %w", program, PrometheusVersion, err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, program)); err != nil {
-		return fmt.Errorf("installing %s: %w", program, err)
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"time"
+
+	"github.com/tare-dev/tare/internal/userfile"
 )
 
 // PrometheusOperatorVersion is the release of the Prometheus Operator the agent's chart is checked against:
@@ -119,18 +121,11 @@ func InstallPrometheusOperator(ctx context.Context) (Component, error) {
 	if err := goCmd(ctx, gobin, build, "get", pkg+"@"+PrometheusOperatorVersion); err != nil {
 		return c, fmt.Errorf("getting the Prometheus Operator %s: %w", PrometheusOperatorVersion, err)
 	}
-	f, err := os.CreateTemp(dir, "operator.build-*")
+	err = userfile.Produce(c.Path, func(tmp string) error {
+		return goCmd(ctx, gobin, build, "build", "-trimpath", "-o", tmp, pkg)
+	})
 	if err != nil {
-		return c, fmt.Errorf("building the Prometheus Operator: %w", err)
-	}
-	tmp := f.Name()
-	f.Close()
-	defer func() { _ = os.Remove(tmp) }() // gone once renamed
-	if err := goCmd(ctx, gobin, build, "build", "-trimpath", "-o", tmp, pkg); err != nil {
 		return c, fmt.Errorf("building the Prometheus Operator %s: %w", PrometheusOperatorVersion, err)
-	}
-	if err := os.Rename(tmp, c.Path); err != nil {
-		return c, fmt.Errorf("installing the Prometheus Operator: %w", err)
 	}
 	c.Source, c.Took = "built", time.Since(start)
 	return c, nil

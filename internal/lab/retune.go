@@ -38,8 +38,7 @@ type RetuneReport struct {
 // restart has not been checked against them; an experiment that varies a kwok flag starts a lab per
 // trial. kube-proxy is not retunable in a lab with extra nodes (Retune says so): theirs serves its health
 // check inside the node's network namespace, out of reach, so nothing would say when it is back.
-var retunable = []string{component.Etcd, component.APIServer, component.ControllerManager, component.Scheduler,
-	component.Kubelet, component.KubeProxy}
+var retunable = component.Names(func(e component.Entry) bool { return e.Lab.Tunable && e.Role != component.RoleSimulator })
 
 // CanRetune says whether Retune can restart every one of the components named alone (and there is one),
 // in a lab of one node.

@@ -13,16 +13,13 @@ import (
 // so that a component restarted alone runs exactly as Up started it.
 
 // args are a component's flags before tunings, on node 1 or the control plane. The API server's include
-// the audit log's when the lab writes one (Up sets State.Audit first) and those of a lab with extra nodes.
+// the audit log's when the lab writes one (Up sets State.Audit first).
 func (l *lab) args(name string) []string {
 	switch name {
 	case component.Etcd:
 		return etcdArgs(l.p, l.st.ports())
 	case component.APIServer:
 		args := apiserverArgs(l.pki, l.advertised(), l.st.ports())
-		if len(l.st.ExtraNodes) > 0 {
-			args = append(args, extraNodesAPIServerArgs...)
-		}
 		if l.st.Audit != "" {
 			args = append(args, auditArgs(l.p.join("audit", "policy.yaml"), l.st.Audit)...)
 		}

@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/tare-dev/tare/internal/userfile"
 )
 
 // stateVersion is bumped when State changes incompatibly.
@@ -114,11 +117,10 @@ func (s *State) save() error {
 	if err != nil {
 		return err
 	}
-	tmp := statePath(s.Dir) + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+	if err := userfile.Write(statePath(s.Dir), func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
 		return fmt.Errorf("writing the lab state: %w", err)
 	}
-	return os.Rename(tmp, statePath(s.Dir))
+	return nil
 }
 
 // Running returns the lab processes that are still alive (same PID and start time).

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tare-dev/tare/internal/lab/images"
 )
 
 // FuzzLoadState feeds LoadState a state.json, seeded with states as tare lab up and pause write them
@@ -74,9 +76,9 @@ func FuzzParseImageDigest(f *testing.F) {
 	const out = `REF                          TYPE                                       DIGEST                                                                  SIZE     PLATFORMS   LABELS
 tare.lab/datapath-tools:v1   application/vnd.oci.image.manifest.v1+json sha256:4f1c0f0e3c7d1f5d6f1b6b7e0c5e2d3b1a9f8e7d6c5b4a39281706f5e4d3c2b1 98.2 MiB linux/amd64 -
 `
-	f.Add(out, ToolsImage.Name)
+	f.Add(out, images.Tools.Name)
 	f.Add(out, "tare.lab/web:v1")
-	f.Add("REF TYPE DIGEST SIZE PLATFORMS LABELS\n", ToolsImage.Name)
+	f.Add("REF TYPE DIGEST SIZE PLATFORMS LABELS\n", images.Tools.Name)
 	f.Fuzz(func(t *testing.T, out, ref string) {
 		d := parseImageDigest(out, ref)
 		if d == "" {

@@ -1,13 +1,8 @@
 package lab
 
 import (
-	"archive/tar"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -15,26 +10,52 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tare-dev/tare/internal/component"
+	"github.com/tare-dev/tare/internal/lab/images"
 )
 
 // nodeRuntime is the containerd of one real node of a running lab.
 type nodeRuntime struct{ node, socket string }
 
-// ImportToolsImage makes ToolsImage available to the pods of the lab in labDir: it builds the image's
-// archive if needed (ToolsImageArchive) and imports it into the containerd of every real node of the lab,
+// ImportToolsImage makes images.Tools available to the pods of the lab in labDir: it builds the image's
+// archive if needed (images.ToolsArchive) and imports it into the containerd of every real node of the lab,
 // node 1 and the extra nodes, together. A node whose containerd already holds this build of the image is
 // left alone, so a second call only checks (well under a second). The lab must run with nodes (not
 // control plane only) and every node's containerd must be running. Safe to call while pods run.
 func ImportToolsImage(ctx context.Context, labDir string) error {
-	return importHostImage(ctx, labDir, ToolsImage, func(ctx context.Context) (string, error) {
-		a, err := ToolsImageArchive(ctx)
+	return importHostImage(ctx, labDir, images.Tools, func(ctx context.Context) (string, error) {
+		a, err := images.ToolsArchive(ctx)
 		return a.Path, err
 	})
 }
 
+// ImportHostImages imports into every real node of the lab in labDir those of refs (image references a
+// pod names) that the lab builds from the machine's programs only on demand: images.Tools and
+// images.Exporters. Other references are left to containerd (the lab's own images are imported at every
+// up). A node that already holds the image's build is left alone.
+func ImportHostImages(ctx context.Context, labDir string, refs []string) error {
+	seen := map[string]bool{}
+	for _, ref := range refs {
+		if seen[ref] {
+			continue
+		}
+		seen[ref] = true
+		var err error
+		switch ref {
+		case images.Tools.Name:
+			err = ImportToolsImage(ctx, labDir)
+		case images.Exporters.Name:
+			err = importHostImage(ctx, labDir, images.Exporters, images.ExportersArchive)
+		}
+		if err != nil {
+			return fmt.Errorf("importing %s: %w", ref, err)
+		}
+	}
+	return nil
+}
+
 // importHostImage imports img, whose archive build returns (building it when missing), into the
 // containerd of every real node of the lab in labDir, as ImportToolsImage says.
-func importHostImage(ctx context.Context, labDir string, img Image, build func(context.Context) (string, error)) error {
+func importHostImage(ctx context.Context, labDir string, img images.Image, build func(context.Context) (string, error)) error {
 	dir, err := filepath.Abs(labDir)
 	if err != nil {
 		return err
@@ -55,7 +76,7 @@ func importHostImage(ctx context.Context, labDir string, img Image, build func(c
 	if err != nil {
 		return err
 	}
-	want, err := archiveManifestDigest(archive)
+	want, err := images.ManifestDigest(archive)
 	if err != nil {
 		return err
 	}
@@ -103,37 +124,6 @@ func nodeRuntimes(dir string, st *State) ([]nodeRuntime, error) {
 			dir, ErrPrerequisite)
 	}
 	return out, nil
-}
-
-// archiveManifestDigest reads the digest of the one image manifest of an OCI archive from its index.json,
-// which writeOCIArchive writes near the start: containerd names the image it imports for that manifest.
-func archiveManifestDigest(archive string) (string, error) {
-	f, err := os.Open(archive)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return "", fmt.Errorf("%s has no index.json", archive)
-		}
-		if err != nil {
-			return "", fmt.Errorf("reading %s: %w", archive, err)
-		}
-		if h.Name != "index.json" {
-			continue
-		}
-		var index struct{ Manifests []ociDescriptor }
-		if err := json.NewDecoder(tr).Decode(&index); err != nil {
-			return "", fmt.Errorf("%s: reading index.json: %w", archive, err)
-		}
-		if len(index.Manifests) != 1 {
-			return "", fmt.Errorf("%s: index.json names %d manifests, not one", archive, len(index.Manifests))
-		}
-		return index.Manifests[0].Digest, nil
-	}
 }
 
 // imageDigest is the digest containerd (at socket, namespace k8s.io) has for the image ref, "" if none.

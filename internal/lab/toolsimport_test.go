@@ -11,6 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/tare-dev/tare/internal/lab/images"
+	"github.com/tare-dev/tare/internal/testenv"
 )
 
 // TestImportToolsImage starts a real lab of two nodes (one when the machine cannot run more), imports the
@@ -21,7 +24,9 @@ func TestImportToolsImage(t *testing.T) {
 	if testing.Short() { // before the tools are looked for
 		t.Skip("starts a real lab")
 	}
-	needTools(t)
+	if err := images.CheckTools(); err != nil {
+		testenv.Unavailable(t, "%v", err)
+	}
 	nodes := 2
 	if _, err := (UpOptions{Nodes: nodes}).checkNodes(); err != nil {
 		t.Logf("one node only: %v", err)
@@ -40,7 +45,7 @@ func TestImportToolsImage(t *testing.T) {
 			t.Errorf("import %d took %s, want at most %s", i+1, took.Round(time.Millisecond), want)
 		}
 	}
-	a, err := ToolsImageArchive(ctx)
+	a, err := images.ToolsArchive(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +55,7 @@ func TestImportToolsImage(t *testing.T) {
 	}
 	var versions []corev1.Container
 	for _, tool := range a.Tools {
-		versions = append(versions, corev1.Container{Name: tool, Image: ToolsImage.Name, ImagePullPolicy: corev1.PullNever,
+		versions = append(versions, corev1.Container{Name: tool, Image: images.Tools.Name, ImagePullPolicy: corev1.PullNever,
 			Command: []string{tool, "--version"}})
 	}
 	runTools(ctx, t, c, "tools-versions", st.Node, versions)
@@ -60,7 +65,7 @@ func TestImportToolsImage(t *testing.T) {
 	if len(st.ExtraNodes) > 0 {
 		last = st.ExtraNodes[len(st.ExtraNodes)-1].Name
 	}
-	runTools(ctx, t, c, "iperf3-server", last, []corev1.Container{{Name: "iperf3", Image: ToolsImage.Name,
+	runTools(ctx, t, c, "iperf3-server", last, []corev1.Container{{Name: "iperf3", Image: images.Tools.Name,
 		ImagePullPolicy: corev1.PullNever, Command: []string{"iperf3", "-s", "-1"}}})
 	pod := waitPhase(ctx, t, c, "iperf3-server", corev1.PodRunning)
 	bps := iperf3Client(ctx, t, pod.Status.PodIP)
@@ -134,5 +139,22 @@ func iperf3Client(ctx context.Context, t *testing.T, ip string) float64 {
 			t.Fatalf("iperf3 -c %s: %v %s\n%.500s", ip, err, r.Error, out)
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func TestParseImageDigest(t *testing.T) {
+	t.Parallel()
+	const out = `REF                          TYPE                                       DIGEST                                                                  SIZE     PLATFORMS   LABELS
+tare.lab/datapath-tools:v1   application/vnd.oci.image.manifest.v1+json sha256:4f1c0f0e3c7d1f5d6f1b6b7e0c5e2d3b1a9f8e7d6c5b4a39281706f5e4d3c2b1 98.2 MiB linux/amd64 -
+`
+	want := "sha256:4f1c0f0e3c7d1f5d6f1b6b7e0c5e2d3b1a9f8e7d6c5b4a39281706f5e4d3c2b1"
+	if got := parseImageDigest(out, images.Tools.Name); got != want {
+		t.Errorf("digest = %q, want %q", got, want)
+	}
+	if got := parseImageDigest(out, "tare.lab/web:v1"); got != "" {
+		t.Errorf("digest of an image not listed = %q", got)
+	}
+	if got := parseImageDigest("REF TYPE DIGEST SIZE PLATFORMS LABELS\n", images.Tools.Name); got != "" {
+		t.Errorf("digest from an empty list = %q", got)
 	}
 }

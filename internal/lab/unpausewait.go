@@ -9,8 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-
-	"github.com/tare-dev/tare/internal/component"
 )
 
 // What unpause waits for between its stages: the API server's /readyz, the nodes' leases (after a pause
@@ -18,8 +16,9 @@ import (
 // the kubelet's PLEG check to trip), before it thaws the controller manager and the scheduler.
 
 // thawedLast are the components unpause thaws after the nodes' leases are renewed: those that act on
-// a node whose lease looks stale (the controller manager's node lifecycle controller) or on the pods.
-var thawedLast = []string{component.ControllerManager, component.Scheduler}
+// a node whose lease looks stale (the controller manager's node lifecycle controller) or on the pods,
+// which are the lease holders (controllerNames).
+var thawedLast = controllerNames
 
 // waitLeases waits until every lease in kube-node-lease was renewed at or after since, up to limit, and
 // returns how long after since that was, or a note saying why it was not seen.

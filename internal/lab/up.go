@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare/internal/component"
+	"github.com/tare-dev/tare/internal/output"
 )
 
 // UpOptions configure Up.
@@ -371,7 +372,7 @@ func (l *lab) died(d *daemon) error {
 	if errs := errorLines(run, 5); len(errs) > 0 {
 		msg += ": " + strings.Join(errs, "; ")
 	}
-	return fmt.Errorf("%s; last lines of %s:\n%s", msg, d.Log, tail(run, 15))
+	return fmt.Errorf("%s; last lines of %s:\n%s", msg, d.Log, output.LastLines(run, 15))
 }
 
 // lastRun is the part of an appended log written by the latest start (after its ==== marker).

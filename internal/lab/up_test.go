@@ -82,7 +82,7 @@ func TestComponentArgsExist(t *testing.T) {
 		args []string
 	}{
 		{component.Etcd, etcdArgs(p, portSet{})},
-		{component.APIServer, slices.Concat(apiserverArgs(pki, "192.0.2.10", portSet{}), auditArgs("/lab/audit/policy.yaml", "/lab/audit/audit.log"), extraNodesAPIServerArgs)},
+		{component.APIServer, slices.Concat(apiserverArgs(pki, "192.0.2.10", portSet{}), auditArgs("/lab/audit/policy.yaml", "/lab/audit/audit.log"))},
 		{component.ControllerManager, controllerManagerArgs(p, pki, portSet{})},
 		{component.Scheduler, schedulerArgs(p, portSet{})},
 		{component.Containerd, containerdArgs(p)},

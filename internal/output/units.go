@@ -3,6 +3,7 @@ package output
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Millicores formats a CPU figure given in millicores as tare's tables do: one decimal below 10m ("4.2m"),
@@ -22,6 +23,15 @@ func Millicores(v float64) string {
 // MillicoresFixed formats millicores with a fixed number of decimals ("0.53m"), for slopes and intervals
 // that are fractions of a millicore; "-" for NaN.
 func MillicoresFixed(v float64, places int) string { return fixed(v, places, "m") }
+
+// MillicoresEnd formats an end of an interval in millicores with one decimal: "unbounded" for an
+// infinite end (too few observations to bound it), "-" for NaN.
+func MillicoresEnd(v float64) string {
+	if math.IsInf(v, 0) {
+		return "unbounded"
+	}
+	return fixed(v, 1, "m")
+}
 
 // MiBFixed formats a byte count as MiB with a fixed number of decimals ("2.63 MiB"), for figures compared
 // with one another in one unit; "-" for NaN.
@@ -79,4 +89,17 @@ func Figure(v float64) string {
 		return fmt.Sprintf("%.2f", v)
 	}
 	return fmt.Sprintf("%.3g", v)
+}
+
+// LastLines is the last n lines of a command's output, for an error message that quotes what the command
+// said last.
+func LastLines(b []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// Percentile is a percentile as flags take it and headings name it ("99", "99.9"): up to three decimals,
+// without trailing zeros.
+func Percentile(p float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", p), "0"), ".")
 }

@@ -73,3 +73,30 @@ func TestFigure(t *testing.T) {
 		}
 	}
 }
+
+func TestLastLines(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"a\nb\nc\n", 2, "b\nc"},
+		{"a\nb\nc", 5, "a\nb\nc"},
+		{"", 3, ""},
+		{"one\n\n", 1, "one"},
+	} {
+		if got := LastLines([]byte(tc.in), tc.n); got != tc.want {
+			t.Errorf("LastLines(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	t.Parallel()
+	for p, want := range map[float64]string{99: "99", 99.9: "99.9", 99.99: "99.99", 50.5: "50.5", 99.9999: "100"} {
+		if got := Percentile(p); got != want {
+			t.Errorf("Percentile(%v) = %q, want %q", p, got, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -76,7 +77,7 @@ func TestOpenFileChecks(t *testing.T) {
 		{"wrong format", withMeta(t, good, filepath.Join(dir, "format.db"), "format", "tare-experiment"), ErrNotRecording,
 			[]string{`not a tare recording (its meta table says format="tare-experiment", not tare-recording; record one with`}},
 		{"newer version", withMeta(t, good, filepath.Join(dir, "newer.db"), "schema_version", "99"), ErrNewerVersion,
-			[]string{"recording schema version 99 is newer than this tare reads (it reads 1 to 3): upgrade tare"}},
+			[]string{fmt.Sprintf("recording schema version 99 is newer than this tare reads (it reads 1 to %d): upgrade tare", SchemaVersion)}},
 		{"version no tare writes", withMeta(t, good, filepath.Join(dir, "zero.db"), "schema_version", "0"), ErrDamaged,
 			[]string{`damaged recording (schema version "0", which no tare writes): restore it from a copy`}},
 	}

@@ -76,6 +76,11 @@ func readAll(ctx context.Context, db *sql.DB, meta FileMeta) (Recording, error) 
 			return rec, err
 		}
 	}
+	if meta.Version >= 4 {
+		if err := readSelfBPF(ctx, db, rec.Samples, idx); err != nil {
+			return rec, err
+		}
+	}
 	return rec, readExits(ctx, db, rec.Samples, idx)
 }
 
@@ -189,10 +194,17 @@ func readExits(ctx context.Context, db *sql.DB, ss []sample.Sample, idx map[int]
 	return rows.Err()
 }
 
-// readResources attaches each resource reading to its sample and carries it over to the samples after it
-// that had none of their own, as the sampler does.
-func readResources(ctx context.Context, db *sql.DB, ss []sample.Sample, idx map[int]int) error {
-	rows, err := db.QueryContext(ctx, "SELECT seq, json FROM node_resources ORDER BY seq")
+// readSelfBPF attaches to each sample the run time of tare's BPF programs it read.
+func readSelfBPF(ctx context.Context, db *sql.DB, ss []sample.Sample, idx map[int]int) error {
+	return readJSONRows(ctx, db, "self_bpf", idx, func(i int, js []byte) error {
+		return json.Unmarshal(js, &ss[i].SelfBPF)
+	})
+}
+
+// readJSONRows reads a table of (seq, json) rows in seq order and hands each row of a sample the
+// recording holds to set, with the sample's index.
+func readJSONRows(ctx context.Context, db *sql.DB, table string, idx map[int]int, set func(i int, js []byte) error) error {
+	rows, err := db.QueryContext(ctx, "SELECT seq, json FROM "+table+" ORDER BY seq")
 	if err != nil {
 		return err
 	}
@@ -203,17 +215,27 @@ func readResources(ctx context.Context, db *sql.DB, ss []sample.Sample, idx map[
 		if err := rows.Scan(&seq, &js); err != nil {
 			return err
 		}
-		i, ok := idx[seq]
-		if !ok {
-			continue
+		if i, ok := idx[seq]; ok {
+			if err := set(i, []byte(js)); err != nil {
+				return fmt.Errorf("sample %d %s: %w", seq, table, err)
+			}
 		}
+	}
+	return rows.Err()
+}
+
+// readResources attaches each resource reading to its sample and carries it over to the samples after it
+// that had none of their own, as the sampler does.
+func readResources(ctx context.Context, db *sql.DB, ss []sample.Sample, idx map[int]int) error {
+	err := readJSONRows(ctx, db, "node_resources", idx, func(i int, js []byte) error {
 		r := &kernel.Resources{}
-		if err := json.Unmarshal([]byte(js), r); err != nil {
-			return fmt.Errorf("sample %d resources: %w", seq, err)
+		if err := json.Unmarshal(js, r); err != nil {
+			return err
 		}
 		ss[i].Node.Resources = r
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	for i := 1; i < len(ss); i++ {

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/tare-dev/tare/internal/blockio"
+	"github.com/tare-dev/tare/internal/bpfstats"
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/summary"
 	"github.com/tare-dev/tare/internal/testenv"
@@ -131,6 +132,58 @@ func TestRoundTrip(t *testing.T) {
 		if diff := cmp.Diff(ss[i].Procs, rec.Samples[i].Procs, byID, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("sample %d: process readings differ (-live +recording):\n%s", ss[i].Seq, diff)
 		}
+		if diff := cmp.Diff(ss[i].SelfBPF, rec.Samples[i].SelfBPF, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("sample %d: BPF run time differs (-live +recording):\n%s", ss[i].Seq, diff)
+		}
+	}
+}
+
+// TestRoundTripSelfBPF: the run time of tare's BPF programs each sample read comes back with it, and so
+// does the summary's self_bpf (CI once saw it lost: the samples carry it only while a program of the test
+// binary's is loaded, so TestRoundTrip has it by chance). A file without the table (version 3) reads
+// without it.
+func TestRoundTripSelfBPF(t *testing.T) {
+	t.Parallel()
+	meta, ss := liveSamples(t, 4)
+	for i := range ss {
+		ss[i].SelfBPF = []bpfstats.Stat{
+			{Name: "exectrace/process_exec", RunTime: time.Duration(i) * 1500 * time.Nanosecond, RunCount: uint64(3 * i)},
+			{Name: "taskiter/pass", InSelf: true, RunTime: time.Duration(i) * time.Millisecond, RunCount: uint64(i)},
+		}
+	}
+	ss[1].SelfBPF = nil // a sample that could not read them
+	path := filepath.Join(t.TempDir(), "bpf.db")
+	writeRecording(t, path, meta, ss, nil)
+	rec, err := Read(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ss {
+		if diff := cmp.Diff(ss[i].SelfBPF, rec.Samples[i].SelfBPF, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("sample %d (-written +read):\n%s", ss[i].Seq, diff)
+		}
+	}
+	live := summary.Build(meta, ss, summary.Options{}).SelfBPF
+	back := summary.Build(rec.Meta, rec.Samples, summary.Options{}).SelfBPF
+	if live == nil || !cmp.Equal(live, back) {
+		t.Errorf("summary self_bpf: live %+v, from the recording %+v", live, back)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"DROP TABLE self_bpf", "UPDATE meta SET value = '3' WHERE key = 'schema_version'"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = db.Close()
+	old, err := Read(context.Background(), path)
+	if err != nil {
+		t.Fatalf("a version 3 file: %v", err)
+	}
+	if len(old.Samples) != len(ss) || old.Samples[len(ss)-1].SelfBPF != nil {
+		t.Errorf("a version 3 file: %d samples, the last with BPF run time %v", len(old.Samples), old.Samples[len(ss)-1].SelfBPF)
 	}
 }
 

@@ -5,8 +5,9 @@ package record
 // Version 2 added node_resources; version 1 files are read without it. Version 3 added block_io (and the
 // meta key block_io); files before it are read without block I/O. process_samples.statm_only came after
 // version 3 without raising it (an older tare reads such a file, leaving the column out); a file without the
-// column is read with every reading from smaps_rollup, as its tare took them.
-const SchemaVersion = 3
+// column is read with every reading from smaps_rollup, as its tare took them. Version 4 added self_bpf;
+// files before it are read without the run time of tare's BPF programs.
+const SchemaVersion = 4
 
 // formatName marks a SQLite file as a tare recording.
 const formatName = "tare-recording"
@@ -67,6 +68,10 @@ CREATE TABLE process_samples (
   PRIMARY KEY (seq, id)
 ) WITHOUT ROWID;
 CREATE TABLE node_resources (
+  seq  INTEGER PRIMARY KEY,
+  json TEXT NOT NULL
+);
+CREATE TABLE self_bpf (
   seq  INTEGER PRIMARY KEY,
   json TEXT NOT NULL
 );

@@ -26,6 +26,7 @@ type Writer struct {
 	insPS *sql.Stmt
 	insE  *sql.Stmt
 	insR  *sql.Stmt
+	insB  *sql.Stmt
 	// lastRes is the last resource reading stored; samples that carry it over do not store it again.
 	lastRes *kernel.Resources
 }
@@ -89,6 +90,7 @@ func (w *Writer) init(ctx context.Context, meta sample.Meta) error {
 	w.insPS = prep(`INSERT INTO process_samples VALUES(?,?,?,?,?,?,?,?,?,?,?)`)
 	w.insE = prep(`INSERT OR IGNORE INTO exits VALUES(?,?)`)
 	w.insR = prep(`INSERT INTO node_resources VALUES(?,?)`)
+	w.insB = prep(`INSERT INTO self_bpf VALUES(?,?)`)
 	return err
 }
 
@@ -143,6 +145,16 @@ func (w *Writer) appendTx(ctx context.Context, tx *sql.Tx, s sample.Sample) (err
 		}
 		w.lastRes = r
 	}
+	// The run time of tare's own BPF programs, cumulative, on every sample that read it.
+	if len(s.SelfBPF) > 0 {
+		var bj []byte
+		if bj, err = json.Marshal(s.SelfBPF); err != nil {
+			return err
+		}
+		if _, err = tx.StmtContext(ctx, w.insB).ExecContext(ctx, s.Seq, string(bj)); err != nil {
+			return err
+		}
+	}
 	insP := tx.StmtContext(ctx, w.insP)
 	for _, p := range s.New {
 		if _, err = insP.ExecContext(ctx, p.ID, s.Seq, p.Key.PID, int64(p.Key.Start), p.PPID, p.ParentID, p.Comm, p.Cmdline,
@@ -192,7 +204,7 @@ func (w *Writer) Finish(ctx context.Context, meta sample.Meta) error {
 
 // Close closes the file without updating the meta.
 func (w *Writer) Close() error {
-	for _, st := range []*sql.Stmt{w.insS, w.insP, w.insPS, w.insE, w.insR} {
+	for _, st := range []*sql.Stmt{w.insS, w.insP, w.insPS, w.insE, w.insR, w.insB} {
 		if st != nil {
 			st.Close()
 		}

@@ -97,7 +97,7 @@ func TestCgroupV2ReferenceAgainstBurners(t *testing.T) {
 			s.usage[k] = v
 		}
 		s.pace = r.v2.DepartedPace
-		n, err := r.Read(true, Node{})
+		n, _, err := r.Read(true, Node{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,9 @@ type recentExit struct {
 	ppid  int
 	total uint64
 	seq   int
+	// transient: tare never read the process, which was forked and ended between two samples
+	// (addTransient); its fork is among the starts the exec watcher reports for the interval.
+	transient bool
 }
 
 // finish settles a process that ended without an exit notification (or whose PID was reused).
@@ -184,7 +187,7 @@ func (s *Sampler) addTransient(smp *Sample, r kernel.ExitRecord) {
 	smp.New = append(smp.New, *info)
 	smp.Procs = append(smp.Procs, ProcSample{ID: info.ID, CPUNs: r.CPUNs})
 	smp.Exited = append(smp.Exited, info.ID)
-	s.recent[r.PID] = recentExit{id: info.ID, ppid: ppid, total: r.CPUNs, seq: s.seq}
+	s.recent[r.PID] = recentExit{id: info.ID, ppid: ppid, total: r.CPUNs, seq: s.seq, transient: true}
 	s.childEnded(ppid, info.ID, r.CPUNs, s.knownCut(r.PID, 0))
 }
 

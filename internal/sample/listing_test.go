@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -16,13 +17,20 @@ func TestListingCadence(t *testing.T) {
 	if ok, _ := (&Sampler{}).listing(now, false, false); !ok {
 		t.Error("without start notifications a sample did not list /proc")
 	}
-	short := &Sampler{execs: &starts{}, exits: &kernel.ExitListener{}}
-	for _, c := range []struct{ detail, final, want bool }{{false, false, false}, {true, false, true}, {true, false, true}, {true, true, true}} {
-		if ok, _ := short.listing(now, c.detail, c.final); ok != c.want {
-			t.Errorf("tare measure, detail %v, final %v: listing %v", c.detail, c.final, ok)
-		}
+	if ok, _ := (&Sampler{execs: &starts{}}).listing(now, true, false); !ok {
+		t.Error("without exit notifications a detail sample did not list /proc")
 	}
-	s := &Sampler{opts: Options{LongRunning: true}, execs: &starts{}, exits: &kernel.ExitListener{}}
+	// tare measure and the agent alike.
+	for _, long := range []bool{false, true} {
+		t.Run(fmt.Sprintf("long-running=%v", long), func(t *testing.T) { testListingCadence(t, now, long) })
+	}
+}
+
+func testListingCadence(t *testing.T, now time.Time, long bool) {
+	s := &Sampler{opts: Options{LongRunning: long}, execs: &starts{}, exits: &kernel.ExitListener{}, seq: 1}
+	if ok, _ := (&Sampler{opts: s.opts, execs: s.execs, exits: s.exits}).listing(now, false, false); !ok {
+		t.Error("the baseline did not list /proc")
+	}
 	// list is one detail sample at `at` whose listing succeeds unless failed is set.
 	list := func(at time.Duration, failed bool) bool {
 		ok, loss := s.listing(now.Add(at), true, false)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/tare-dev/tare/internal/kernel"
 )
@@ -116,18 +117,23 @@ func (r *NodeReader) Reference() Reference {
 	return r.ref
 }
 
-// Read takes one node reading. /proc/stat is read every time; with full unset, the load average and
-// pressure (slowly moving figures) are carried over from prev instead of read again.
-func (r *NodeReader) Read(full bool, prev Node) (Node, error) {
-	st, err := r.counters.Read(full)
+// Read takes one node reading: /proc/stat, then the task time of the reference (TasksCPUNs), so that both
+// are read as close together as can be; then, with full set, the load average and pressure, which are
+// otherwise carried over from prev (slowly moving figures). at is when /proc/stat was read: the instant
+// the node's busy is measured to, which a sample's Time and Elapsed hold.
+func (r *NodeReader) Read(full bool, prev Node) (n Node, at time.Time, err error) {
+	st, err := r.counters.ReadStat()
 	if err != nil {
-		return Node{}, err
+		return Node{}, time.Time{}, err
 	}
+	tasks := r.TasksCPU()
 	if !full {
-		prev.CPU, prev.Running = NodeCPU(st.CPU), st.Running
-		return prev, nil
+		prev.CPU, prev.Running, prev.TasksCPUNs = NodeCPU(st.CPU), st.Running, tasks
+		return prev, st.At, nil
 	}
-	return Node{CPU: NodeCPU(st.CPU), Running: st.Running, Load1: st.Load1, Load5: st.Load5, Load15: st.Load15, Pressure: st.Pressure}, nil
+	r.counters.ReadSlow(&st)
+	return Node{CPU: NodeCPU(st.CPU), Running: st.Running, Load1: st.Load1, Load5: st.Load5, Load15: st.Load15, Pressure: st.Pressure,
+		TasksCPUNs: tasks}, st.At, nil
 }
 
 // TasksCPU reads the node's cumulative task time (ns) from its reference, 0 if unavailable. The sampler

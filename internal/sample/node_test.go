@@ -1,6 +1,8 @@
 package sample
 
 import (
+	"time"
+
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,9 +24,13 @@ func TestNodeReaderFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	n, err := r.Read(true, Node{})
+	before := time.Now()
+	n, at, err := r.Read(true, Node{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if at.Before(before) || at.After(time.Now()) {
+		t.Errorf("read at %v, outside the call (%v on)", at, before)
 	}
 	// kernel's TestNodeReaderFixture checks the figures against the captured files; here they must come
 	// through unchanged, and the pressure only from a full reading.
@@ -33,15 +39,16 @@ func TestNodeReaderFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer kr.Close()
-	k, err := kr.Read(true)
+	k, err := kr.ReadStat()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Node{CPU: NodeCPU(k.CPU), Running: k.Running, Load1: k.Load1, Load5: k.Load5, Load15: k.Load15, Pressure: k.Pressure}
+	kr.ReadSlow(&k)
+	want := Node{CPU: NodeCPU(k.CPU), Running: k.Running, Load1: k.Load1, Load5: k.Load5, Load15: k.Load15, Pressure: k.Pressure, TasksCPUNs: r.TasksCPU()}
 	if diff := cmp.Diff(want, n); diff != "" {
 		t.Errorf("node reading (-kernel's +got):\n%s", diff)
 	}
-	quick, err := r.Read(false, Node{Load1: 9})
+	quick, _, err := r.Read(false, Node{Load1: 9})
 	if err != nil {
 		t.Fatal(err)
 	}

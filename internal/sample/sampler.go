@@ -305,7 +305,7 @@ func (s *Sampler) Sample() (Sample, error) { return s.sample(false) }
 func (s *Sampler) SampleFinal() (Sample, error) { return s.sample(true) }
 
 func (s *Sampler) sample(final bool) (Sample, error) {
-	now := time.Now()
+	start := time.Now()
 	boot := kernel.BootTicks()
 	detail := s.meta.DetailSample(s.seq) || final
 	s.final = final
@@ -315,21 +315,29 @@ func (s *Sampler) sample(final bool) (Sample, error) {
 	// The slow node figures are read at least once a second. With the proc connector naming new processes
 	// and taskstats reporting exits, listing /proc is only a safety net (listing).
 	full := s.execs == nil || detail || s.seq%s.idleEvery == 0
-	node, err := s.node.Read(full, s.lastNode)
+	// The task time is read with /proc/stat, and the sample's time is when /proc/stat was read, not when
+	// the sample began: node busy is the CPUs' time less /proc/stat's idle, so a sampler held up between
+	// taking the time and reading /proc/stat (a busy node) would count the hold-up as busy. Read after the
+	// processes (as it once was), the task time spanned Took more or less than the interval: a quick
+	// opening pass and a slow closing one read 2.2 cores of task time in a one-second window on a 2-core
+	// node. The processes are read after it, so at the window's end they can be ahead of it by what they
+	// ran during the closing pass: the window's resolution allows for it.
+	node, now, err := s.node.Read(full, s.lastNode)
 	if err != nil {
 		return Sample{}, err
 	}
-	// The task time is read with /proc/stat, at the sample's time. Read after the processes (as it was),
-	// it spanned Took more or less than the interval: a quick opening pass and a slow closing one (the
-	// closing pass reads every process, and a loaded node makes it slow) read 2.2 cores of task time in a
-	// one-second window on a 2-core node. The processes are read after it, so at the window's end they
-	// can be ahead of it by what they ran during the closing pass: the window's resolution allows for it.
-	node.TasksCPUNs = s.node.TasksCPU()
-	if full && s.res != nil {
+	// The memory, disk and network counters are compared between a window's first and last samples (the
+	// USE view), so they are read on detail samples, the baseline and the final one among them, and carried
+	// over between: at 3,000 processes, reading them every second was a tenth of tare measure's steady cost.
+	switch {
+	case s.res == nil:
+	case detail:
 		var err error
 		if node.Resources, err = s.res.Read(); err != nil {
 			s.warnOnce("resources", err.Error())
 		}
+	default:
+		node.Resources = s.lastNode.Resources
 	}
 	s.lastNode = node
 	smp := Sample{Seq: s.seq, Time: now, Node: node}
@@ -417,7 +425,7 @@ func (s *Sampler) sample(final bool) (Sample, error) {
 		clear(s.baseDone) // a notification this late is another process's under a reused PID
 	}
 	smp.SelfBPF = s.selfBPF()
-	smp.Took = time.Since(now)
+	smp.Took = time.Since(start)
 	smp.Procs = coalesce(smp.Procs)
 	s.seq++
 	s.lastTime = now
@@ -473,9 +481,10 @@ func (s *Sampler) knownAndNewPIDs() []int {
 		}
 		// Forked and already ended: this sample's exit notifications credited it (addTransient), so
 		// there is nothing in /proc to read (on a node starting short processes, most of those forked
-		// since the last sample). A PID used again within one interval would need the kernel to wrap
-		// around pid_max meanwhile; such a process is found at the next listing.
-		if r, ok := s.recent[pid]; ok && r.seq == s.seq {
+		// since the last sample). A PID forked twice within one interval would need the kernel to wrap
+		// around pid_max meanwhile; such a process is found at the next listing. A process tare had read
+		// that ended, its PID taken by a new one, is no such case: the new one is read.
+		if r, ok := s.recent[pid]; ok && r.seq == s.seq && r.transient {
 			continue
 		}
 		pids = append(pids, pid)
@@ -490,16 +499,17 @@ const listEvery = time.Minute
 // listing says whether this sample lists /proc, and the count of lost notifications the listing covers
 // (to keep once it succeeded). Without start notifications every sample lists: that is how it finds new
 // processes. With them, the listing is a safety net for notifications the kernel dropped (or tare could
-// not read), taken on detail samples and the final one, and in a long-running sampler (with exit
-// notifications too) only when one was lost since the last listing or listEvery has passed: on a quiet
-// node of ~100 processes a listing costs about 0.3 ms.
+// not read), taken at the baseline and the final sample, and on a detail sample (with exit notifications
+// too) only when one was lost since the last listing or listEvery has passed: a listing costs about
+// 0.3 ms on a quiet node of ~100 processes and 4 ms at 3,000, which on every detail sample was a tenth
+// of tare measure's steady cost there.
 func (s *Sampler) listing(now time.Time, detail, final bool) (bool, int) {
 	switch {
-	case s.execs == nil || final:
+	case s.execs == nil || final || s.seq == 0:
 		return true, s.listedLoss
 	case !detail:
 		return false, s.listedLoss
-	case !s.opts.LongRunning || s.exits == nil:
+	case s.exits == nil:
 		return true, s.listedLoss
 	}
 	loss := s.exits.Dropped + s.execs.Lost() + s.drainErrs

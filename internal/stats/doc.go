@@ -1,5 +1,6 @@
 // Package stats holds the statistics tare reports next to every number: n, mean, percentiles and maximum
-// (describe.go), medians with distribution-free intervals, the Mann–Whitney test with the Hodges–Lehmann
+// (describe.go), a percentile with its distribution-free order-statistic interval and the n it needs
+// (quantile.go), medians with distribution-free intervals, the Mann–Whitney test with the Hodges–Lehmann
 // shift and the smallest detectable change (rank.go), the Wilcoxon signed-rank test of paired differences
 // (signedrank.go), group-sequential bounds with Lan–DeMets alpha spending, their power and the looks'
 // repeated intervals (sequential.go), the estimate of differences with a nuisance level by phase

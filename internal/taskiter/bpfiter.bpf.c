@@ -8,16 +8,15 @@
 // groups map and writes the group (the same struct group as taskiter.bpf.c) when it has seen as many
 // threads as the group has (signal->nr_threads): only if its CPU time moved since the previous pass, or it
 // was not reported before, or emit_all is set. A group whose threads do not add up within the pass (one was
-// born behind the walk before the group's last visit, or ended before its visit) is still open at the end: the kernel's last call, with
-// no task, writes it as moved with the inexact flag, from the open_keys list. Only groups this cannot cover
+// born behind the walk before the group's last visit, or ended before its visit) is still open at the end:
+// user space reads it from the open_keys list after the pass and reports it as moved, inexact. Only groups this cannot cover
 // (the list or the map full) are counted in unfinished, which user space reads after the pass: such a pass
 // cannot say which groups stayed idle, and the caller then treats every group as moved. A task the kernel
 // shows after the pass's last call (born after the walk, to a reader reading on for its end of file) is
 // left for the next pass: counted here, it could complete a group already written at the end.
 //
 // Needs Linux 5.8 (bpf_iter task programs, bpf_seq_write, the session_id of bpf_iter_meta) and kernel BTF
-// for CO-RE; no kfunc, no task storage, no helper newer than 5.8. Maps: a hash (3.19), globals (5.2); one
-// bounded loop (5.3).
+// for CO-RE; no kfunc, no task storage, no helper newer than 5.8. Maps: a hash (3.19), globals (5.2); no loop.
 // Generated into Go by bpf2go (see doc.go).
 
 typedef unsigned int __u32;
@@ -137,7 +136,8 @@ volatile __u32 emit_all;
 volatile __u64 pass_session;
 volatile __u64 ended_session;
 volatile __u32 unfinished;
-// open_keys lists the groups open in pass_session (the first nopen), for the pass's last call.
+// open_keys lists the groups open in pass_session (the first nopen): once the pass has ended, user space
+// reports them (iter.go's openGroups).
 __u32 open_keys[MAX_OPEN];
 volatile __u32 nopen;
 
@@ -245,31 +245,6 @@ static __attribute__((always_inline)) void done(struct state *st, __u64 session,
 		release(st);
 }
 
-// write_open writes, at the pass's last call, the groups still open: they changed during the walk (a thread
-// born behind it, or ended before its visit), so they count as moved; their CPU time is inexact. Nothing
-// changes in the state: if the kernel's buffer refuses a record, it calls again with an empty one.
-static __attribute__((always_inline)) void write_open(struct seq_file *seq, __u64 session)
-{
-	struct state *st;
-	struct group g;
-	__u32 i, key;
-
-#pragma clang loop unroll(disable)
-	for (i = 0; i < MAX_OPEN; i++) {
-		if (i >= nopen)
-			break;
-		key = open_keys[i];
-		st = bpf_map_lookup_elem(&groups, &key);
-		if (!st || st->session != session || !st->threads)
-			continue;
-		g = st->open_as;
-		g.cpu_ns = st->dead + st->live;
-		g.threads = st->threads;
-		g.flags |= GROUP_INEXACT;
-		bpf_seq_write(seq, &g, sizeof(g));
-	}
-}
-
 SEC("iter/task")
 int thread_groups_58(struct bpf_iter__task *ctx)
 {
@@ -291,8 +266,9 @@ int thread_groups_58(struct bpf_iter__task *ctx)
 		nopen = 0;
 	}
 	if (!task) {
+		// The call at the end of the pass. The groups still open are written by user space from open_keys
+		// (iter.go's openGroups): a loop over them here cost the verifier some 50,000 instructions.
 		ended_session = session;
-		write_open(seq, session); // the call at the end of the pass
 		return 0;
 	}
 	if (session == ended_session)

@@ -198,3 +198,33 @@ func FuzzParseGroups(f *testing.F) {
 		}
 	})
 }
+
+// TestOpenGroup: a group left open by its pass is reported from its state as described at its first visit,
+// with the pass's sums and the inexact flag; one written since, or of another pass, is not.
+func TestOpenGroup(t *testing.T) {
+	state := func(session uint64, dead, live uint64, threads uint32) []byte {
+		b := make([]byte, stateSize)
+		ne := binary.NativeEndian
+		ne.PutUint64(b[stateSession:], session)
+		ne.PutUint64(b[stateDead:], dead)
+		ne.PutUint64(b[stateLive:], live)
+		ne.PutUint32(b[stateThreads:], threads)
+		copy(b[stateOpenAs:], record(77, 1, 0, 900, 0, flagKernel))
+		return b
+	}
+	got, err := openGroup(state(5, 300, 40, 2), 5, nil)
+	want := []Group{{TGID: 77, PPID: 1, CPUNs: 340, StartNs: 900, Threads: 2, Kernel: true, Inexact: true}}
+	if err != nil || len(got) != 1 || got[0] != want[0] {
+		t.Errorf("open group: %+v, %v; want %+v", got, err, want)
+	}
+	for name, val := range map[string][]byte{"written": state(5, 300, 40, 0), "another pass": state(4, 300, 40, 2)} {
+		if got, err := openGroup(val, 5, nil); err != nil || len(got) != 0 {
+			t.Errorf("%s: %+v, %v; want nothing", name, got, err)
+		}
+	}
+	bad := state(5, 1, 1, 1)
+	copy(bad[stateOpenAs:], record(0, 0, 0, 0, 0, 0))
+	if _, err := openGroup(bad, 5, nil); !errors.Is(err, ErrMalformed) {
+		t.Errorf("a state with thread group 0: %v, want ErrMalformed", err)
+	}
+}

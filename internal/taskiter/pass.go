@@ -111,16 +111,35 @@ func (l loader) open(p Pass) (*Iter, error) {
 }
 
 // loadOpenCoded loads taskiter.bpf.c.
-func loadOpenCoded() (*Iter, error) {
+func loadOpenCoded() (*Iter, error) { return loadOpenCodedRoom(maxOut) }
+
+// loadOpenCodedRoom loads taskiter.bpf.c with room for that many records a pass (maxOut but in tests).
+func loadOpenCodedRoom(room uint32) (*Iter, error) {
 	spec, err := loadTaskiter()
 	if err != nil {
 		return nil, fmt.Errorf("reading the embedded task iterator: %w", err)
+	}
+	room = min(room, maxOut) // out[] holds maxOut records
+	if v, ok := spec.Variables["max_out"]; !ok || v.Set(room) != nil {
+		return nil, fmt.Errorf("the embedded task iterator has no max_out: %w", ErrMalformed)
 	}
 	var objs taskiterObjects
 	if err := spec.LoadAndAssign(&objs, nil); err != nil {
 		return nil, loadError(PassOpenCoded, err)
 	}
-	return attach(PassOpenCoded, objs.ThreadGroups, &objs, objs.EmitAll)
+	l, err := attachToSelf(objs.ThreadGroups)
+	if err != nil {
+		_ = objs.Close()
+		return nil, loadError(PassOpenCoded, err)
+	}
+	mem, err := objs.Out.Memory()
+	if err != nil {
+		_ = l.Close()
+		_ = objs.Close()
+		return nil, loadError(PassOpenCoded, fmt.Errorf("mapping the task pass's records: %w", err))
+	}
+	return &Iter{pass: PassOpenCoded, objs: &objs, prog: objs.ThreadGroups, link: l, emitAll: objs.EmitAll, buf: make([]byte, readSize),
+		out: mem, nOut: objs.N_out, overflow: objs.Overflow, room: room}, nil
 }
 
 // loadBPFIter loads bpfiter.bpf.c.
@@ -139,6 +158,7 @@ func loadBPFIter() (*Iter, error) {
 		return nil, err
 	}
 	it.unfinished, it.session, it.groups = objs.Unfinished, objs.PassSession, objs.Groups
+	it.nopen, it.openKeys = objs.Nopen, objs.OpenKeys
 	return it, nil
 }
 

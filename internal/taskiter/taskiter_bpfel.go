@@ -17,8 +17,12 @@ import (
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	taskiterMapLastCpu       = "last_cpu"
+	taskiterMapOut           = "out"
 	taskiterProgThreadGroups = "thread_groups"
 	taskiterVarEmitAll       = "emit_all"
+	taskiterVarMaxOut        = "max_out"
+	taskiterVarN_out         = "n_out"
+	taskiterVarOverflow      = "overflow"
 )
 
 // loadTaskiter returns the embedded CollectionSpec for taskiter.
@@ -71,13 +75,17 @@ type taskiterProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type taskiterMapSpecs struct {
 	LastCpu *ebpf.MapSpec `ebpf:"last_cpu"`
+	Out     *ebpf.MapSpec `ebpf:"out"`
 }
 
 // taskiterVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type taskiterVariableSpecs struct {
-	EmitAll *ebpf.VariableSpec `ebpf:"emit_all"`
+	EmitAll  *ebpf.VariableSpec `ebpf:"emit_all"`
+	MaxOut   *ebpf.VariableSpec `ebpf:"max_out"`
+	N_out    *ebpf.VariableSpec `ebpf:"n_out"`
+	Overflow *ebpf.VariableSpec `ebpf:"overflow"`
 }
 
 // taskiterObjects contains all objects after they have been loaded into the kernel.
@@ -101,11 +109,13 @@ func (o *taskiterObjects) Close() error {
 // It can be passed to loadTaskiterObjects or ebpf.CollectionSpec.LoadAndAssign.
 type taskiterMaps struct {
 	LastCpu *ebpf.Map `ebpf:"last_cpu"`
+	Out     *ebpf.Map `ebpf:"out"`
 }
 
 func (m *taskiterMaps) Close() error {
 	return _TaskiterClose(
 		m.LastCpu,
+		m.Out,
 	)
 }
 
@@ -113,7 +123,10 @@ func (m *taskiterMaps) Close() error {
 //
 // It can be passed to loadTaskiterObjects or ebpf.CollectionSpec.LoadAndAssign.
 type taskiterVariables struct {
-	EmitAll *ebpf.Variable `ebpf:"emit_all"`
+	EmitAll  *ebpf.Variable `ebpf:"emit_all"`
+	MaxOut   *ebpf.Variable `ebpf:"max_out"`
+	N_out    *ebpf.Variable `ebpf:"n_out"`
+	Overflow *ebpf.Variable `ebpf:"overflow"`
 }
 
 // taskiterPrograms contains all programs after they have been loaded into the kernel.

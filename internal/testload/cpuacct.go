@@ -104,14 +104,20 @@ func TraceCgroup(dir string) *UsageTrace {
 	})
 }
 
+// slowPoll is how long a poll's read may take and still be kept: the value is placed at the middle of the
+// read, so a read held up (a busy machine preempting the poller) would place it up to that far from when
+// the counter was read. The trace's last poll is kept whatever it took.
+const slowPoll = 2 * time.Millisecond
+
 // trace polls read every 10 ms until Stop is called or read fails.
 func trace(read func() (time.Duration, bool)) *UsageTrace {
 	tr := &UsageTrace{done: make(chan struct{}), quit: make(chan struct{})}
-	poll := func() bool {
-		at := time.Now()
+	poll := func(last bool) bool {
+		t0 := time.Now()
 		u, ok := read()
-		if ok {
-			tr.times, tr.usage = append(tr.times, at), append(tr.usage, u)
+		t1 := time.Now()
+		if ok && (last || t1.Sub(t0) <= slowPoll) {
+			tr.times, tr.usage = append(tr.times, t0.Add(t1.Sub(t0)/2)), append(tr.usage, u)
 		}
 		return ok
 	}
@@ -119,10 +125,10 @@ func trace(read func() (time.Duration, bool)) *UsageTrace {
 		defer close(tr.done)
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
-		for poll() {
+		for poll(false) {
 			select {
 			case <-tr.quit:
-				poll()
+				poll(true)
 				return
 			case <-tick.C:
 			}
@@ -133,8 +139,23 @@ func trace(read func() (time.Duration, bool)) *UsageTrace {
 
 // Stop ends the polling.
 func (tr *UsageTrace) Stop() {
+	if tr.quit == nil {
+		return // a trace of recorded points: nothing polls
+	}
 	close(tr.quit)
 	<-tr.done
+}
+
+// NewPointTrace is a trace that nothing polls: the caller records its points (a counter another program
+// reports with the time it read it), in time order, and reads the trace once it has stopped recording.
+func NewPointTrace() *UsageTrace { return &UsageTrace{} }
+
+// Record adds a point to a trace made by NewPointTrace; a point not after the last one is dropped.
+func (tr *UsageTrace) Record(at time.Time, usage time.Duration) {
+	if n := len(tr.times); n > 0 && !at.After(tr.times[n-1]) {
+		return
+	}
+	tr.times, tr.usage = append(tr.times, at), append(tr.usage, usage)
 }
 
 // Between returns the CPU used between a and b, interpolating linearly between polls, in millicores; ok

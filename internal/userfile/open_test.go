@@ -102,3 +102,22 @@ func TestWriteMode(t *testing.T) {
 		t.Errorf("file holds %q, %v; want new", b, err)
 	}
 }
+
+// TestProduce: what create makes at the temporary path is renamed into place; a failed create leaves
+// neither the file nor its temporary behind.
+func TestProduce(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "program")
+	if err := Produce(path, func(tmp string) error { return os.WriteFile(tmp, []byte("built"), 0o755) }); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "built" {
+		t.Fatalf("made file holds %q, %v: want what create wrote", b, err)
+	}
+	if err := Produce(filepath.Join(dir, "failed"), func(string) error { return errors.New("no") }); err == nil {
+		t.Fatal("a failed create was renamed into place")
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 {
+		t.Errorf("after a failed create the directory holds %d entries, want the one good file", len(es))
+	}
+}

@@ -54,3 +54,21 @@ func WriteMode(path string, mode os.FileMode, fill func(io.Writer) error) error 
 	}
 	return os.Rename(f.Name(), path)
 }
+
+// Produce makes the file at path with create, which is given a temporary path in the same directory to
+// create (a program `go build -o` writes, say), renamed into place once create succeeds: a failure or a
+// concurrent maker leaves no half-made file at path. The temporary name is unique, so two processes may
+// make the same file at once; the last rename wins whole.
+func Produce(path string, create func(tmp string) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tare-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	f.Close()
+	defer func() { _ = os.Remove(tmp) }() // gone once renamed
+	if err := create(tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

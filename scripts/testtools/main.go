@@ -23,7 +23,11 @@ func main() {
 	log := func(name string) {
 		fmt.Fprintf(os.Stderr, "testtools: %s (%s elapsed)\n", name, time.Since(start).Round(time.Second))
 	}
-	comps, err := lab.Install(ctx, lab.InstallOptions{Log: log})
+	comps, err := lab.Install(ctx, lab.InstallOptions{Progress: func(st lab.InstallStep) {
+		if !st.Done {
+			log(st.Name)
+		}
+	}})
 	for _, step := range []struct {
 		name    string
 		install func(context.Context) (lab.Component, error)

@@ -63,7 +63,7 @@ func Discover(o Options) *Sources {
 	if kc == "" && s.Lab != nil {
 		kc, kctx = s.Lab.Kubeconfig, "" // the lab's own kubeconfig, at its only context
 	}
-	switch c, err := kube.ConnectContext(kc, kctx); {
+	switch c, err := connect(kc, kctx); {
 	case err == nil:
 		s.Cluster = c
 	case errors.Is(err, kube.ErrNoKubeconfig):
@@ -157,4 +157,14 @@ func sameFile(a, b string) bool {
 	x, err1 := os.Stat(a)
 	y, err2 := os.Stat(b)
 	return err1 == nil && err2 == nil && os.SameFile(x, y)
+}
+
+// connect reaches the cluster of kubeconfig kc at its context kctx ("" for the current one) for the rules,
+// metrics and profiles; it does not contact the server.
+func connect(kc, kctx string) (*kube.Cluster, error) {
+	c, err := kube.NewClient(kc, kube.Options{Context: kctx})
+	if err != nil {
+		return nil, err
+	}
+	return c.Cluster()
 }

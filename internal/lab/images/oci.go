@@ -1,149 +1,24 @@
-package lab
+package images
 
 import (
 	"archive/tar"
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/sha256"
-	"embed"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/tare-dev/tare/internal/deploy"
+	"github.com/tare-dev/tare/internal/userfile"
 )
-
-//go:embed images/pause/main.go images/web/main.go images/crr/main.go
-var imageSources embed.FS
-
-// Image is an image the lab builds itself, so pods run with no registry: a tiny one of one static program
-// built from Go code, or the datapath tools copied from the machine (toolsimage.go).
-type Image struct {
-	Name    string // reference kubelet and containerd use
-	Source  string // what it is built from: a program under images/, "tare" for tare itself, or "datapath-tools"
-	Binary  string // the one program, at this path inside the image and run as the entrypoint; "": none, pods name the program
-	PathEnv string // PATH of the image's processes ("": unset), so that pods can name a program without its directory
-}
-
-// Images the lab provides: the sandbox (pause) image containerd is configured with, a small HTTP app,
-// tare itself, which `tare agent manifest` runs by default, and Debian's static busybox (busyboximage.go).
-var (
-	PauseImage = Image{Name: "registry.k8s.io/pause:3.10", Source: "pause", Binary: "/pause"}
-	WebImage   = Image{Name: "tare.lab/web:v1", Source: "web", Binary: "/web"}
-	TareImage  = Image{Name: deploy.DefaultImage, Source: "tare", Binary: "/tare"}
-	labImages  = []Image{PauseImage, WebImage, TareImage, BusyboxImage}
-)
-
-// imageArchive is where an image's OCI archive is cached: named for its source, so a change rebuilds it.
-func imageArchive(img Image) (path string, src []byte, err error) {
-	cache, err := CacheDir()
-	if err != nil {
-		return "", nil, err
-	}
-	if src, err = imageSources.ReadFile("images/" + img.Source + "/main.go"); err != nil {
-		return "", nil, err
-	}
-	sum := sha256.Sum256(append(append([]byte(img.Name), 0), src...))
-	return filepath.Join(cache, "images", img.Source+"-"+hex.EncodeToString(sum[:6])+".tar"), src, nil
-}
-
-// imagesCached says whether every lab image is already built.
-func imagesCached() bool {
-	for _, img := range labImages {
-		switch img {
-		case TareImage:
-			if !tareImageCached() {
-				return false
-			}
-			continue
-		case BusyboxImage:
-			if !busyboxImageCached() {
-				return false
-			}
-			continue
-		}
-		p, _, err := imageArchive(img)
-		if err != nil {
-			return false
-		}
-		if _, err := os.Stat(p); err != nil {
-			return false
-		}
-	}
-	return true
-}
-
-// ensureImages builds every lab image into the cache as an OCI archive (once per source version) and
-// returns the archive paths.
-func ensureImages(ctx context.Context) ([]string, error) {
-	var out []string
-	for _, img := range labImages {
-		if img == TareImage || img == BusyboxImage {
-			build := TareImageArchive
-			if img == BusyboxImage {
-				build = func(context.Context) (string, error) { return BusyboxImageArchive() }
-			}
-			archive, err := build(ctx)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, archive)
-			continue
-		}
-		archive, src, err := imageArchive(img)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := os.Stat(archive); err == nil {
-			out = append(out, archive)
-			continue
-		}
-		bin, err := buildStatic(ctx, img.Source, src)
-		if err != nil {
-			return nil, err
-		}
-		if err := writeArchiveFile(archive, img, img.binaryLayer(bytesProgram(bin))); err != nil {
-			return nil, err
-		}
-		out = append(out, archive)
-	}
-	return out, nil
-}
-
-// buildStatic compiles one embedded program into a static binary and returns its bytes.
-func buildStatic(ctx context.Context, name string, src []byte) ([]byte, error) {
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		return nil, fmt.Errorf("building the %s image needs Go on PATH (https://go.dev/dl): %w", name, ErrPrerequisite)
-	}
-	dir, err := os.MkdirTemp("", "tare-image-")
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module "+name+"\n\ngo 1.22\n"), 0o644); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "main.go"), src, 0o644); err != nil {
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, gobin, "build", "-trimpath", "-ldflags=-s -w", "-o", name, ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building the %s image program: %w\n%s", name, err, tail(out, 10))
-	}
-	return os.ReadFile(filepath.Join(dir, name))
-}
 
 // program is the contents of one file of an image: its size and a way to read it, once per pass over it.
 type program struct {
@@ -183,26 +58,17 @@ func writeArchiveFile(path string, img Image, files []layerFile) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	err := userfile.WriteMode(path, 0o644, func(f io.Writer) error {
+		w := bufio.NewWriterSize(f, 1<<20)
+		if err := writeOCIArchive(w, img, files, time.Unix(0, 0).UTC()); err != nil {
+			return err
+		}
+		return w.Flush()
+	})
 	if err != nil {
 		return fmt.Errorf("writing the %s image: %w", img.Source, err)
 	}
-	defer func() { _ = os.Remove(f.Name()) }()
-	w := bufio.NewWriterSize(f, 1<<20)
-	err = writeOCIArchive(w, img, files, time.Unix(0, 0).UTC())
-	if err == nil {
-		err = w.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("writing the %s image: %w", img.Source, err)
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return nil
 }
 
 // writeOCIArchive writes an OCI image layout (as a tar, what `ctr images import` reads) holding one image
@@ -367,13 +233,34 @@ func descriptor(mediaType string, b []byte) ociDescriptor {
 
 func blobPath(d ociDescriptor) string { return "blobs/sha256/" + d.Digest[len("sha256:"):] }
 
-// importImages loads the archives into containerd's k8s.io namespace (where the CRI plugin looks).
-func importImages(ctx context.Context, ctr, address string, archives []string) error {
-	for _, a := range archives {
-		cmd := exec.CommandContext(ctx, ctr, "--address", address, "-n", "k8s.io", "images", "import", a)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("importing %s into containerd: %w\n%s", filepath.Base(a), err, tail(out, 10))
-		}
+// ManifestDigest reads the digest of the one image manifest of an OCI archive of this package from its
+// index.json, which writeOCIArchive writes near the start: containerd names the image it imports for that
+// manifest.
+func ManifestDigest(archive string) (string, error) {
+	f, err := os.Open(archive)
+	if err != nil {
+		return "", err
 	}
-	return nil
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return "", fmt.Errorf("%s has no index.json", archive)
+		}
+		if err != nil {
+			return "", fmt.Errorf("reading %s: %w", archive, err)
+		}
+		if h.Name != "index.json" {
+			continue
+		}
+		var index struct{ Manifests []ociDescriptor }
+		if err := json.NewDecoder(tr).Decode(&index); err != nil {
+			return "", fmt.Errorf("%s: reading index.json: %w", archive, err)
+		}
+		if len(index.Manifests) != 1 {
+			return "", fmt.Errorf("%s: index.json names %d manifests, not one", archive, len(index.Manifests))
+		}
+		return index.Manifests[0].Digest, nil
+	}
 }

@@ -1,4 +1,4 @@
-package lab
+package images
 
 import (
 	"go/ast"
@@ -11,7 +11,7 @@ import (
 	"github.com/tare-dev/tare/internal/datapath"
 )
 
-// TestCRRMaxSize holds tare-crr's bound on a message (maxSize in images/crr/main.go, a module of its own
+// TestCRRMaxSize holds tare-crr's bound on a message (maxSize in crr/main.go, a module of its own
 // built from that one file, so it cannot import tare's packages) equal to datapath.MaxCRRSize, with which
 // tare datapath net refuses larger --sizes before a run.
 func TestCRRMaxSize(t *testing.T) {
@@ -37,7 +37,7 @@ func TestCRRMaxSize(t *testing.T) {
 		return expr == nil
 	})
 	if expr == nil {
-		t.Fatal("images/crr/main.go declares no const maxSize")
+		t.Fatal("crr/main.go declares no const maxSize")
 	}
 	tv, err := types.Eval(fset, nil, token.NoPos, types.ExprString(expr))
 	if err != nil {

@@ -1,4 +1,4 @@
-package lab
+package images
 
 import (
 	"context"
@@ -8,42 +8,56 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"time"
 )
 
-// ToolsImage holds the machine's network and disk test tools, as Debian installed them, for the pods of
+// Tools holds the machine's network and disk test tools, as Debian installed them, for the pods of
 // tare datapath: iperf3, sockperf and fio under /usr/bin with every shared library they load (under the
 // paths the loader looks in), the loader itself and an empty /tmp; and tare's own static tare-crr
 // (CRRProgram). It has no shell and no entrypoint: a pod
 // names the tool (its PATH is /usr/bin). It is big (the libraries of fio's engines): the lab builds it only
-// when asked (ToolsImageArchive, tare lab install --datapath) and imports it into a lab's nodes only when
-// asked (ImportToolsImage), never at every up.
-var ToolsImage = Image{Name: "tare.lab/datapath-tools:v1", Source: "datapath-tools", PathEnv: "/usr/bin"}
+// when asked (ToolsArchive, tare lab install --datapath) and imports it into a lab's nodes only when
+// asked (lab.ImportToolsImage), never at every up.
+var Tools = Image{Name: "tare.lab/datapath-tools:v1", Source: "datapath-tools", PathEnv: "/usr/bin"}
 
-// datapathTool is a program of the tools image and the Debian package that ships it.
-type datapathTool struct {
-	name, pkg string
-	required  bool // false: the image is built without it when it is not installed
+// DatapathTool is a program of the tools image and the Debian package that ships it.
+type DatapathTool struct {
+	Name, Package string
+	Required      bool // false: the image is built without it when it is not installed
 }
 
-// datapathTools are the tools of ToolsImage: fio may be left out, iperf3 and sockperf may not.
-var datapathTools = []datapathTool{{"iperf3", "iperf3", true}, {"sockperf", "sockperf", true}, {"fio", "fio", false}}
+// DatapathTools are the tools of Tools: fio may be left out, iperf3 and sockperf may not.
+var DatapathTools = []DatapathTool{{"iperf3", "iperf3", true}, {"sockperf", "sockperf", true}, {"fio", "fio", false}}
 
-// path is where the tool is on the machine and in the image.
-func (t datapathTool) path() string { return "/usr/bin/" + t.name }
+// Path is where the tool is on the machine and in the image.
+func (t DatapathTool) Path() string { return "/usr/bin/" + t.Name }
 
-func (t datapathTool) installed() bool {
-	fi, err := os.Stat(t.path())
+// Installed says whether the tool is on the machine, as a regular file at Path.
+func (t DatapathTool) Installed() bool {
+	fi, err := os.Stat(t.Path())
 	return err == nil && fi.Mode().IsRegular()
 }
 
 // installToolsHint is what to run when a tool is missing.
 const installToolsHint = "apt-get install iperf3 sockperf fio (or tare lab install --datapath)"
 
-// ToolsArchive is the tools image as built from this machine.
-type ToolsArchive struct {
+// CheckTools says which required tools (iperf3, sockperf) are not installed, and how to install them, in
+// an error matching ErrPrerequisite; nil when they are all there.
+func CheckTools() error {
+	var missing []string
+	for _, t := range DatapathTools {
+		if t.Required && !t.Installed() {
+			missing = append(missing, t.Path())
+		}
+	}
+	if len(missing) > 0 {
+		return missingToolsError(missing)
+	}
+	return nil
+}
+
+// ToolsBuild is the tools image as built from this machine.
+type ToolsBuild struct {
 	Path  string   // the OCI archive, in the cache
 	Tools []string // the tools it holds, by name (under /usr/bin): iperf3, sockperf, fio when installed, tare-crr
 	Files int      // files in its layer: the tools, their libraries and the loader
@@ -51,39 +65,39 @@ type ToolsArchive struct {
 	Built bool     // built by this call, not found in the cache
 }
 
-// ToolsImageArchive returns the OCI archive of ToolsImage, building it into the cache when missing. The
+// ToolsArchive returns the OCI archive of Tools, building it into the cache when missing. The
 // archive is named for the tools and libraries it holds (path, size, modification time, mode), so an
 // upgrade of a package rebuilds it, and replaces the archive of older files. A missing iperf3 or sockperf
-// is an error matching ErrPrerequisite; fio is left out when it is not installed (see Tools).
-func ToolsImageArchive(ctx context.Context) (ToolsArchive, error) {
+// is an error matching ErrPrerequisite; fio is left out when it is not installed (see ToolsBuild.Tools).
+func ToolsArchive(ctx context.Context) (ToolsBuild, error) {
 	tools, files, err := toolsFiles()
 	if err != nil {
-		return ToolsArchive{}, err
+		return ToolsBuild{}, err
 	}
 	crr, err := CRRProgram(ctx)
 	if err != nil {
-		return ToolsArchive{}, err
+		return ToolsBuild{}, err
 	}
 	tools, files = append(tools, CRRName), append(files, loadedFile{Path: "/usr/bin/" + CRRName, Host: crr})
-	layer, key, err := hostLayer(ctx, ToolsImage, files)
+	layer, key, err := hostLayer(ctx, Tools, files)
 	if err != nil {
-		return ToolsArchive{}, err
+		return ToolsBuild{}, err
 	}
 	cache, err := CacheDir()
 	if err != nil {
-		return ToolsArchive{}, err
+		return ToolsBuild{}, err
 	}
-	a := ToolsArchive{Path: filepath.Join(cache, "images", ToolsImage.Source+"-"+key+".tar"), Tools: tools, Files: len(files)}
+	a := ToolsBuild{Path: filepath.Join(cache, "images", Tools.Source+"-"+key+".tar"), Tools: tools, Files: len(files)}
 	if _, err := os.Stat(a.Path); err != nil {
-		if err := writeArchiveFile(a.Path, ToolsImage, layer); err != nil {
-			return ToolsArchive{}, err
+		if err := writeArchiveFile(a.Path, Tools, layer); err != nil {
+			return ToolsBuild{}, err
 		}
 		a.Built = true
-		removeOtherArchives(a.Path, ToolsImage.Source+"-")
+		removeOtherArchives(a.Path, Tools.Source+"-")
 	}
 	fi, err := os.Stat(a.Path)
 	if err != nil {
-		return ToolsArchive{}, err
+		return ToolsBuild{}, err
 	}
 	a.Size = fi.Size()
 	return a, nil
@@ -92,17 +106,14 @@ func ToolsImageArchive(ctx context.Context) (ToolsArchive, error) {
 // toolsFiles lists the installed tools and the files the image holds for them: the tools, their
 // libraries and their loader.
 func toolsFiles() (tools []string, files []loadedFile, err error) {
-	var progs, missing []string
-	for _, t := range datapathTools {
-		switch {
-		case t.installed():
-			tools, progs = append(tools, t.name), append(progs, t.path())
-		case t.required:
-			missing = append(missing, t.path())
-		}
+	if err := CheckTools(); err != nil {
+		return nil, nil, err
 	}
-	if len(missing) > 0 {
-		return nil, nil, missingToolsError(missing)
+	var progs []string
+	for _, t := range DatapathTools {
+		if t.Installed() {
+			tools, progs = append(tools, t.Name), append(progs, t.Path())
+		}
 	}
 	files, err = sharedLibraries(progs...)
 	if err != nil {
@@ -159,40 +170,4 @@ func (r ctxReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return r.File.Read(p)
-}
-
-// InstallDatapathTools installs the Debian packages of the datapath tools (iperf3, sockperf, fio) with apt
-// when missing (which needs root) and builds ToolsImage's archive. It returns the tools and the image as
-// Components, and is a no-op when everything is there.
-func InstallDatapathTools(ctx context.Context) ([]Component, error) {
-	start := time.Now()
-	var missing []string
-	for _, t := range datapathTools {
-		if !t.installed() {
-			missing = append(missing, t.pkg)
-		}
-	}
-	if err := installPackages(ctx, missing); err != nil {
-		return nil, err
-	}
-	var out []Component
-	for _, t := range datapathTools {
-		if !t.installed() {
-			return out, fmt.Errorf("%s still missing after installing %s", t.path(), t.pkg)
-		}
-		src := "present"
-		if slices.Contains(missing, t.pkg) {
-			src = "apt"
-		}
-		out = append(out, Component{Name: t.name, Path: t.path(), Source: src, Version: "debian " + t.pkg, Took: time.Since(start)})
-	}
-	a, err := ToolsImageArchive(ctx)
-	if err != nil {
-		return out, err
-	}
-	src := "cached"
-	if a.Built {
-		src = "built"
-	}
-	return append(out, Component{Name: "image " + ToolsImage.Name, Path: a.Path, Source: src, Version: ToolsImage.Source, Took: time.Since(start)}), nil
 }

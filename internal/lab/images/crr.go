@@ -1,21 +1,24 @@
-package lab
+package images
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/tare-dev/tare/internal/userfile"
 )
 
-// CRRName is tare's connect/request/response load program (images/crr): under /usr/bin in ToolsImage, and
+// CRRName is tare's connect/request/response load program (crr/main.go): under /usr/bin in Tools, and
 // built into the cache for the host path of tare datapath (CRRProgram).
 const CRRName = "tare-crr"
 
 // crrSource is the program's source and the digest naming its build.
 func crrSource() (src []byte, key string, err error) {
-	if src, err = imageSources.ReadFile("images/crr/main.go"); err != nil {
+	if src, err = imageSources.ReadFile("crr/main.go"); err != nil {
 		return nil, "", err
 	}
 	sum := sha256.Sum256(src)
@@ -44,21 +47,7 @@ func CRRProgram(ctx context.Context) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", fmt.Errorf("caching %s: %w", CRRName, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), CRRName+".tmp*")
-	if err != nil {
-		return "", fmt.Errorf("caching %s: %w", CRRName, err)
-	}
-	defer func() { _ = os.Remove(tmp.Name()) }()
-	_, err = tmp.Write(bin)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o755)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
+	err = userfile.WriteMode(path, 0o755, func(w io.Writer) error { _, err := w.Write(bin); return err })
 	if err != nil {
 		return "", fmt.Errorf("caching %s: %w", CRRName, err)
 	}

@@ -1,4 +1,4 @@
-package lab
+package images
 
 import (
 	"debug/elf"

@@ -1,4 +1,4 @@
-package lab
+package images
 
 import (
 	"archive/tar"
@@ -20,10 +20,8 @@ import (
 // needTools skips a test when the datapath tools are not installed.
 func needTools(t *testing.T) {
 	t.Helper()
-	for _, tool := range datapathTools {
-		if tool.required && !tool.installed() {
-			testenv.Unavailable(t, "%s is not installed: %s", tool.name, installToolsHint)
-		}
+	if err := CheckTools(); err != nil {
+		testenv.Unavailable(t, "%v", err)
 	}
 }
 
@@ -43,7 +41,7 @@ func TestHostLayerKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		layer, k, err := hostLayer(t.Context(), ToolsImage, files)
+		layer, k, err := hostLayer(t.Context(), Tools, files)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,18 +74,18 @@ func TestHostLayerKey(t *testing.T) {
 	}
 }
 
-// TestToolsImageArchive builds the datapath tools image from this machine's tools into an empty cache and
+// TestToolsArchive builds the datapath tools image from this machine's tools into an empty cache and
 // reads it back: the tools at /usr/bin, executable, every library of the walk with its size on the machine,
 // /tmp; a second call finds it in the cache. As root, it unpacks the layer and runs each tool's --version
 // in a chroot of it: the loader finds every library with no ld.so.cache and nothing of the machine.
-func TestToolsImageArchive(t *testing.T) {
+func TestToolsArchive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds an image of about 100 MB")
 	}
 	needTools(t)
 	t.Setenv("TARE_CACHE_DIR", t.TempDir())
 	ctx := t.Context()
-	a, err := ToolsImageArchive(ctx)
+	a, err := ToolsArchive(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +120,7 @@ func TestToolsImageArchive(t *testing.T) {
 	if h := layer["/tmp/"]; h == nil || h.Typeflag != tar.TypeDir || h.Mode != 0o1777 {
 		t.Errorf("/tmp in the layer: %+v", h)
 	}
-	again, err := ToolsImageArchive(ctx)
+	again, err := ToolsArchive(ctx)
 	if err != nil || again.Path != a.Path || again.Built || again.Size != a.Size {
 		t.Errorf("a second call gave %+v (%v), want the cached %s", again, err, a.Path)
 	}
@@ -179,7 +177,7 @@ func readToolsLayer(t *testing.T, archive, root string) map[string]*tar.Header {
 		_ = json.Unmarshal(b, &doc)
 		switch {
 		case h.Name == "index.json" && len(doc.Manifests) == 1:
-			if name := doc.Manifests[0].Annotations["io.containerd.image.name"]; name != ToolsImage.Name {
+			if name := doc.Manifests[0].Annotations["io.containerd.image.name"]; name != Tools.Name {
 				t.Errorf("image name %q", name)
 			}
 		case len(doc.Layers) == 1:
@@ -240,22 +238,5 @@ func TestToolsImageMissingTool(t *testing.T) {
 	if !errors.Is(err, ErrPrerequisite) || !strings.Contains(err.Error(), "apt-get install iperf3 sockperf fio") ||
 		!strings.Contains(err.Error(), "tare lab install --datapath") || !strings.Contains(err.Error(), "/usr/bin/sockperf") {
 		t.Errorf("error for a missing sockperf: %v", err)
-	}
-}
-
-func TestParseImageDigest(t *testing.T) {
-	t.Parallel()
-	const out = `REF                          TYPE                                       DIGEST                                                                  SIZE     PLATFORMS   LABELS
-tare.lab/datapath-tools:v1   application/vnd.oci.image.manifest.v1+json sha256:4f1c0f0e3c7d1f5d6f1b6b7e0c5e2d3b1a9f8e7d6c5b4a39281706f5e4d3c2b1 98.2 MiB linux/amd64 -
-`
-	want := "sha256:4f1c0f0e3c7d1f5d6f1b6b7e0c5e2d3b1a9f8e7d6c5b4a39281706f5e4d3c2b1"
-	if got := parseImageDigest(out, ToolsImage.Name); got != want {
-		t.Errorf("digest = %q, want %q", got, want)
-	}
-	if got := parseImageDigest(out, "tare.lab/web:v1"); got != "" {
-		t.Errorf("digest of an image not listed = %q", got)
-	}
-	if got := parseImageDigest("REF TYPE DIGEST SIZE PLATFORMS LABELS\n", ToolsImage.Name); got != "" {
-		t.Errorf("digest from an empty list = %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-package lab
+package images
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 )
 
 // The shared libraries a dynamically linked program loads, found as the dynamic loader finds them, so that
-// an image can hold the program with everything it needs and nothing else (toolsimage.go). The loader of an
+// an image can hold the program with everything it needs and nothing else (tools.go). The loader of an
 // image has no ld.so.cache: it finds a library through the RUNPATH (or RPATH) of the object that needs it,
 // then in its default directories, so each file is stored under the path that search reaches.
 

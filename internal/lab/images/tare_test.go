@@ -1,8 +1,10 @@
-package lab
+package images
 
 import (
 	"bytes"
+	"context"
 	"debug/elf"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,76 @@ import (
 
 	"github.com/tare-dev/tare/internal/testenv"
 )
+
+// TestTareArchive builds the tare image as `tare lab up` does from a test binary (tare built from
+// this module's source), and checks it holds a static tare as its entrypoint, is cached by the binary's
+// digest, and is what the manifest runs by default.
+func TestTareArchive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds tare")
+	}
+	cache := t.TempDir()
+	t.Setenv("TARE_CACHE_DIR", cache)
+	stale := filepath.Join(cache, "images", "tare-000000000000.tar")
+	if err := os.MkdirAll(filepath.Dir(stale), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stale, []byte("an older tare's image"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	if err := staticTare(exe); !errors.Is(err, errNotStatic) {
+		t.Fatalf("the test binary is taken for tare: %v", err)
+	}
+	ctx := context.Background()
+	archive, err := TareArchive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the older tare's image is still cached: %v", err)
+	}
+	f, err := os.Open(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img := readOCIArchive(t, f)
+	if img.name != "tare.dev/tare:dev" || len(img.entrypoint) != 1 || img.entrypoint[0] != "/tare" {
+		t.Errorf("image %q, entrypoint %v", img.name, img.entrypoint)
+	}
+	bin := filepath.Join(t.TempDir(), "tare")
+	if err := os.WriteFile(bin, img.contents["/tare"], 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := staticTare(bin); err != nil {
+		t.Errorf("the image's /tare: %v", err)
+	}
+	if h := img.layer["/tare"]; h == nil || h.Mode&0o111 == 0 {
+		t.Errorf("/tare is not an executable file in the layer: %+v", h)
+	}
+	again, err := TareArchive(ctx)
+	if err != nil || again != archive {
+		t.Errorf("a second build gave %s (%v), want the cached %s", again, err, archive)
+	}
+	if !tareImageCached() {
+		t.Error("a test's lab would build the tare image again, and say so, though one is cached")
+	}
+	if !imagesCachedFor(t, bin) {
+		t.Error("the image of a static tare is not found in the cache by its digest")
+	}
+}
+
+// imagesCachedFor says whether the archive of the tare binary at bin is in the cache.
+func imagesCachedFor(t *testing.T, bin string) bool {
+	t.Helper()
+	p, err := tareArchivePath(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = os.Stat(p)
+	return err == nil
+}
 
 // TestTareImageOfCgoTare: tare built with cgo (as `go install` or `go build` builds it where a C compiler
 // exists), run from outside the source tree with no Go on its PATH, writes its own image, and that image
@@ -55,7 +127,7 @@ func TestTareImageOfCgoTare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(img.contents[TareImage.Binary], self) {
+	if !bytes.Equal(img.contents[Tare.Binary], self) {
 		t.Fatal("the image's /tare is not the tare that wrote it")
 	}
 	root := t.TempDir()
@@ -75,7 +147,7 @@ func TestTareImageOfCgoTare(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out, err := exec.CommandContext(t.Context(), "chroot", root, TareImage.Binary, "--version").CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), "chroot", root, Tare.Binary, "--version").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "tare") {
 		t.Fatalf("the image's tare does not run on the image's files alone: %v\n%s\nimage files: %v", err, out, img.order)
 	}

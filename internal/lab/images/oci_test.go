@@ -1,16 +1,13 @@
-package lab
+package images
 
 import (
 	"archive/tar"
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -109,21 +106,21 @@ func readOCIArchive(t *testing.T, r io.Reader) ociImage {
 func TestWriteOCIArchive(t *testing.T) {
 	var buf bytes.Buffer
 	bin := []byte("\x7fELF pretend binary")
-	if err := writeOCIArchive(&buf, WebImage, WebImage.binaryLayer(bytesProgram(bin)), time.Unix(0, 0)); err != nil {
+	if err := writeOCIArchive(&buf, Web, Web.binaryLayer(bytesProgram(bin)), time.Unix(0, 0)); err != nil {
 		t.Fatal(err)
 	}
 	img := readOCIArchive(t, &buf)
-	if img.name != WebImage.Name {
+	if img.name != Web.Name {
 		t.Errorf("image name annotation = %q", img.name)
 	}
-	if len(img.entrypoint) != 1 || img.entrypoint[0] != WebImage.Binary {
+	if len(img.entrypoint) != 1 || img.entrypoint[0] != Web.Binary {
 		t.Errorf("entrypoint = %v", img.entrypoint)
 	}
-	h := img.layer[WebImage.Binary]
+	h := img.layer[Web.Binary]
 	if len(img.layer) != 1 || h == nil || h.Mode&0o111 == 0 {
 		t.Fatalf("layer entries %v", img.layer)
 	}
-	if !bytes.Equal(img.contents[WebImage.Binary], bin) {
+	if !bytes.Equal(img.contents[Web.Binary], bin) {
 		t.Error("layer does not hold the binary")
 	}
 }
@@ -203,77 +200,7 @@ func TestWriteOCIArchiveChangedBinary(t *testing.T) {
 		}
 		return io.NopCloser(bytes.NewReader([]byte("four"))), nil
 	}}
-	if err := writeOCIArchive(io.Discard, WebImage, WebImage.binaryLayer(prog), time.Unix(0, 0)); err == nil {
+	if err := writeOCIArchive(io.Discard, Web, Web.binaryLayer(prog), time.Unix(0, 0)); err == nil {
 		t.Error("an archive was written from a binary that changed")
 	}
-}
-
-// TestTareImageArchive builds the tare image as `tare lab up` does from a test binary (tare built from
-// this module's source), and checks it holds a static tare as its entrypoint, is cached by the binary's
-// digest, and is what the manifest runs by default.
-func TestTareImageArchive(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds tare")
-	}
-	cache := t.TempDir()
-	t.Setenv("TARE_CACHE_DIR", cache)
-	stale := filepath.Join(cache, "images", "tare-000000000000.tar")
-	if err := os.MkdirAll(filepath.Dir(stale), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(stale, []byte("an older tare's image"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	exe, _ := os.Executable()
-	if err := staticTare(exe); !errors.Is(err, errNotStatic) {
-		t.Fatalf("the test binary is taken for tare: %v", err)
-	}
-	ctx := context.Background()
-	archive, err := TareImageArchive(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the older tare's image is still cached: %v", err)
-	}
-	f, err := os.Open(archive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img := readOCIArchive(t, f)
-	if img.name != "tare.dev/tare:dev" || len(img.entrypoint) != 1 || img.entrypoint[0] != "/tare" {
-		t.Errorf("image %q, entrypoint %v", img.name, img.entrypoint)
-	}
-	bin := filepath.Join(t.TempDir(), "tare")
-	if err := os.WriteFile(bin, img.contents["/tare"], 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := staticTare(bin); err != nil {
-		t.Errorf("the image's /tare: %v", err)
-	}
-	if h := img.layer["/tare"]; h == nil || h.Mode&0o111 == 0 {
-		t.Errorf("/tare is not an executable file in the layer: %+v", h)
-	}
-	again, err := TareImageArchive(ctx)
-	if err != nil || again != archive {
-		t.Errorf("a second build gave %s (%v), want the cached %s", again, err, archive)
-	}
-	if !tareImageCached() {
-		t.Error("a test's lab would build the tare image again, and say so, though one is cached")
-	}
-	if !imagesCachedFor(t, bin) {
-		t.Error("the image of a static tare is not found in the cache by its digest")
-	}
-}
-
-// imagesCachedFor says whether the archive of the tare binary at bin is in the cache.
-func imagesCachedFor(t *testing.T, bin string) bool {
-	t.Helper()
-	p, err := tareArchivePath(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = os.Stat(p)
-	return err == nil
 }

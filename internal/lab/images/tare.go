@@ -1,4 +1,4 @@
-package lab
+package images
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/tare-dev/tare/internal/output"
 )
 
 // tareMain is the main package of tare's own binary, the one program the tare image holds.
@@ -21,14 +23,14 @@ const (
 	tareMain   = tareModule + "/cmd/tare"
 )
 
-// TareImageArchive returns the path of the tare image's OCI archive (TareImage: tare at /tare, run as the
+// TareArchive returns the path of the tare image's OCI archive (Tare: tare at /tare, run as the
 // entrypoint), building it into the cache when missing. The image holds the running tare binary, so the
 // agent on the cluster is the tare that deployed it: alone when it is a static Linux executable (`make
 // build` builds it with CGO_ENABLED=0), with its dynamic loader and shared libraries when it was built with
 // cgo (`go install`, or `go build` where a C compiler exists). Only a program that is not tare (a test) has
 // tare built from the module's source the current directory lies in. The archive is named for its files'
 // digest and replaces the one of an older binary.
-func TareImageArchive(ctx context.Context) (string, error) {
+func TareArchive(ctx context.Context) (string, error) {
 	img, cleanup, err := tareImageFiles(ctx)
 	if err != nil {
 		return "", err
@@ -37,7 +39,7 @@ func TareImageArchive(ctx context.Context) (string, error) {
 	if _, err := os.Stat(img.archive); err == nil {
 		return img.archive, nil
 	}
-	if err := writeArchiveFile(img.archive, TareImage, img.layer); err != nil {
+	if err := writeArchiveFile(img.archive, Tare, img.layer); err != nil {
 		return "", err
 	}
 	removeOtherArchives(img.archive, "tare-")
@@ -50,7 +52,7 @@ type tareImage struct {
 	archive string
 }
 
-// tareImageFiles finds the files of the tare image (see TareImageArchive), and a function removing a tare
+// tareImageFiles finds the files of the tare image (see TareArchive), and a function removing a tare
 // built for it.
 func tareImageFiles(ctx context.Context) (tareImage, func(), error) {
 	exe, err := os.Executable()
@@ -83,7 +85,7 @@ func tareImageFiles(ctx context.Context) (tareImage, func(), error) {
 		cleanup()
 		return tareImage{}, nil, err
 	}
-	return tareImage{layer: TareImage.binaryLayer(prog), archive: archive}, cleanup, nil
+	return tareImage{layer: Tare.binaryLayer(prog), archive: archive}, cleanup, nil
 }
 
 // dynamicTareImage is the image of a tare built with cgo: the binary at /tare, its loader and libraries
@@ -93,8 +95,8 @@ func dynamicTareImage(ctx context.Context, exe string) (tareImage, error) {
 	if err != nil {
 		return tareImage{}, fmt.Errorf("finding the libraries of %s (built with cgo) for the tare image: %w", exe, err)
 	}
-	files[0].Path = TareImage.Binary // sharedLibraries lists the program first
-	layer, key, err := hostLayer(ctx, TareImage, files)
+	files[0].Path = Tare.Binary // sharedLibraries lists the program first
+	layer, key, err := hostLayer(ctx, Tare, files)
 	if err != nil {
 		return tareImage{}, err
 	}
@@ -155,23 +157,11 @@ func tareArchivePath(bin string) (string, error) {
 	}
 	defer f.Close()
 	h := sha256.New()
-	h.Write([]byte(TareImage.Name + "\x00"))
+	h.Write([]byte(Tare.Name + "\x00"))
 	if _, err := io.Copy(h, f); err != nil {
 		return "", fmt.Errorf("reading %s: %w", bin, err)
 	}
 	return filepath.Join(cache, "images", "tare-"+hex.EncodeToString(h.Sum(nil)[:6])+".tar"), nil
-}
-
-// removeOtherArchives deletes the cached files named prefix* with keep's extension other than keep: the
-// images of other tare binaries (tens of megabytes each), of other versions of the datapath tools, or
-// builds of other tare-crr sources.
-func removeOtherArchives(keep, prefix string) {
-	old, _ := filepath.Glob(filepath.Join(filepath.Dir(keep), prefix+"*"+filepath.Ext(keep)))
-	for _, p := range old {
-		if p != keep {
-			_ = os.Remove(p)
-		}
-	}
 }
 
 // errNotStatic says a binary cannot run alone in an image of one file.
@@ -230,7 +220,7 @@ func buildTare(ctx context.Context, dir string) (path string, cleanup func(), er
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		cleanup()
-		return "", nil, fmt.Errorf("building tare for its image in %s: %w\n%s", dir, err, tail(out, 10))
+		return "", nil, fmt.Errorf("building tare for its image in %s: %w\n%s", dir, err, output.LastLines(out, 10))
 	}
 	return path, cleanup, nil
 }

@@ -51,7 +51,9 @@ func reachable(ctx context.Context, cs kubernetes.Interface, image string) error
 	if err := removeGuard(ctx, cs); err != nil {
 		return err
 	}
-	if _, err := cs.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	// removeGuard waited until the old Deployment was gone: one still there (AlreadyExists) would be one
+	// being deleted, whose ReplicaSet creates no pod, and the trial would wait its 2 minutes out.
+	if _, err := cs.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating the guard Deployment: %w", err)
 	}
 	created, err := cs.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{})
@@ -84,8 +86,12 @@ func reachable(ctx context.Context, cs kubernetes.Interface, image string) error
 	}
 }
 
-// removeGuard deletes the guard's Deployment (waiting for its pods to go) and Service, so the next trial
-// starts from the same state.
+// removeGuard deletes the guard's Deployment and Service and waits until the Deployment and its pods are
+// gone, so the next trial starts from the same state. The deletion is in the foreground: the Deployment
+// stays, marked deleted, until the garbage collector of kube-controller-manager has removed its ReplicaSet
+// and pods. A trial that restarts kube-controller-manager right after can leave it there for the next
+// collector to finish; creating the guard again meanwhile returns AlreadyExists for a Deployment that will
+// never have a pod (CI saw two trials wait out their 2 minutes so).
 func removeGuard(ctx context.Context, cs kubernetes.Interface) error {
 	fg := metav1.DeletePropagationForeground
 	_ = cs.CoreV1().Services("default").Delete(ctx, guardName, metav1.DeleteOptions{})
@@ -96,15 +102,20 @@ func removeGuard(ctx context.Context, cs kubernetes.Interface) error {
 	if err != nil {
 		return fmt.Errorf("deleting the guard Deployment: %w", err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
-		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=" + guardName})
-		if err == nil && len(pods.Items) == 0 {
+		_, err := cs.AppsV1().Deployments("default").Get(ctx, guardName, metav1.GetOptions{})
+		pods, perr := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=" + guardName})
+		if apierrors.IsNotFound(err) && perr == nil && len(pods.Items) == 0 {
 			return nil
 		}
-		time.Sleep(200 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("deleting the guard Deployment: %w", ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
-	return fmt.Errorf("the guard's pods were still there 30 s after deleting its Deployment")
+	return fmt.Errorf("the guard Deployment or its pods were still there a minute after deleting it (is kube-controller-manager's garbage collector running?)")
 }
 
 // apiLatency is the median of 20 GETs of one pod list page, in milliseconds.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -167,6 +168,34 @@ func (tr *UsageTrace) Between(a, b time.Time) (mc float64, ok bool) {
 		return 0, false
 	}
 	return float64(ub-ua) / float64(b.Sub(a)) * 1000, true
+}
+
+// Bounds returns what the polls alone prove of the CPU used between a and b, in millicores of b − a: at
+// least what was used between the first poll after a and the last poll before b, at most what was used
+// between the last poll before a and the first poll after b. Interpolation (Between) guesses inside that
+// range; on a busy machine, where the poller is held up and slow polls are dropped, the range is what a
+// comparison may rely on. ok is false when the trace does not cover [a, b] with a poll on each side.
+func (tr *UsageTrace) Bounds(a, b time.Time) (lo, hi float64, ok bool) {
+	n := len(tr.times)
+	if n < 2 || !b.After(a) || a.Before(tr.times[0]) || b.After(tr.times[n-1]) {
+		return 0, 0, false
+	}
+	// i: the first poll at or after a; j: the last poll at or before b.
+	i := sort.Search(n, func(k int) bool { return !tr.times[k].Before(a) })
+	j := sort.Search(n, func(k int) bool { return tr.times[k].After(b) }) - 1
+	outerA, outerB := i, j
+	if tr.times[i].After(a) {
+		outerA = i - 1
+	}
+	if tr.times[j].Before(b) {
+		outerB = j + 1
+	}
+	win := float64(b.Sub(a))
+	if j > i {
+		lo = float64(tr.usage[j]-tr.usage[i]) / win * 1000
+	}
+	hi = float64(tr.usage[outerB]-tr.usage[outerA]) / win * 1000
+	return lo, hi, true
 }
 
 func (tr *UsageTrace) at(t time.Time) (time.Duration, bool) {

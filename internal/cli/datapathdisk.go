@@ -86,7 +86,7 @@ runs on the node it measures.` + figuresHelp,
 	f.StringVarP(&o.namespace, "namespace", "n", "tare-datapath-disk", "namespace of the run's pod: created for the run and deleted after it")
 	f.StringVar(&o.image, "image", "tools", "image with fio; tools is the lab's ("+images.Tools.Name+", never pulled)")
 	f.StringVar(&o.pull, "pull", "", "image pull policy: never or if-not-present (default: never for tools, else if-not-present)")
-	f.StringVar(&o.labDir, "lab-dir", lab.DefaultDir(), "the lab to use when one runs (its kubeconfig and tools image)")
+	labDirFlag(f, &o.labDir, "lab-dir", "the lab to use when one runs (its kubeconfig and tools image)")
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the trial order (default: from the clock)")
 	htmlFlag(f, &o.html)
 	return cmd

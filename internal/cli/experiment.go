@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tare-dev/tare/internal/experiment"
-	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/sample"
 )
 
@@ -76,7 +75,7 @@ window, waiting its pods out; the daemonset-* metrics are their pods' CPU and me
 	f := cmd.Flags()
 	f.StringVar(&o.out, "out", "", "directory for the experiment file and the trials' recordings (default tare-experiment-NAME-TIME)")
 	f.StringVar(&o.resume, "resume", "", "continue the experiment in this directory (or print its results when it is complete)")
-	f.StringVar(&o.labDir, "lab-dir", lab.DefaultDir(), "a lab running here is refused: the experiment starts its own")
+	labDirFlag(f, &o.labDir, "lab-dir", "a lab running here is refused: the experiment starts its own")
 	f.StringVar(&o.mde, "mde", "", "the change of the primary metric to detect with 80% power, e.g. 2%: a sequential experiment (spec mde)")
 	f.DurationVar(&o.budget, "budget", 0, "wall time for the trials of a sequential experiment, pilot included (spec budget), e.g. 10m")
 	f.StringVar(&o.pilot, "pilot", "", "plan a sequential experiment from this earlier experiment directory's trials instead of a pilot")

@@ -12,7 +12,6 @@ import (
 
 	"github.com/tare-dev/tare/internal/explain/collect"
 	"github.com/tare-dev/tare/internal/htmlreport"
-	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/progress"
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/session"
@@ -78,7 +77,7 @@ recording reads the cluster's nodes, leases and replicas as they are now, and sa
 	f.StringSliceVar(&o.pprof, "pprof", []string{"auto"}, "components to CPU-profile over the window: auto (every reachable one), none, or names such as kube-apiserver,etcd")
 	f.StringArrayVar(&o.pprofURL, "pprof-url", nil, "profile another Go program: NAME=URL, where URL/debug/pprof/profile answers (repeatable)")
 	f.StringVar(&o.flameDir, "flames", "", "write a flame graph of each profile (COMPONENT.svg) into this directory; default: none, or NAME-flames/ next to --html NAME.html")
-	f.StringVar(&o.labDir, "lab-dir", lab.DefaultDir(), "the lab to use when one is running")
+	labDirFlag(f, &o.labDir, "lab-dir", "the lab to use when one is running")
 	htmlFlag(f, &o.html)
 	return cmd
 }

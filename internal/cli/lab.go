@@ -39,7 +39,7 @@ makes the previous context current again.`,
   sudo tare measure --duration 60s
   sudo tare lab down`,
 	}
-	cmd.PersistentFlags().StringVar(&dir, "dir", lab.DefaultDir(), "the lab's directory")
+	labDirFlag(cmd.PersistentFlags(), &dir, "dir", "the lab's directory")
 	cmd.AddCommand(newLabInstall(s, g), newLabUp(s, g, &dir), newLabDown(s, g, &dir), newLabStatus(s, g, &dir),
 		newLabEnv(s, g, &dir), newLabLogs(s, &dir), newLabPause(s, g, &dir), newLabUnpause(s, g, &dir), newLabRetune(s, g, &dir))
 	return cmd

@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tare-dev/tare/internal/experiment"
+	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/lab/labtest"
 	"github.com/tare-dev/tare/internal/summary"
 	"github.com/tare-dev/tare/internal/testenv"
 	"github.com/tare-dev/tare/internal/testload"
@@ -22,13 +23,15 @@ const envRunCLI = "TARE_TEST_RUN_CLI"
 
 func TestMain(m *testing.M) {
 	testload.Main()
-	if os.Getenv(envRunCLI) != "" || experiment.ReaperAsked() { // tare itself, or an experiment's reaper
+	if os.Getenv(envRunCLI) != "" || lab.ReaperAsked() { // tare itself, or an experiment's reaper
 		if err := ExecuteAs(context.Background(), os.Args[0], os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)
 	}
-	os.Exit(runTests(m))
+	code := runTests(m)
+	labtest.ReleaseReaper() // the tests' labs are down: their reaper has nothing to do
+	os.Exit(code)
 }
 
 // runTests runs the tests with $KUBECONFIG naming a file of the run's own, absent until a test makes it:

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tare-dev/tare/internal/experiment"
 	"github.com/tare-dev/tare/internal/kube"
+	"github.com/tare-dev/tare/internal/lab"
 
 	"github.com/tare-dev/tare/internal/sample"
 )
@@ -104,9 +104,9 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 // they come (kubectl passes a plugin every argument after its name and parses none): --kubeconfig and
 // --context (global) and -n/--namespace (the verbs with a namespace) have the same meaning as kubectl's.
 func ExecuteAs(ctx context.Context, argv0 string, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if code, asked := experiment.Reap(stdin, stdout, stderr); asked { // tare started as an experiment's reaper
+	if code, asked := lab.Reap(stdin, stdout, stderr); asked { // tare started as a reaper (an experiment's, a test's labs')
 		if code != 0 {
-			return exitError{code: code, err: errors.New("the experiment's reaper failed")}
+			return exitError{code: code, err: errors.New("the reaper failed")}
 		}
 		return nil
 	}

@@ -104,7 +104,7 @@ func (r *Runner) Check(ctx context.Context, userLab string) error {
 // Run runs every trial not yet done, in plan order, saving each as it finishes. It stops at the first
 // variant that does not start (ErrStart, with the component's log tail) or when ctx is cancelled; the
 // trials finished so far stay in the store. The labs are stopped in every case; should tare die first,
-// its reaper (reaper.go) stops them. Processes an earlier tare left of the run commands are stopped first.
+// its reaper (lab.StartReaper) stops them. Processes an earlier tare left of the run commands are stopped first.
 func (r *Runner) Run(ctx context.Context, trials []Trial) ([]Trial, error) {
 	spec := r.Store.Spec
 	var runErr error
@@ -116,16 +116,16 @@ func (r *Runner) Run(ctx context.Context, trials []Trial) ([]Trial, error) {
 	if spec.Target.Lab != nil {
 		labs = r.labDirs()
 	}
-	rp, err := startReaper(ctx, r.Store.Dir, labs, r.say)
+	rp, err := lab.StartReaper(ctx, reaperJob(r.Store.Dir, labs), r.say)
 	if err != nil && ctx.Err() == nil {
 		r.say("warning: %v; should tare be killed, its labs' processes still end, and tare lab down --dir cleans the rest", err)
-		err = awaitReaperLock(ctx, r.Store.Dir, r.say)
+		err = lab.AwaitReaperLock(ctx, r.Store.Dir, r.say)
 	}
 	if err != nil && ctx.Err() == nil {
 		return trials, err
 	}
 	cleaned := false // interrupted: the loop below stops at once and the labs are stopped
-	defer func() { rp.release(cleaned) }()
+	defer func() { rp.Release(cleaned) }()
 	if pids := stopLeftoverRuns(ownProc, r.Store.Dir); len(pids) > 0 { // a tare killed without a reaper
 		r.say("stopped %d processes an earlier tare left of this experiment's run commands (PIDs %v)", len(pids), pids)
 	}

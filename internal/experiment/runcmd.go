@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tare-dev/tare/internal/kernel"
+	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/sample"
 )
 
@@ -31,7 +32,7 @@ type runAt struct {
 const runSettle = 200 * time.Millisecond
 
 // runKillGrace is how long a run command's processes have after SIGTERM before SIGKILL.
-const runKillGrace = 2 * time.Second
+const runKillGrace = lab.MarkedKillGrace
 
 // startRuns starts the run commands, each in a process group of its own, waits runSettle once for all of
 // them, and returns their shells (PID, their process groups', and start time: a PID alone could be
@@ -143,7 +144,7 @@ func stopRuns(procRoot string, ps []*runProc) {
 			since = p.key.Start
 		}
 	}
-	marked := func() []sample.ProcKey { return markedProcesses(procRoot, envRunID, ids, since) }
+	marked := func() []lab.ProcRef { return lab.MarkedProcesses(procRoot, envRunID, ids, since) }
 	groups := func(sig syscall.Signal) {
 		for _, p := range ps {
 			_ = syscall.Kill(-p.key.PID, sig) // the shell is not reaped yet: the group's ID is still its
@@ -159,14 +160,14 @@ func stopRuns(procRoot string, ps []*runProc) {
 	}
 	done := func() bool { return shellsDone() && len(marked()) == 0 }
 	groups(syscall.SIGTERM)
-	signalProcesses(procRoot, marked(), syscall.SIGTERM)
-	if waitUntil(runKillGrace, done) {
+	lab.SignalProcesses(procRoot, marked(), syscall.SIGTERM)
+	if lab.WaitUntil(runKillGrace, done) {
 		groups(syscall.SIGKILL)
 	} else {
 		for range 3 {
 			groups(syscall.SIGKILL)
-			signalProcesses(procRoot, marked(), syscall.SIGKILL)
-			if waitUntil(time.Second, done) {
+			lab.SignalProcesses(procRoot, marked(), syscall.SIGKILL)
+			if lab.WaitUntil(time.Second, done) {
 				break
 			}
 		}
@@ -189,18 +190,6 @@ func (p *runProc) hasExited() bool {
 	default:
 		return false
 	}
-}
-
-// waitUntil polls done every 50 ms for up to d and says whether it came true.
-func waitUntil(d time.Duration, done func() bool) bool {
-	deadline := time.Now().Add(d)
-	for !done() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return true
 }
 
 func tail(s string) string {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare/internal/kernel"
+	"github.com/tare-dev/tare/internal/lab"
 )
 
 // alive says whether a process other than a zombie has the PID.
@@ -125,7 +126,7 @@ func readPIDs(t *testing.T, path string, want int) []int {
 // waitGone waits up to d for the processes to be gone (or zombies) and returns those still running.
 func waitGone(pids []int, d time.Duration) []int {
 	var left []int
-	waitUntil(d, func() bool {
+	lab.WaitUntil(d, func() bool {
 		left = left[:0]
 		for _, pid := range pids {
 			if alive(pid) {
@@ -152,7 +153,7 @@ func TestStopRunsLeftGroup(t *testing.T) {
 	t.Cleanup(stop) // on a failure below; stop runs once
 	escaped := readPIDs(t, pids, 2)
 	for _, pid := range escaped {
-		if !waitUntil(5*time.Second, func() bool { pgid, _ := syscall.Getpgid(pid); return pgid == pid }) {
+		if !lab.WaitUntil(5*time.Second, func() bool { pgid, _ := syscall.Getpgid(pid); return pgid == pid }) {
 			t.Fatalf("PID %d: not in a process group of its own (setsid) after 5 s", pid)
 		}
 	}
@@ -264,14 +265,14 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	if code, asked := Reap(os.Stdin, os.Stdout, os.Stderr); asked {
+	if code, asked := lab.Reap(os.Stdin, os.Stdout, os.Stderr); asked {
 		os.Exit(code)
 	}
 	if dir := os.Getenv(helperRunsEnv); dir != "" {
 		if os.Getenv(helperReaperEnv) != "" {
 			// Kept (liveReapers holds it too): a dropped reaper's pipe closed by the collector would look
 			// like this helper's death.
-			if _, err := startReaper(context.Background(), dir, nil, func(string, ...any) {}); err != nil {
+			if _, err := lab.StartReaper(context.Background(), reaperJob(dir, nil), func(string, ...any) {}); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				os.Exit(1)
 			}

@@ -27,6 +27,12 @@ func init() {
 }
 
 func TestMain(m *testing.M) {
+	if code, asked := Reap(os.Stdin, os.Stdout, os.Stderr); asked {
+		os.Exit(code)
+	}
+	if lock := os.Getenv(reaperHelperEnv); lock != "" {
+		reaperHelper(lock, os.Getenv(reaperHelperLabEnv))
+	}
 	if os.Getenv(leaderExitsEnv) != "" {
 		leaderExits()
 	}

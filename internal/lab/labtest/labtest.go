@@ -14,7 +14,8 @@ import (
 const portsWait = 5 * time.Minute
 
 // TempDir is a new lab directory under the system's temporary directory (short: containerd's socket
-// paths must fit in 108 bytes) that the test's clean-up stops (lab.Down) and removes.
+// paths must fit in 108 bytes) that the test's clean-up stops (lab.Down) and removes, and the binary's
+// reaper (reaper.go) stops should the binary die first.
 func TempDir(t testing.TB) string {
 	t.Helper()
 	dir, err := newDir()
@@ -22,6 +23,9 @@ func TempDir(t testing.TB) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = remove(dir) })
+	if err := watch(dir); err != nil {
+		t.Fatal(err)
+	}
 	return dir
 }
 

@@ -1,11 +1,9 @@
-package experiment
+package lab
 
 import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/tare-dev/tare/internal/sample"
 )
 
 func TestEnvironHas(t *testing.T) {
@@ -35,26 +33,26 @@ func TestEnvironHas(t *testing.T) {
 // readable on a real zombie, was given the marker to check that ended processes are skipped).
 func TestMarkedProcessesFixture(t *testing.T) {
 	t.Parallel()
-	const root = "testdata/proc"
+	const root = "testdata/marked"
 	const start = 5283839
 	for _, c := range []struct {
 		name      string
 		values    []string
 		notBefore uint64
-		want      []sample.ProcKey
+		want      []ProcRef
 	}{
-		{envRunID, []string{"aaaa1111"}, 0, []sample.ProcKey{{PID: 9107, Start: start}}},
-		{envRunID, []string{"aaaa1111", "bbbb2222"}, 0, []sample.ProcKey{{PID: 9107, Start: start}, {PID: 9108, Start: start}}},
-		{envRunID, []string{"aaaa1111", "bbbb2222"}, start, []sample.ProcKey{{PID: 9107, Start: start}, {PID: 9108, Start: start}}},
-		{envRunID, []string{"aaaa1111", "bbbb2222"}, start + 1, nil}, // started before the runs
-		{envExperiment, []string{"/exp/two"}, 0, []sample.ProcKey{{PID: 9108, Start: start}}},
-		{envExperiment, []string{"/exp"}, 0, nil}, // a prefix is not the value
-		{envRunID, []string{"cccc3333"}, 0, nil},
+		{"TARE_RUN_ID", []string{"aaaa1111"}, 0, []ProcRef{{PID: 9107, Start: start}}},
+		{"TARE_RUN_ID", []string{"aaaa1111", "bbbb2222"}, 0, []ProcRef{{PID: 9107, Start: start}, {PID: 9108, Start: start}}},
+		{"TARE_RUN_ID", []string{"aaaa1111", "bbbb2222"}, start, []ProcRef{{PID: 9107, Start: start}, {PID: 9108, Start: start}}},
+		{"TARE_RUN_ID", []string{"aaaa1111", "bbbb2222"}, start + 1, nil}, // started before the runs
+		{"TARE_EXPERIMENT", []string{"/exp/two"}, 0, []ProcRef{{PID: 9108, Start: start}}},
+		{"TARE_EXPERIMENT", []string{"/exp"}, 0, nil}, // a prefix is not the value
+		{"TARE_RUN_ID", []string{"cccc3333"}, 0, nil},
 		{"TARE_RUN", []string{"aaaa1111"}, 0, nil},
 	} {
-		got := markedProcesses(root, c.name, c.values, c.notBefore)
+		got := MarkedProcesses(root, c.name, c.values, c.notBefore)
 		if diff := cmp.Diff(c.want, got); diff != "" {
-			t.Errorf("markedProcesses(%s=%v, notBefore %d) (-want +got):\n%s", c.name, c.values, c.notBefore, diff)
+			t.Errorf("MarkedProcesses(%s=%v, notBefore %d) (-want +got):\n%s", c.name, c.values, c.notBefore, diff)
 		}
 	}
 }

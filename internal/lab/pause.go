@@ -101,7 +101,7 @@ func Pause(ctx context.Context, dir string, opts PauseOptions) (*PauseReport, er
 	if _, err := ParseFreezer(string(opts.Freezer)); err != nil {
 		return nil, err
 	}
-	st, err := loadAbs(dir)
+	st, err := LoadState(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +299,7 @@ func rmdirWait(d string) error {
 // at most a minute) for the API server's /readyz to answer ok. The lab is running again once the thaw is
 // done, even when ctx ends while waiting for /readyz; the report says so with Interrupted.
 func Unpause(ctx context.Context, dir string) (*UnpauseReport, error) {
-	st, err := loadAbs(dir)
+	st, err := LoadState(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -356,15 +356,6 @@ func (r *UnpauseReport) waitReady(ctx context.Context, kubeconfig string, start 
 // its grace period (40 s upstream): a shorter pause cannot make a lease look stale, and waiting for the
 // next renewal would cost up to 10 s.
 const leaseWaitAfter = 20 * time.Second
-
-// loadAbs loads the state of the lab in dir given as any path.
-func loadAbs(dir string) (*State, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
-	return LoadState(abs)
-}
 
 // thawLeftovers thaws any paused tree of a lab under the machine's cgroup hierarchies, for a down that
 // has no state to say whether the lab was paused (a frozen process on cgroup v1 cannot die until thawed).

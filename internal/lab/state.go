@@ -81,8 +81,12 @@ var ErrNotRunning = errors.New("no lab")
 
 func statePath(dir string) string { return filepath.Join(dir, "state.json") }
 
-// LoadState reads DIR/state.json.
+// LoadState reads DIR/state.json. dir is any path to the lab's directory: the one place it is made
+// absolute (State.Dir), which every user of the state then reads.
 func LoadState(dir string) (*State, error) {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
 	b, err := os.ReadFile(statePath(dir))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w in %s (start one with tare lab up)", ErrNotRunning, dir)
@@ -102,9 +106,7 @@ func LoadState(dir string) (*State, error) {
 	}
 	// The directory is where the state was found, whatever the file says: a state copied or edited by hand
 	// must not make tare write or look elsewhere.
-	if abs, err := filepath.Abs(dir); err == nil {
-		s.Dir = abs
-	}
+	s.Dir = dir
 	if s.Paused != nil && s.Paused.Since.IsZero() {
 		return nil, fmt.Errorf("the lab state %s says the lab is paused but not since when: unpause cannot trust it; tare lab down --dir %s still stops what it can find", statePath(dir), dir)
 	}

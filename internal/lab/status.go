@@ -71,14 +71,11 @@ type StatusReport struct {
 
 // Status reports which lab processes run, whether the API server is ready and which nodes are Ready.
 func Status(ctx context.Context, dir string) (*StatusReport, error) {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
 	st, err := LoadState(dir)
 	if err != nil {
 		return nil, err
 	}
+	dir = st.Dir
 	r := &StatusReport{Dir: dir, Profile: st.Profile, Started: st.Started, Kubeconfig: st.Kubeconfig, Server: st.Server,
 		ControlOnly: st.ControlOnly, Tunings: st.Tunings, Audit: st.Audit, Healthy: true}
 	if len(st.ExtraNodes) > 0 {

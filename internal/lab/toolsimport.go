@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -56,14 +55,11 @@ func ImportHostImages(ctx context.Context, labDir string, refs []string) error {
 // importHostImage imports img, whose archive build returns (building it when missing), into the
 // containerd of every real node of the lab in labDir, as ImportToolsImage says.
 func importHostImage(ctx context.Context, labDir string, img images.Image, build func(context.Context) (string, error)) error {
-	dir, err := filepath.Abs(labDir)
+	st, err := LoadState(labDir)
 	if err != nil {
 		return err
 	}
-	st, err := LoadState(dir)
-	if err != nil {
-		return err
-	}
+	dir := st.Dir
 	nodes, err := nodeRuntimes(dir, st)
 	if err != nil {
 		return err

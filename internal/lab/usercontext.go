@@ -88,14 +88,11 @@ func dirHash(dir string) string {
 // user's $HOME) is given to that user. An unwritable kubeconfig is an error that changes nothing; the lab
 // runs on.
 func AddUserContext(dir string) (*UserContext, error) {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
 	st, err := LoadState(dir)
 	if err != nil {
 		return nil, err
 	}
+	dir = st.Dir
 	if st.UserContext != nil {
 		return nil, fmt.Errorf("the lab in %s already has the context %s in the user's kubeconfig", dir, st.UserContext.Name)
 	}

@@ -26,6 +26,9 @@ func tempLabDir(t *testing.T) string {
 		_, _ = Down(context.Background(), dir, false)
 		_ = os.RemoveAll(dir)
 	})
+	if err := WatchWithProcess(dir); err != nil { // should the binary die first
+		t.Fatal(err)
+	}
 	return dir
 }
 

@@ -39,7 +39,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(upRetuneEnv); dir != "" {
 		upRetuneHelper(dir)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	ReleaseProcessReaper() // the tests' labs are down
+	os.Exit(code)
 }
 
 // leaderExits listens on a loopback port, prints it, and ends the leader thread alone (exit, not

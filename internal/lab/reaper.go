@@ -337,3 +337,38 @@ func (r *Reaper) Release(cleaned bool) {
 func (r *Reaper) ExitedOK() bool {
 	return r != nil && r.cmd.ProcessState != nil && r.cmd.ProcessState.Success()
 }
+
+// The process's own reaper: the labs a process starts that must not outlive it (a test binary's) are
+// watched by one reaper, started with the first WatchWithProcess, so that should the process die before
+// it stops them (go test's -timeout panics, a kill), the reaper does. ReleaseProcessReaper ends it once
+// the process has stopped them itself.
+var (
+	processReaperOnce sync.Once
+	processReaper     *Reaper
+)
+
+// WatchWithProcess has the process's reaper stop the lab in dir should the process die first. In a
+// binary that does not route reapers (Reap not called) it does nothing.
+func WatchWithProcess(dir string) error {
+	processReaperOnce.Do(func() {
+		lock, err := os.MkdirTemp("", "tare-reaper-")
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "no reaper for this process's labs: %v\n", err)
+			return
+		}
+		r, err := StartReaper(context.Background(), ReaperJob{Lock: lock, What: filepath.Base(os.Args[0]), RemoveLock: true}, func(string, ...any) {})
+		if err != nil || r == nil {
+			_ = os.RemoveAll(lock)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "no reaper for this process's labs: %v\n", err)
+			}
+			return
+		}
+		processReaper = r
+	})
+	return processReaper.Watch(dir)
+}
+
+// ReleaseProcessReaper tells the process's reaper, if one started, that the process has stopped its labs
+// itself, and waits for it to end.
+func ReleaseProcessReaper() { processReaper.Release(true) }

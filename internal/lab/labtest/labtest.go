@@ -23,7 +23,7 @@ func TempDir(t testing.TB) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = remove(dir) })
-	if err := watch(dir); err != nil {
+	if err := lab.WatchWithProcess(dir); err != nil {
 		t.Fatal(err)
 	}
 	return dir

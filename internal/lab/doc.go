@@ -18,9 +18,9 @@
 //     tare-crr are built by internal/lab/images, which talks to no lab; lab imports them into its nodes.
 //   - Starting and stopping: up.go (Up and UpOptions: the start sequence, its supervision and why a start
 //     failed), down.go (Down and Leftovers), reaper.go (the child process that stops the labs of a
-//     tare, or a test binary, killed before it could: an experiment's labs, and tests' labs through WatchWithProcess; tare lab up's
-//     labs outlive tare and have none), marked.go (processes found by a mark in their environment, as
-//     an experiment's run commands are, and ended), process.go (one daemon: start, follow, stop; stray lab
+//     tare, or a test binary, killed before it could: an experiment's labs, and tests' labs through
+//     WatchWithProcess; tare lab up's labs outlive tare and have none), marked.go (processes found by a
+//     mark in their environment, as an experiment's run commands are, and ended), process.go (one daemon: start, follow, stop; stray lab
 //     processes), state.go (DIR/state.json, which down and status read), usercontext.go (AddUserContext:
 //     the lab's context in the user's kubeconfig, as kubectl writes it, which tare lab up adds and Down
 //     takes out).

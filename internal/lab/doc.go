@@ -20,8 +20,8 @@
 //     failed), down.go (Down and Leftovers), reaper.go (the child process that stops the labs of a
 //     tare, or a test binary, killed before it could: an experiment's labs, and tests' labs through
 //     WatchWithProcess; tare lab up's labs outlive tare and have none), marked.go (processes found by a
-//     mark in their environment, as an experiment's run commands are, and ended), process.go (one daemon: start, follow, stop; stray lab
-//     processes), state.go (DIR/state.json, which down and status read), usercontext.go (AddUserContext:
+//     mark in their environment, as an experiment's run commands are, and ended), process.go (one
+//     daemon: start, follow, stop; stray lab processes), state.go (DIR/state.json, which down and status read), usercontext.go (AddUserContext:
 //     the lab's context in the user's kubeconfig, as kubectl writes it, which tare lab up adds and Down
 //     takes out).
 //   - One file per start stage, holding the settings of the components it starts (their flags, etcdArgs,

@@ -64,6 +64,9 @@ type ReaperJob struct {
 	// RemoveLock has the reaper remove the Lock directory when it ends, unless a lab could not be
 	// stopped (its log, in that directory, says why): a directory made for the reaper alone.
 	RemoveLock bool `json:"remove_lock,omitempty"`
+	// RemoveLabs has the reaper remove each lab's directory once it has stopped it: temporary labs (a test
+	// binary's) that nothing reads after.
+	RemoveLabs bool `json:"remove_labs,omitempty"`
 }
 
 // ReaperAsked says this process was started as a reaper.
@@ -143,6 +146,11 @@ func reap(jobJSON string, in io.Reader, out, log io.Writer) int {
 				thawed = ", thawed first"
 			}
 			fmt.Fprintf(log, "lab %s: stopped %d processes (%d strays)%s\n", dir, len(rep.Stopped), len(rep.Strays), thawed)
+		}
+		if job.RemoveLabs && (err == nil || errors.Is(err, ErrNotRunning)) {
+			if err := os.RemoveAll(dir); err != nil {
+				fmt.Fprintf(log, "lab %s: %v\n", dir, err)
+			}
 		}
 	}
 	fmt.Fprintf(log, "%s done\n", time.Now().Format(time.RFC3339))
@@ -347,7 +355,8 @@ var (
 	processReaper     *Reaper
 )
 
-// WatchWithProcess has the process's reaper stop the lab in dir should the process die first. In a
+// WatchWithProcess has the process's reaper stop the lab in dir, and remove the directory, should the
+// process die first. In a
 // binary that does not route reapers (Reap not called) it does nothing.
 func WatchWithProcess(dir string) error {
 	processReaperOnce.Do(func() {
@@ -356,7 +365,7 @@ func WatchWithProcess(dir string) error {
 			fmt.Fprintf(os.Stderr, "no reaper for this process's labs: %v\n", err)
 			return
 		}
-		r, err := StartReaper(context.Background(), ReaperJob{Lock: lock, What: filepath.Base(os.Args[0]), RemoveLock: true}, func(string, ...any) {})
+		r, err := StartReaper(context.Background(), ReaperJob{Lock: lock, What: filepath.Base(os.Args[0]), RemoveLock: true, RemoveLabs: true}, func(string, ...any) {})
 		if err != nil || r == nil {
 			_ = os.RemoveAll(lock)
 			if err != nil {

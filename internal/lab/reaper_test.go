@@ -25,7 +25,7 @@ const (
 
 // reaperHelper is the stand-in's life (called from TestMain).
 func reaperHelper(lock, labDir string) {
-	r, err := StartReaper(context.Background(), ReaperJob{Lock: lock, What: "the helper"}, func(string, ...any) {})
+	r, err := StartReaper(context.Background(), ReaperJob{Lock: lock, What: "the helper", RemoveLabs: true}, func(string, ...any) {})
 	if err == nil && r == nil {
 		err = fmt.Errorf("no reaper: TestMain does not route it")
 	}
@@ -41,8 +41,8 @@ func reaperHelper(lock, labDir string) {
 }
 
 // TestReaperStopsAWatchedLab: a tare (the helper) starts its reaper, then tells it of a lab started
-// after it (Watch), and is killed. The reaper, with no word from tare, stops the lab's process and
-// removes its state, as lab down would, and logs what it did.
+// after it (Watch), and is killed. The reaper, with no word from tare, stops the lab's process as lab
+// down would, removes its directory (RemoveLabs, as a test binary's reaper does), and logs what it did.
 func TestReaperStopsAWatchedLab(t *testing.T) {
 	t.Parallel()
 	lock, labDir := t.TempDir(), t.TempDir()
@@ -106,8 +106,8 @@ func TestReaperStopsAWatchedLab(t *testing.T) {
 	if err := AwaitReaperLock(ctx, lock, func(string, ...any) {}); err != nil { // the reaper has ended
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(statePath(labDir)); !os.IsNotExist(err) {
-		t.Errorf("the lab's state is still there after the reaper (%v)", err)
+	if _, err := os.Stat(labDir); !os.IsNotExist(err) {
+		t.Errorf("the lab's directory is still there after the reaper (RemoveLabs): %v", err)
 	}
 	b, _ := os.ReadFile(filepath.Join(lock, "reaper.log"))
 	if !strings.Contains(string(b), "the helper ended without cleaning up") || !strings.Contains(string(b), "stopped 1 processes") {

@@ -196,13 +196,13 @@ func TestDatapathDiskHost(t *testing.T) {
 // reaches within 15% of 1); rootfs (overlayfs) is reported with its interval; the namespace, the
 // PersistentVolume, the StorageClass and every file are gone after it.
 func TestDatapathDiskOnLab(t *testing.T) {
-	requireLab(t)
+	checkLab(t) // before the install: skips in -short mode
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	if _, errOut, err := run(ctx, "lab", "install", "--datapath"); err != nil {
 		t.Fatalf("lab install --datapath: %v\n%s", err, errOut)
 	}
-	labdir, kc, _ := labUp(ctx, t)
+	labdir, kc := sharedLab(ctx, t)
 	cs := clientsetOf(t, kc)
 	pod := tracePod(ctx, cs, "tare-datapath-disk", "disk")
 	dir := filepath.Join(t.TempDir(), "disk")

@@ -34,10 +34,9 @@ import (
 // against the working set the test reads itself from the v1 memory cgroups while the run goes on. The measured
 // allocatable it writes reads back, adds up, and names this machine's kernel.
 func TestDensitySpikesOnLab(t *testing.T) {
-	requireLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	dir, kc, _ := labUp(ctx, t)
+	dir, kc := sharedLab(ctx, t)
 	const top, pct = 6, 90.0
 	allocFile := filepath.Join(t.TempDir(), "allocatable.yaml")
 	kubelet := testload.TraceUsage(processCPU(t, dir, "kubelet"))
@@ -161,10 +160,9 @@ func TestDensitySpikesOnLab(t *testing.T) {
 // pause image requesting the difference between the kubelet's allocatable and the measured one stands in
 // for a kubelet configured with the measured reservations).
 func TestFitMeasuredAllocatableOnLab(t *testing.T) {
-	requireLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	_, kc, _ := labUp(ctx, t)
+	_, kc := sharedLab(ctx, t)
 	cs := clientsetOf(t, kc)
 	allocFile := filepath.Join(t.TempDir(), "allocatable.yaml")
 	if _, errOut, err := run(ctx, "density", "--kubeconfig", kc, "--pods", "0,2,4", "--trials", "2", "--window", "4s", "--settle", "1s",

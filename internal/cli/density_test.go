@@ -37,10 +37,9 @@ import (
 // takes, an image the node does not have, an existing namespace) gets a clear error, and a run cut short
 // (Ctrl-C) prints the steps it measured; nothing is left in the cluster.
 func TestDensityOnLab(t *testing.T) {
-	requireLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	dir, kc, _ := labUp(ctx, t)
+	dir, kc := sharedLab(ctx, t)
 	cs := clientsetOf(t, kc)
 	noNamespace := func(when string) {
 		t.Helper()

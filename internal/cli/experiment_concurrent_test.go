@@ -36,7 +36,7 @@ func TestExperimentConcurrent(t *testing.T) {
 	notes := t.TempDir()
 	const burnMC = 150.0
 	spec := writeSpec(t, fmt.Sprintf(`name: concurrent
-target: {lab: {control_plane_only: true, replicas: 4, concurrent: true}}
+target: {lab: {settle: 5s, control_plane_only: true, replicas: 4, concurrent: true}}
 trials: 2
 warmup: 1s
 window: 6s
@@ -137,7 +137,7 @@ variants:
 func TestExperimentConcurrentInterrupted(t *testing.T) {
 	requireLab(t)
 	spec := writeSpec(t, `name: concurrent-interrupted
-target: {lab: {control_plane_only: true, replicas: 4, concurrent: true}}
+target: {lab: {settle: 5s, control_plane_only: true, replicas: 4, concurrent: true}}
 trials: 3
 warmup: 1s
 window: 4s

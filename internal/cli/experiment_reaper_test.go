@@ -21,7 +21,7 @@ import (
 func TestExperimentKilledMidPause(t *testing.T) {
 	requireLab(t)
 	spec := writeSpec(t, `name: killed
-target: {lab: {control_plane_only: true}}
+target: {lab: {settle: 5s, control_plane_only: true}}
 trials: 2
 warmup: 1s
 window: 20s

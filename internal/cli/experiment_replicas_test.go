@@ -25,7 +25,7 @@ func TestExperimentReplicas(t *testing.T) {
 	requireLab(t)
 	notes := t.TempDir()
 	spec := writeSpec(t, `name: replicas
-target: {lab: {control_plane_only: true, replicas: 2}}
+target: {lab: {settle: 5s, control_plane_only: true, replicas: 2}}
 trials: 2
 warmup: 1s
 window: 4s

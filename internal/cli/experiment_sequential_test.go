@@ -30,7 +30,7 @@ func TestExperimentSequential(t *testing.T) {
 	}
 	const planted = 150.0
 	spec := writeSpec(t, `name: planted
-target: {lab: {control_plane_only: true}}
+target: {lab: {settle: 5s, control_plane_only: true}}
 warmup: 3s
 window: 10s
 primary: node-busy

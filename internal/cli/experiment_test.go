@@ -142,7 +142,7 @@ variants:
 func TestExperimentSweepInterruptedAndResumed(t *testing.T) {
 	requireLab(t)
 	spec := writeSpec(t, `name: snap
-target: {lab: {control_plane_only: true}}
+target: {lab: {settle: 5s, control_plane_only: true}}
 trials: 3
 warmup: 1s
 window: 6s
@@ -296,7 +296,7 @@ func TestSplitP(t *testing.T) {
 func TestExperimentBadVariants(t *testing.T) {
 	requireLab(t)
 	spec := writeSpec(t, `name: bad
-target: {lab: {control_plane_only: true}}
+target: {lab: {settle: 5s, control_plane_only: true}}
 trials: 2
 window: 2s
 variants:
@@ -309,7 +309,7 @@ variants:
 		t.Errorf("misspelt flag: %v", err)
 	}
 	spec = writeSpec(t, `name: dies
-target: {lab: {control_plane_only: true}}
+target: {lab: {settle: 5s, control_plane_only: true}}
 trials: 2
 window: 2s
 api_latency: false
@@ -322,7 +322,7 @@ variants:
 		t.Errorf("a misplaced field: %v", err)
 	}
 	spec = writeSpec(t, `name: dies
-target: {lab: {control_plane_only: true}}
+target: {lab: {settle: 5s, control_plane_only: true}}
 trials: 2
 window: 2s
 variants:

@@ -32,8 +32,16 @@ import (
 )
 
 // requireLab skips without root or in -short mode and makes sure every lab component is installed
-// (built into the cache the first time: minutes on a fresh machine).
+// (built into the cache the first time: minutes on a fresh machine), and stops the shared lab: the test
+// starts a lab of its own, or none.
 func requireLab(t *testing.T) {
+	t.Helper()
+	checkLab(t)
+	_ = stopSharedLab(t)
+}
+
+// checkLab is requireLab without stopping the shared lab (sharedLab's check).
+func checkLab(t *testing.T) {
 	t.Helper()
 	requireRoot(t)
 	if testing.Short() {

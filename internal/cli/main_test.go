@@ -49,7 +49,11 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	return m.Run()
+	code := m.Run()
+	if err := stopSharedLab(nil); err != nil && code == 0 { // before its kubeconfig goes
+		code = 1
+	}
+	return code
 }
 
 // run executes tare in-process.

@@ -394,7 +394,8 @@ func (r *Runner) trial(ctx context.Context, t *Trial, v Variant) (err error) {
 // sharedSettle is how long a lab runs after its start before the first trial's guard, when it serves more
 // than one trial (shared, or retuned). Up returns once a probe pod ran; measured here (exact task CPU in
 // 10 s steps from Up's return), the control plane's CPU after that is within its usual minute-to-minute
-// spread from the first step on, so a short settle covers the probe's clean-up.
+// spread from the first step on, so a short settle covers the probe's clean-up. The spec's
+// target.lab.settle changes it.
 const sharedSettle = 20 * time.Second
 
 // labFor brings up the labs a trial runs on (one, or the target's replicas), says whether the trial's end
@@ -468,15 +469,16 @@ func (r *Runner) ensureLabs(ctx context.Context, up lab.UpOptions, dirs []string
 	if spec.concurrent() {
 		how = fmt.Sprintf("every round, each of the %d variants on %d of them at once, dealt at random", len(spec.Variants), len(dirs)/len(spec.Variants))
 	}
+	settle := spec.Target.Lab.settle()
 	if len(dirs) == 1 {
-		r.say("  lab up in %.1f s; it serves %s; settling it for %s", time.Since(start).Seconds(), how, sharedSettle)
+		r.say("  lab up in %.1f s; it serves %s; settling it for %s", time.Since(start).Seconds(), how, settle)
 	} else {
-		r.say("  %d labs up in %.0f s; they serve %s; settling them for %s", len(dirs), time.Since(start).Seconds(), how, sharedSettle)
+		r.say("  %d labs up in %.0f s; they serve %s; settling them for %s", len(dirs), time.Since(start).Seconds(), how, settle)
 	}
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
-	case <-time.After(sharedSettle):
+	case <-time.After(settle):
 	}
 	return sts, nil
 }

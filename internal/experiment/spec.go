@@ -65,6 +65,20 @@ type LabTarget struct {
 	// machine's own drift hits every variant alike and cancels in their difference. Needs replicas, a
 	// multiple of the variants' count and at least two labs a variant, and metrics that split by lab.
 	Concurrent bool `json:"concurrent,omitempty"`
+	// Settle is how long labs that serve more than one trial (shared, retuned or replicas) run after their
+	// start before the first trial (default sharedSettle).
+	Settle *Duration `json:"settle,omitempty"`
+}
+
+// maxSettle bounds settle: the control plane's start-up work is over within a minute or two.
+const maxSettle = 10 * time.Minute
+
+// settle is how long the target's labs settle after their start (Settle, or sharedSettle).
+func (t *LabTarget) settle() time.Duration {
+	if t.Settle == nil {
+		return sharedSettle
+	}
+	return t.Settle.Duration
 }
 
 // maxReplicas bounds replicas: each is a control plane of about 500 MB and 25-35m idle.
@@ -315,6 +329,9 @@ func (s *Spec) check() error {
 	if s.Target.Lab != nil {
 		if _, err := lab.ProfileTunings(s.Target.Lab.Profile); err != nil {
 			return fmt.Errorf("target.lab: %w", err)
+		}
+		if st := s.Target.Lab.Settle; st != nil && (st.Duration < 0 || st.Duration > maxSettle) {
+			return fmt.Errorf("target.lab.settle %s: want 0s to %s (default %s)", st.Duration, maxSettle, sharedSettle)
 		}
 		for _, x := range s.Target.Lab.Set {
 			if _, err := lab.ParseSet(x); err != nil {

@@ -45,6 +45,8 @@ func TestParseErrors(t *testing.T) {
 		{"concurrent primary node busy", base + "target: {lab: {replicas: 4, concurrent: true, control_plane_only: true}}\nvariants: [{name: a}, {name: b}]\nprimary: node-busy\n", "whole node's"},
 		{"concurrent primary ready", base + "target: {lab: {replicas: 4, concurrent: true, control_plane_only: true}}\nvariants: [{name: a}, {name: b}]\nprimary: ready-seconds\n", "needs a node"},
 		{"concurrent guard deployment", base + "target: {lab: {replicas: 4, concurrent: true, control_plane_only: true}}\nvariants: [{name: a}, {name: b}]\nguard: {deployment: true}\n", "needs a node"},
+		{"negative settle", base + "target: {lab: {settle: -1s}}\nvariants: [{name: a}, {name: b}]\n", "target.lab.settle -1s"},
+		{"long settle", base + "target: {lab: {settle: 1h}}\nvariants: [{name: a}, {name: b}]\n", "want 0s to 10m0s"},
 		{"replicas and kwok", base + "target: {lab: {replicas: 2, control_plane_only: true}}\nvariants: [{name: a}, {name: b, set: [kwok.v=2]}]\n", "restart alone"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,8 +66,12 @@ func TestParseSweepAndDefaults(t *testing.T) {
 	if len(s.Variants) != 2 || !s.Variants[0].Baseline || s.Variants[1].Set[0] != "etcd.snapshot-count=500" || s.Variants[0].Name != "100000" {
 		t.Errorf("sweep variants = %+v", s.Variants)
 	}
-	if s.Alpha != 0.05 || s.Interval.Duration != time.Second || s.Guard.Tolerance != 20 || s.Target.Lab == nil {
+	if s.Alpha != 0.05 || s.Interval.Duration != time.Second || s.Guard.Tolerance != 20 || s.Target.Lab == nil || s.Target.Lab.settle() != sharedSettle {
 		t.Errorf("defaults: alpha %v interval %v tolerance %v lab %v", s.Alpha, s.Interval, s.Guard.Tolerance, s.Target.Lab)
+	}
+	s, err = Parse([]byte("name: snap\ntrials: 3\nwindow: 20s\ntarget: {lab: {settle: 0s}}\nvariants: [{name: a}, {name: b}]\n"))
+	if err != nil || s.Target.Lab.settle() != 0 {
+		t.Errorf("settle: 0s gives %v (%v), want no settle", s.Target.Lab.settle(), err)
 	}
 }
 

@@ -18,15 +18,24 @@ const portsWait = 5 * time.Minute
 // reaper (reaper.go) stops should the binary die first.
 func TempDir(t testing.TB) string {
 	t.Helper()
-	dir, err := newDir()
+	dir, done, err := NewDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = remove(dir) })
-	if err := lab.WatchWithProcess(dir); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { _ = done() })
 	return dir
+}
+
+// NewDir is TempDir for a lab that outlives one test (a package's shared lab): done stops the lab, if one
+// runs, and removes the directory; the binary's reaper does should the binary die first.
+func NewDir() (dir string, done func() error, err error) {
+	if dir, err = newDir(); err != nil {
+		return "", nil, err
+	}
+	if err := lab.WatchWithProcess(dir); err != nil {
+		return "", nil, errors.Join(err, os.RemoveAll(dir))
+	}
+	return dir, func() error { return remove(dir) }, nil
 }
 
 // WaitForPorts waits, up to five minutes or until ctx ends, until no other lab holds the lab's ports

@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/tare-dev/tare/internal/lab"
+	"github.com/tare-dev/tare/internal/lab/labtest"
+)
+
+// shared is the package's one-node lab (tare lab up with no flags): started by the first test that asks
+// for it (sharedLab) and kept for the next one, which saves a lab's start and stop (about 30 s) for every
+// test after the first. The tests that use it leave it as they found it: each removes the namespaces and
+// objects it made, and checks that it did.
+var shared struct {
+	dir  string
+	done func() error
+}
+
+// sharedLab is the package's one-node lab, started now if none runs: its directory and kubeconfig. A test
+// that fails while using it stops it at its end (what the test left could fail the next one).
+func sharedLab(ctx context.Context, t *testing.T) (dir, kubeconfig string) {
+	t.Helper()
+	checkLab(t)
+	if shared.dir != "" {
+		if r, err := lab.Status(ctx, shared.dir); err != nil || !r.Healthy {
+			t.Logf("the shared lab is not whole (%v): starting it again", err)
+			_ = stopSharedLab(t)
+		}
+	}
+	if shared.dir == "" {
+		dir, done, err := labtest.NewDir()
+		if err != nil {
+			t.Fatal(err)
+		}
+		labtest.WaitForPorts(ctx, t)
+		if _, errOut, err := run(ctx, "lab", "up", "--dir", dir); err != nil {
+			t.Fatalf("lab up (the shared lab): %v\nstderr:\n%s", errors.Join(err, done()), errOut)
+		}
+		shared.dir, shared.done = dir, done
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			_ = stopSharedLab(t)
+		}
+	})
+	return shared.dir, filepath.Join(shared.dir, "kubeconfig")
+}
+
+// stopSharedLab stops the shared lab, if one runs, and removes its directory: before a test starts a lab
+// of its own (one lab at a time holds the lab's ports and node network: requireLab) and after the tests
+// (TestMain, with t nil: a failure is printed and returned).
+func stopSharedLab(t testing.TB) error {
+	if shared.dir == "" {
+		return nil
+	}
+	err := shared.done()
+	shared.dir, shared.done = "", nil
+	switch {
+	case err == nil:
+	case t != nil:
+		t.Errorf("stopping the shared lab: %v", err)
+	default:
+		fmt.Fprintf(os.Stderr, "stopping the shared lab: %v\n", err)
+	}
+	return err
+}

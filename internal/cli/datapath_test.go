@@ -211,7 +211,7 @@ func TestDatapathOnLab(t *testing.T) {
 	client := tracePod(ctx, cs, "tare-datapath", "client")
 	out, errOut, err := run(ctx, "datapath", "net", "--kubeconfig", kc, "--lab-dir", dir,
 		"--paths", "host,host-cross-node,hostnet-pod,pod-same-node,pod-cross-node,vxlan,clusterip", "--modes", "tcp-stream,tcp-rr", "--sizes", "32k",
-		"--trials", "5", "--duration", "2s", "-o", "json")
+		"--trials", "5", "--duration", "1s", "-o", "json")
 	t.Log(errOut)
 	if err != nil {
 		t.Fatalf("datapath net: %v", err)

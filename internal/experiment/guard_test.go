@@ -76,7 +76,7 @@ func TestReachableRefusesAGuardBeingDeleted(t *testing.T) {
 	cs := fake.NewClientset()
 	// removeGuard finds nothing; the create then meets a Deployment that appeared meanwhile.
 	cs.PrependReactor("create", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrorsAlreadyExists()
+		return true, nil, apierrors.NewAlreadyExists(appsv1.Resource("deployments"), guardName)
 	})
 	start := time.Now()
 	err := reachable(context.Background(), cs, "web")
@@ -86,8 +86,4 @@ func TestReachableRefusesAGuardBeingDeleted(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("reachable took %v to fail", d)
 	}
-}
-
-func apierrorsAlreadyExists() error {
-	return apierrors.NewAlreadyExists(appsv1.Resource("deployments"), guardName)
 }

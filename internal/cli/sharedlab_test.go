@@ -28,6 +28,9 @@ func sharedLab(ctx context.Context, t *testing.T) (dir, kubeconfig string) {
 	checkLab(t)
 	if shared.dir != "" {
 		if r, err := lab.Status(ctx, shared.dir); err != nil || !r.Healthy {
+			if err == nil {
+				err = fmt.Errorf("unhealthy: %+v (API: %s)", r.Components, r.APIError)
+			}
 			t.Logf("the shared lab is not whole (%v): starting it again", err)
 			_ = stopSharedLab(t)
 		}

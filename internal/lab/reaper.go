@@ -140,6 +140,7 @@ func reap(jobJSON string, in io.Reader, out, log io.Writer) int {
 		case err != nil:
 			failed++
 			fmt.Fprintf(log, "lab %s: %v\n", dir, err)
+			continue // its directory holds the state and logs that say what is left
 		default:
 			thawed := ""
 			if rep.WasPaused {
@@ -147,7 +148,7 @@ func reap(jobJSON string, in io.Reader, out, log io.Writer) int {
 			}
 			fmt.Fprintf(log, "lab %s: stopped %d processes (%d strays)%s\n", dir, len(rep.Stopped), len(rep.Strays), thawed)
 		}
-		if job.RemoveLabs && (err == nil || errors.Is(err, ErrNotRunning)) {
+		if job.RemoveLabs {
 			if err := os.RemoveAll(dir); err != nil {
 				fmt.Fprintf(log, "lab %s: %v\n", dir, err)
 			}
@@ -356,8 +357,7 @@ var (
 )
 
 // WatchWithProcess has the process's reaper stop the lab in dir, and remove the directory, should the
-// process die first. In a
-// binary that does not route reapers (Reap not called) it does nothing.
+// process die first. In a binary that does not route reapers (Reap not called) it does nothing.
 func WatchWithProcess(dir string) error {
 	processReaperOnce.Do(func() {
 		lock, err := os.MkdirTemp("", "tare-reaper-")

@@ -16,7 +16,8 @@
 // left for the next pass: counted here, it could complete a group already written at the end.
 //
 // Needs Linux 5.8 (bpf_iter task programs, bpf_seq_write, the session_id of bpf_iter_meta) and kernel BTF
-// for CO-RE; no kfunc, no task storage, no helper newer than 5.8. Maps: a hash (3.19), globals (5.2); no loop.
+// for CO-RE; no kfunc, no task storage, no helper newer than 5.8. Maps: an array and a hash (3.19), globals
+// (5.2); no loop.
 // Generated into Go by bpf2go (see doc.go).
 
 typedef unsigned int __u32;
@@ -29,6 +30,7 @@ typedef unsigned long long __u64;
 
 // From include/uapi/linux/bpf.h and include/linux/sched.h.
 #define BPF_MAP_TYPE_HASH 1
+#define BPF_MAP_TYPE_ARRAY 2
 #define BPF_F_NO_PREALLOC 1
 #define BPF_NOEXIST 1
 #define PF_KTHREAD 0x00200000
@@ -98,8 +100,10 @@ struct group {
 	__u32 flags;
 };
 
-// state is a thread group's entry, keyed by its TGID in the initial PID namespace. Entries of groups that
-// ended stay until user space removes those not visited by the last pass (iter.go's collect).
+// state is a thread group's entry, for its TGID in the initial PID namespace: in slots at the index
+// tgid & SLOT_MASK, or, when another live group holds that slot, in groups. Slots of groups that ended are
+// taken over by the next group that needs them; entries of groups that ended stay in groups until user
+// space removes those not visited by the last pass (iter.go's collect).
 struct state {
 	__u64 last_cpu; // CPU time last reported
 	__u64 start_ns; // the leader's start when last reported: a reused TGID is another process
@@ -110,7 +114,7 @@ struct state {
 	__u32 seen;     // last_cpu and start_ns hold a reported value
 	struct group open_as; // the group as described at its first visit in that pass, for the end of the pass
 	__u32 slot;           // its index in open_keys while open, or NO_SLOT or OVERFLOW
-	__u32 pad;
+	__u32 tgid;           // the group's TGID: which group holds a slot of slots (0: none)
 };
 
 // Slots of open groups: NO_SLOT for a group not visible from the reader's namespace, OVERFLOW for one that
@@ -119,6 +123,21 @@ struct state {
 #define OVERFLOW MAX_OPEN
 #define NO_SLOT 0xffffffff
 
+// slots holds the state of most groups: an array, whose lookups the verifier inlines (no call, no hash,
+// one place per group in one block of memory, which the walk, in the order of thread IDs, visits nearly in
+// order); with a hash of every group, its lookups were a third of a pass (cache misses in elements
+// allocated one by one).
+#define NSLOTS (1 << 14)
+#define SLOT_MASK (NSLOTS - 1)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NSLOTS);
+	__type(key, __u32);
+	__type(value, struct state);
+} slots SEC(".maps");
+
+// groups holds the state of the groups whose slot another live group holds.
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -134,6 +153,7 @@ volatile __u32 emit_all;
 // tasks born after the walk to a reader that reads on for its end of file (it stops calling the program
 // at the end once that call's records are out, not on the tasks), and those count in the next pass.
 volatile __u64 pass_session;
+volatile __u64 prev_session; // the pass before pass_session: a slot visited in neither holds no live group
 volatile __u64 ended_session;
 volatile __u32 unfinished;
 // open_keys lists the groups open in pass_session (the first nopen): once the pass has ended, user space
@@ -201,6 +221,34 @@ static __attribute__((always_inline)) int describe(struct task_struct *leader, s
 	return 1;
 }
 
+// find returns the state of the group key, or 0 when it has none yet.
+static __attribute__((always_inline)) struct state *find(__u32 key)
+{
+	__u32 idx = key & SLOT_MASK;
+	struct state *st = bpf_map_lookup_elem(&slots, &idx);
+
+	if (st && st->tgid == key)
+		return st;
+	return bpf_map_lookup_elem(&groups, &key);
+}
+
+// place gives a group that has no state yet its slot, when no group visited in this pass or the one before
+// holds it (a group that ended), or else an entry of groups; it returns 0 when groups is full.
+static __attribute__((always_inline)) struct state *place(__u32 key, __u64 session)
+{
+	__u32 idx = key & SLOT_MASK;
+	struct state fresh = {}, *st = bpf_map_lookup_elem(&slots, &idx);
+
+	if (st && (!st->tgid || (st->session != session && st->session != prev_session))) {
+		__builtin_memset(st, 0, sizeof(*st));
+		st->tgid = key;
+		return st;
+	}
+	fresh.tgid = key;
+	bpf_map_update_elem(&groups, &key, &fresh, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&groups, &key);
+}
+
 // take gives a group at its first visit in a pass a place in open_keys.
 static __attribute__((always_inline)) void take(struct state *st, __u32 key)
 {
@@ -230,7 +278,7 @@ static __attribute__((always_inline)) void release(struct state *st)
 	open_keys[i] = moved;
 	nopen = last;
 	if (i != last) {
-		other = bpf_map_lookup_elem(&groups, &moved);
+		other = find(moved);
 		if (other)
 			other->slot = i;
 	}
@@ -253,7 +301,7 @@ int thread_groups_58(struct bpf_iter__task *ctx)
 	struct task_struct *task = ctx->task;
 	struct task_struct *leader;
 	struct signal_struct *sig;
-	struct state fresh = {}, *st;
+	struct state *st;
 	struct group g = {};
 	__u32 key, threads;
 	int nr_threads;
@@ -261,6 +309,7 @@ int thread_groups_58(struct bpf_iter__task *ctx)
 	int open;
 
 	if (session != pass_session) {
+		prev_session = pass_session;
 		pass_session = session;
 		unfinished = 0;
 		nopen = 0;
@@ -274,14 +323,12 @@ int thread_groups_58(struct bpf_iter__task *ctx)
 	if (session == ended_session)
 		return 0; // a task born after the walk, shown after its end: it counts in the next pass
 	key = task->tgid;
-	st = bpf_map_lookup_elem(&groups, &key);
+	st = find(key);
+	if (!st)
+		st = place(key, session);
 	if (!st) {
-		bpf_map_update_elem(&groups, &key, &fresh, BPF_NOEXIST);
-		st = bpf_map_lookup_elem(&groups, &key);
-		if (!st) {
-			unfinished++; // the map is full: this pass cannot tell whether the group moved
-			return 0;
-		}
+		unfinished++; // groups is full: this pass cannot tell whether the group moved
+		return 0;
 	}
 	// Exited threads first, kept from the group's first visit: a thread that exits later in the pass moves
 	// its runtime there after its visit (counted once, live) or before it (missed): both are flagged. Read

@@ -17,12 +17,14 @@ import (
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	bpfiterMapGroups          = "groups"
+	bpfiterMapSlots           = "slots"
 	bpfiterProgThreadGroups58 = "thread_groups_58"
 	bpfiterVarEmitAll         = "emit_all"
 	bpfiterVarEndedSession    = "ended_session"
 	bpfiterVarNopen           = "nopen"
 	bpfiterVarOpenKeys        = "open_keys"
 	bpfiterVarPassSession     = "pass_session"
+	bpfiterVarPrevSession     = "prev_session"
 	bpfiterVarUnfinished      = "unfinished"
 )
 
@@ -76,6 +78,7 @@ type bpfiterProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpfiterMapSpecs struct {
 	Groups *ebpf.MapSpec `ebpf:"groups"`
+	Slots  *ebpf.MapSpec `ebpf:"slots"`
 }
 
 // bpfiterVariableSpecs contains global variables before they are loaded into the kernel.
@@ -87,6 +90,7 @@ type bpfiterVariableSpecs struct {
 	Nopen        *ebpf.VariableSpec `ebpf:"nopen"`
 	OpenKeys     *ebpf.VariableSpec `ebpf:"open_keys"`
 	PassSession  *ebpf.VariableSpec `ebpf:"pass_session"`
+	PrevSession  *ebpf.VariableSpec `ebpf:"prev_session"`
 	Unfinished   *ebpf.VariableSpec `ebpf:"unfinished"`
 }
 
@@ -111,11 +115,13 @@ func (o *bpfiterObjects) Close() error {
 // It can be passed to loadBpfiterObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpfiterMaps struct {
 	Groups *ebpf.Map `ebpf:"groups"`
+	Slots  *ebpf.Map `ebpf:"slots"`
 }
 
 func (m *bpfiterMaps) Close() error {
 	return _BpfiterClose(
 		m.Groups,
+		m.Slots,
 	)
 }
 
@@ -128,6 +134,7 @@ type bpfiterVariables struct {
 	Nopen        *ebpf.Variable `ebpf:"nopen"`
 	OpenKeys     *ebpf.Variable `ebpf:"open_keys"`
 	PassSession  *ebpf.Variable `ebpf:"pass_session"`
+	PrevSession  *ebpf.Variable `ebpf:"prev_session"`
 	Unfinished   *ebpf.Variable `ebpf:"unfinished"`
 }
 

@@ -22,16 +22,19 @@
 //     half the pass's cost); a pass at 3,000 idle processes took 0.93 ms of CPU in a tight loop, now 0.17 ms.
 //   - bpf-iter (bpfiter.bpf.c, Linux 5.8 or later): for kernels before 6.7 (AL2023 and Bottlerocket 6.1,
 //     COS and Flatcar 6.6, Ubuntu 22.04 5.15, RHEL 9 5.14). The kernel shows it every thread, in the order
-//     of their IDs, so a group's threads come scattered; it adds them up in a hash map keyed by TGID and
+//     of their IDs, so a group's threads come scattered; it adds them up in its slot of an array indexed by
+//     TGID modulo 16,384 (an array's lookups are inlined: with a hash map of every group, its lookups were a
+//     third of the pass), or, when another live group holds that slot, in a hash map keyed by TGID, and
 //     writes the group at its last thread (as many seen as signal->nr_threads). A thread born behind the
 //     walk, or ended before its visit, leaves its group open: the program lists open groups (open_keys), and
 //     after the pass user space reports them as moved, inexact (iter.go's openGroups). Only when more than 512 groups are open at once, or
-//     the map is full, does a pass say it is incomplete (ErrIncomplete), and the caller treats every group
+//     the hash map is full, does a pass say it is incomplete (ErrIncomplete), and the caller treats every group
 //     as moved for that sample. Entries of ended groups are removed from user space every 64 passes. It needs of the kernel: the iter/task program type, bpf_seq_write and bpf_iter_meta's
-//     session_id (all 5.8, with bpf_iter itself); bpf_map_lookup_elem and bpf_map_update_elem on a hash map
-//     with BPF_F_NO_PREALLOC (3.19, 4.6), bpf_get_current_task (4.8), bpf_probe_read_kernel (5.5), global
+//     session_id (all 5.8, with bpf_iter itself); bpf_map_lookup_elem and bpf_map_update_elem on an array
+//     and on a hash map with BPF_F_NO_PREALLOC (3.19, 4.6), bpf_get_current_task (4.8), bpf_probe_read_kernel (5.5), global
 //     variables (5.2), BTF pointers in tracing programs (5.5); no loop, no kfunc, no task storage. Before
-//     5.11 its map (16,384 entries, about 2 MB charged at creation) counts against RLIMIT_MEMLOCK: the
+//     5.11 its maps (16,384 entries each, about 1.4 MB for the array and 2 MB for the hash charged at
+//     creation) counts against RLIMIT_MEMLOCK: the
 //     loader lifts the limit first where the kernel charges it (memlock.go, with cilium/ebpf's
 //     rlimit.RemoveMemlock, which needs CAP_SYS_RESOURCE there and does nothing on 5.11 or later; tested
 //     only on 6.18, where the pass loads under a 64 KiB limit that tare leaves as it was). A

@@ -28,11 +28,12 @@ type Iter struct {
 	nOut, overflow *ebpf.Variable
 	room           uint32 // the records a pass may write (max_out)
 
-	// PassBPFIter only: the groups it left open in the last pass, that pass's session, its state map, and
-	// the passes since the state of ended groups was last removed.
+	// PassBPFIter only: the groups it left open in the last pass, that pass's session, its state (slots,
+	// and groups for those whose slot another group holds), and the passes since the state of ended groups
+	// was last removed from groups.
 	unfinished, session *ebpf.Variable
 	nopen, openKeys     *ebpf.Variable // the groups left open by the last pass (openGroups)
-	groups              *ebpf.Map
+	slots, groups       *ebpf.Map
 	sinceCollect        int
 	seen                map[int]int // onceEach's index, kept between passes
 	duplicates          int         // records onceEach dropped, all passes (the tests' check that none is)
@@ -166,7 +167,11 @@ const (
 	stateLive    = 32
 	stateThreads = 40
 	stateOpenAs  = 48 // struct group, recordSize bytes
+	stateTGID    = 84
 )
+
+// nslots is NSLOTS in bpfiter.bpf.c: a group's state is in slots at tgid % nslots when it holds the group.
+const nslots = 1 << 14
 
 // maxOpen is MAX_OPEN in bpfiter.bpf.c, the length of open_keys.
 const maxOpen = 512
@@ -193,18 +198,34 @@ func (it *Iter) openGroups(dst []Group) ([]Group, error) {
 	}
 	val := make([]byte, stateSize)
 	for _, key := range keys[:min(n, maxOpen)] {
-		if err := it.groups.Lookup(key, &val); err != nil {
-			if errors.Is(err, ebpf.ErrKeyNotExist) {
-				continue
-			}
+		found, err := it.state(key, val)
+		if err != nil {
 			return dst, fmt.Errorf("reading an open group of the task pass: %w", err)
 		}
-		var err error
+		if !found {
+			continue
+		}
 		if dst, err = openGroup(val, session, dst); err != nil {
 			return dst, err
 		}
 	}
 	return dst, nil
+}
+
+// state reads the state of group key into val: from its slot when it holds the group, else from groups;
+// false when it has none.
+func (it *Iter) state(key uint32, val []byte) (bool, error) {
+	if err := it.slots.Lookup(key%nslots, &val); err != nil {
+		return false, err
+	}
+	if binary.NativeEndian.Uint32(val[stateTGID:]) == key {
+		return true, nil
+	}
+	err := it.groups.Lookup(key, &val)
+	if errors.Is(err, ebpf.ErrKeyNotExist) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // openGroup appends the group whose state is val when it is still open in session.
@@ -226,8 +247,9 @@ func openGroup(val []byte, session uint64, dst []Group) ([]Group, error) {
 	return dst, nil
 }
 
-// collect removes from PassBPFIter's map the groups the last pass did not visit: they ended. Every live
-// group is visited by every pass.
+// collect removes from PassBPFIter's groups map the groups the last pass did not visit: they ended. Every
+// live group is visited by every pass. (A slot of a group that ended is taken over by the next group that
+// needs it.)
 func (it *Iter) collect() error {
 	it.sinceCollect = 0
 	var last uint64

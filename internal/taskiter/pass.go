@@ -157,7 +157,7 @@ func loadBPFIter() (*Iter, error) {
 	if err != nil {
 		return nil, err
 	}
-	it.unfinished, it.session, it.groups = objs.Unfinished, objs.PassSession, objs.Groups
+	it.unfinished, it.session, it.slots, it.groups = objs.Unfinished, objs.PassSession, objs.Slots, objs.Groups
 	it.nopen, it.openKeys = objs.Nopen, objs.OpenKeys
 	return it, nil
 }

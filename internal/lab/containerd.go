@@ -33,7 +33,7 @@ func (l *lab) startContainerd(ctx context.Context, n *ExtraNode) error {
 		p = l.p.node(n.Name)
 		cni, suffix = cniConfigFor(p, n.PodCIDR, false), " ("+n.Name+")"
 	case len(l.st.ExtraNodes) > 0:
-		cni = cniConfigFor(p, podCIDR, false) // podMasquerade instead
+		cni = cniConfigFor(p, podCIDR, false) // machine.PodMasquerade instead
 	}
 	for _, d := range []string{"containerd", "cni/net.d", "cni/ipam", "pod-logs", "kubelet"} {
 		if err := os.MkdirAll(p.join(d), 0o700); err != nil {
@@ -109,7 +109,7 @@ func cniConfig(p paths) string { return cniConfigFor(p, podCIDR, true) }
 // cniConfigFor is cniConfig with the node's pod range (an extra node's bridge has the same name, inside
 // the node's network namespace: the bridge plugin runs in containerd's) and, in a lab with several nodes,
 // without the bridge plugin's masquerade, which would hide a pod's address from pods on other nodes; the
-// lab's own rule (podMasquerade) masquerades only what leaves the pod network.
+// lab's own rule (machine.PodMasquerade) masquerades only what leaves the pod network.
 func cniConfigFor(p paths, subnet string, masq bool) string {
 	return fmt.Sprintf(`{
   "cniVersion": "0.4.0",

@@ -35,13 +35,12 @@
 //     answers. kube.go holds the lab's client and the node Ready and schedulable checks; ports.go the
 //     ports, addresses and names; paths.go the lab directory's layout; pki.go the certificates.
 //   - Tuning: profile.go (profiles and --set), checksets.go (--set checked against a component's --help).
-//   - Changes to the machine, one file per subsystem, each undo next to its do: cgroups.go (the kubelet's
-//     cgroup root), mounts.go (volume and rootfs mounts, pod network namespaces), nodenet.go (the extra
-//     nodes' namespaces, veths, bridge and routes), overlay.go (SetOverlay and CurrentOverlay: pods
-//     between nodes routed or over VXLAN, switched while the lab runs) with vtep.go (its VXLAN devices),
-//     iptables.go (the KUBE- and CNI- chains the components add), sysctl.go, residue.go (machine
-//     directories, container log links, shim sockets, CNI results, the pod bridge). Down calls the undos
-//     in order (restoreMachine).
+//   - Changes to the machine live in internal/lab/machine, one file per subsystem, each undo next to its
+//     do: the kubelet's cgroup root, mounts and pod network namespaces, the extra nodes' network, the
+//     overlay's VXLAN devices, iptables chains, sysctls and the components' residue. Here, nodes.go makes
+//     the nodes' network at up and overlay.go (SetOverlay and CurrentOverlay: pods between nodes routed or
+//     over VXLAN, switched while the lab runs) plans the overlay the machine package makes; podmtu.go sets
+//     the pod links' MTU; Down calls the undos in order (restoreMachine in down.go).
 //   - A running lab: status.go, pprof.go (the components' pprof endpoints), toolsimport.go
 //     (ImportToolsImage and ImportHostImages: the tools and exporters images into every node's containerd,
 //     when tare datapath or an experiment asks), pause.go (Pause and Unpause: the control plane and node
@@ -56,8 +55,8 @@
 // options (UpOptions.components): the programs it looks for (binaries.go), the ports it checks (ports.go),
 // the pprof targets, what down stops first and recognises as strays. A new component of the lab is an entry
 // in the registry, plus a start stage file with its flags, called from (*lab).run in up.go, and its ports
-// in ports.go. A new change to the machine is recorded by Up (before) and undone in its subsystem's file,
-// called from restoreMachine and checked by Leftovers.
+// in ports.go. A new change to the machine is recorded by Up (before), made and undone in
+// internal/lab/machine, called from restoreMachine and checked by Leftovers.
 //
-// Imports: component, kernel, kube, lab/images, output, pprof, userfile
+// Imports: component, kernel, kube, lab/images, lab/machine, output, pprof, userfile
 package lab

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/tare-dev/tare/internal/component"
+	"github.com/tare-dev/tare/internal/lab/machine"
 )
 
 // DownReport is what Down stopped and removed.
@@ -60,7 +61,7 @@ func Down(ctx context.Context, dir string, keep bool) (*DownReport, error) {
 	if st == nil { // corrupt state, or lab programs without one: clean what can be found
 		st = &State{Dir: dir}
 		if os.Geteuid() == 0 {
-			if hier, err := cgroupMounts(); err == nil {
+			if hier, err := machine.CgroupMounts(); err == nil {
 				for _, h := range hier {
 					st.Cgroups = append(st.Cgroups, filepath.Join(h, cgroupRootName))
 				}
@@ -138,7 +139,7 @@ func stopLab(dir string, st *State) (stopped, strays []Process) {
 		}
 	}
 	stopped = append(stopped, stopAll(first, 10*time.Second)...)
-	killCgroupTree(st.Cgroups...)
+	machine.KillCgroupTree(st.Cgroups...)
 	stopped = append(stopped, stopAll(rest, 15*time.Second)...)
 	stopped = append(stopped, stopAll(last, 10*time.Second)...)
 	for _, s := range strayProcesses(dir) {
@@ -151,50 +152,50 @@ func stopLab(dir string, st *State) (stopped, strays []Process) {
 }
 
 // restoreMachine undoes, in order, what a lab changed on the machine beside its processes; each undo lives
-// in its subsystem's file next to what up does: mounts and pod network namespaces (mounts.go), cgroups
-// (cgroups.go), the extra nodes' namespaces, links and routes (nodenet.go), the machine's VTEP of the
-// overlay (vtep.go), the pod bridge (residue.go), the KUBE-/CNI- iptables chains when the lab ran a node
-// (iptables.go), the components' residue outside the lab directory (residue.go) and sysctls (sysctl.go).
-// Without machine (a control-plane-only lab) it leaves what is the machine's, not the lab directory's:
-// pod network namespaces, the VTEP and the bridge.
-func restoreMachine(dir string, st *State, nodeLab, machine bool) []error {
+// in internal/lab/machine next to what up does, one file per subsystem: mounts and pod network namespaces
+// (mounts.go), cgroups (cgroups.go), the extra nodes' namespaces, links and routes (nodenet.go), the
+// machine's VTEP of the overlay (vtep.go), the pod bridge (residue.go), the KUBE-/CNI- iptables chains
+// when the lab ran a node (iptables.go), the components' residue outside the lab directory (residue.go)
+// and sysctls (sysctl.go). Without whole (a control-plane-only lab) it leaves what is the machine's, not
+// the lab directory's: pod network namespaces, the VTEP and the bridge.
+func restoreMachine(dir string, st *State, nodeLab, whole bool) []error {
 	p := paths{dir}
 	var errs []error
 	before := st.NetnsBefore
-	if !machine {
-		before = netnsNames() // every pod namespace there is another lab's
+	if !whole {
+		before = machine.NetnsNames() // every pod namespace there is another lab's
 	}
-	if err := unmountLab(dir, before); err != nil {
+	if err := machine.Unmount(dir, before); err != nil {
 		errs = append(errs, err)
 	}
-	if err := removeCgroups(st.Cgroups); err != nil {
+	if err := machine.RemoveCgroups(st.Cgroups); err != nil {
 		errs = append(errs, err)
 	}
-	if err := removeNodeNetworks(st.ExtraNodes); err != nil {
+	if err := machine.RemoveNodeNetworks(st.ExtraNodes); err != nil {
 		errs = append(errs, err)
 	}
-	if machine {
-		if err := removeOverlay(); err != nil {
+	if whole {
+		if err := machine.RemoveMachineVTEP(); err != nil {
 			errs = append(errs, err)
 		}
-		if err := removeBridge(); err != nil {
+		if err := machine.RemoveLink(bridgeName); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if nodeLab {
-		if err := removeRules(); err != nil {
+		if err := machine.RemoveRuleChains(); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	for _, np := range append([]paths{p}, p.nodes()...) {
-		removeContainerLogLinks(np)
-		removeShimSockets(np)
-		removeCNIResults(np)
+		machine.RemoveContainerLogLinks(np.join("pod-logs"))
+		machine.RemoveShimSockets(filepath.Join(np.containerdState(), "io.containerd.runtime.v2.task", containerdNS), np.containerdSocket(), containerdNS)
+		machine.RemoveCNIResults(cniNetworkName, np.join("containerd", "root", "io.containerd.grpc.v1.cri", "sandboxes"))
 	}
-	if err := removeMachineDirs(st.MadeDirs); err != nil {
+	if err := machine.RemoveDirs(st.MadeDirs); err != nil {
 		errs = append(errs, err)
 	}
-	if err := restoreSysctls(st.Sysctls); err != nil {
+	if err := machine.RestoreSysctls(st.Sysctls); err != nil {
 		errs = append(errs, err)
 	}
 	return errs
@@ -243,16 +244,16 @@ func Leftovers(dir string, node bool) []string {
 	if _, err := os.Stat("/sys/class/net/" + bridgeName); err == nil {
 		out = append(out, "bridge "+bridgeName)
 	}
-	if hier, err := cgroupMounts(); err == nil {
+	if hier, err := machine.CgroupMounts(); err == nil {
 		for _, h := range hier {
 			if _, err := os.Stat(filepath.Join(h, cgroupRootName)); err == nil {
 				out = append(out, "cgroup "+filepath.Join(h, cgroupRootName))
 			}
 		}
 	}
-	out = append(out, nodeNetworkLeftovers()...)
-	out = append(out, overlayLeftovers()...)
-	for _, c := range labChains() {
+	out = append(out, machine.NodeNetworkLeftovers()...)
+	out = append(out, machine.VTEPLeftovers()...)
+	for _, c := range machine.RuleChains() {
 		out = append(out, "iptables chain "+c)
 	}
 	return out

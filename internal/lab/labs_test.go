@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare/internal/component"
+	"github.com/tare-dev/tare/internal/lab/machine"
 	"github.com/tare-dev/tare/internal/testenv"
 )
 
@@ -89,8 +90,8 @@ func bareLab(ctx context.Context, t *testing.T, nodes int) *lab {
 	waitForPorts(ctx, t)
 	opts.Dir = tempLabDir(t)
 	l := &lab{opts: opts, p: paths{opts.Dir}, start: time.Now()}
-	l.st = &State{Version: stateVersion, Dir: opts.Dir, Started: l.start, NetnsBefore: netnsNames(),
-		Sysctls: readSysctls(), MadeDirs: absentDirs(machineDirs)}
+	l.st = &State{Version: stateVersion, Dir: opts.Dir, Started: l.start, NetnsBefore: machine.NetnsNames(),
+		Sysctls: machine.ReadSysctls(), MadeDirs: machine.AbsentDirs(machine.Dirs)}
 	if err := os.MkdirAll(l.p.join("logs"), 0o700); err != nil {
 		t.Fatal(err)
 	}

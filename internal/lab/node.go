@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare/internal/component"
+	"github.com/tare-dev/tare/internal/lab/machine"
 )
 
 // kubeletConfigFile is where the lab writes the kubelet's configuration (kubeletConfig).
@@ -72,7 +73,7 @@ func kubeProxyArgs(p paths, node string) []string {
 // startKubelet starts node 1's kubelet in the lab's cgroup root. It may start before the API server is
 // ready: it needs only the API server serving to register its node, and retries until it can.
 func (l *lab) startKubelet(tunings []Tuning) error {
-	cg, err := createCgroupRoot()
+	cg, err := machine.MakeCgroupRoot(cgroupRootName)
 	l.mu.Lock()
 	l.st.Cgroups = cg
 	l.mu.Unlock()

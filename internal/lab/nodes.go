@@ -13,10 +13,11 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tare-dev/tare/internal/component"
+	"github.com/tare-dev/tare/internal/lab/machine"
 )
 
 // The extra nodes of a lab started with UpOptions.Nodes > 1: node 1 is the machine, as in a one-node lab;
-// each further node (nodenet.go for its network) runs its own containerd, kubelet and kube-proxy in its
+// each further node (machine/nodenet.go for its network) runs its own containerd, kubelet and kube-proxy in its
 // network namespace, with its own directory DIR/nodes/NAME, certificates, cgroup root (inside the lab's,
 // so down's cgroup walk takes it) and pod range, joined to the one control plane.
 
@@ -24,7 +25,7 @@ import (
 func (o UpOptions) extraNodes() []ExtraNode {
 	var out []ExtraNode
 	for n := 2; n <= o.Nodes; n++ {
-		out = append(out, extraNode(n))
+		out = append(out, machine.NewExtraNode(n))
 	}
 	return out
 }
@@ -64,11 +65,11 @@ func (l *lab) nodeNetworks() error {
 	if err := l.st.save(); err != nil {
 		return err
 	}
-	if err := makeNodesBridge(); err != nil {
+	if err := machine.MakeNodesBridge(podCIDR, clusterCIDR); err != nil {
 		return err
 	}
 	for _, n := range nodes {
-		if err := makeNodeNetwork(n); err != nil {
+		if err := machine.MakeNodeNetwork(n, clusterCIDR); err != nil {
 			return err
 		}
 	}
@@ -164,7 +165,7 @@ func (l *lab) nodeFiles(n ExtraNode) error {
 func nodeCgroupRoot(node string) string { return cgroupRootName + "/" + node }
 
 // makeNodeCgroup makes an extra node's cgroup root under each of the lab's (roots, made by node 1),
-// copying cpuset.cpus and cpuset.mems from the parent as createCgroupRoot does.
+// copying cpuset.cpus and cpuset.mems from the parent as machine.MakeCgroupRoot does.
 func makeNodeCgroup(roots []string, node string) error {
 	var errs []error
 	for _, r := range roots {
@@ -181,3 +182,10 @@ func makeNodeCgroup(roots []string, node string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// ExtraNode is a real node of the lab beyond the first (machine.ExtraNode: its network namespace,
+// addresses and pod range).
+type ExtraNode = machine.ExtraNode
+
+// MaxNodes is the most real nodes a lab runs (MaxNodes).
+const MaxNodes = machine.MaxNodes

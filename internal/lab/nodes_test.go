@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tare-dev/tare/internal/lab/images"
+	"github.com/tare-dev/tare/internal/lab/machine"
 	"github.com/tare-dev/tare/internal/testenv"
 )
 
@@ -97,7 +98,7 @@ func TestUpThreeNodes(t *testing.T) {
 			t.Errorf("route left behind: %s", l)
 		}
 	}
-	for _, n := range netnsNames() {
+	for _, n := range machine.NetnsNames() {
 		if !slices.Contains(st.NetnsBefore, n) {
 			t.Errorf("network namespace %s left behind", n)
 		}
@@ -137,11 +138,11 @@ func runWeb(ctx context.Context, t *testing.T, c kubernetes.Interface, name, nod
 func podPID(t *testing.T, st *State, pod *corev1.Pod) int {
 	t.Helper()
 	for _, root := range st.Cgroups {
-		for _, d := range cgroupDirs([]string{root}) {
+		for _, d := range machine.CgroupDirs([]string{root}) {
 			if filepath.Base(filepath.Dir(d)) != "pod"+string(pod.UID) {
 				continue
 			}
-			if pids := cgroupPIDs(d); len(pids) > 0 {
+			if pids := machine.CgroupPIDs(d); len(pids) > 0 {
 				return pids[0]
 			}
 		}
@@ -237,13 +238,13 @@ func TestExtraNodes(t *testing.T) {
 			t.Errorf("%+v: checkNodes accepted it", o)
 		}
 	}
-	for _, n := range []string{nodesBridge, "tare-n2", "tare-n200"} {
-		if !nodeLink(n) {
+	for _, n := range []string{machine.NodesBridge, "tare-n2", "tare-n200"} {
+		if !machine.NodeLink(n) {
 			t.Errorf("nodeLink(%q) = false", n)
 		}
 	}
 	for _, n := range []string{bridgeName, "eth0", "cni0"} {
-		if nodeLink(n) {
+		if machine.NodeLink(n) {
 			t.Errorf("nodeLink(%q) = true: down would delete it", n)
 		}
 	}
@@ -272,16 +273,16 @@ func TestDownAfterCrashInNodeNetworks(t *testing.T) {
 	defer cancel()
 	l := bareLab(ctx, t, 3)
 	dir := l.opts.Dir
-	forward := readSysctls()["net/ipv4/ip_forward"]
+	forward := machine.ReadSysctls()["net/ipv4/ip_forward"]
 	if err := l.nodeNetworks(); err != nil {
 		t.Fatal(err)
 	}
-	made := nodeNetworkLeftovers()
+	made := machine.NodeNetworkLeftovers()
 	if len(made) < 2+3+3 { // 2 namespaces; the bridge and 2 veths; 3 routes
 		t.Errorf("after making the networks of 3 nodes the machine has %v", made)
 	}
-	if !slices.ContainsFunc(labChains(), func(c string) bool { return strings.HasSuffix(c, " "+masqChain) }) {
-		t.Errorf("no %s chain after making the networks", masqChain)
+	if !slices.ContainsFunc(machine.RuleChains(), func(c string) bool { return strings.HasSuffix(c, " "+machine.MasqChain) }) {
+		t.Errorf("no %s chain after making the networks", machine.MasqChain)
 	}
 	if _, err := Down(ctx, dir, false); err != nil {
 		t.Fatal(err)
@@ -289,10 +290,10 @@ func TestDownAfterCrashInNodeNetworks(t *testing.T) {
 	if left := Leftovers(dir, true); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
 	}
-	if got := readSysctls()["net/ipv4/ip_forward"]; got != forward {
+	if got := machine.ReadSysctls()["net/ipv4/ip_forward"]; got != forward {
 		t.Errorf("ip_forward = %s after down, want %s as before", got, forward)
 	}
-	if got := netnsNames(); !slices.Equal(got, l.st.NetnsBefore) {
+	if got := machine.NetnsNames(); !slices.Equal(got, l.st.NetnsBefore) {
 		t.Errorf("network namespaces after down: %v, want %v", got, l.st.NetnsBefore)
 	}
 }

@@ -8,15 +8,17 @@ import (
 	"strings"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/tare-dev/tare/internal/lab/machine"
 )
 
 // The pod network between the nodes of a lab with extra nodes, switched while the lab runs so that a
 // measurement compares the same pod pair routed and encapsulated, one variable at a time.
 //
-// Routed (the lab's default, nodenet.go): the machine routes each extra node's pod range to the node's
+// Routed (the lab's default, machine/nodenet.go): the machine routes each extra node's pod range to the node's
 // address, and the nodes send everything else to the machine.
 //
-// VXLAN, as flannel's vxlan backend: each node has a VTEP named tare-vx (vtep.go), on the machine over
+// VXLAN, as flannel's vxlan backend: each node has a VTEP named tare-vx (machine/vtep.go), on the machine over
 // tare-nodes with local 10.250.0.1, in each node's namespace over eth0 with local the node's address; VNI
 // 4242, UDP port 4789, learning off, MTU 50 below its underlay's (outer IP, UDP, VXLAN and inner Ethernet
 // headers). A VTEP's overlay address is its underlay address's host part in 10.251.0.0/24 and its MAC is
@@ -24,7 +26,7 @@ import (
 // permanent neighbour (overlay address → MAC), an FDB entry (MAC → the peer's underlay address) and a route
 // to the peer's pod range via its overlay address, onlink. Every pair of nodes has its tunnel: node 2's
 // pods reach node 3's across the bridge, not routed by the machine as when routed. The pods keep their
-// MTU (1500): the underlay between the nodes is 1550 (nodenet.go's underlayMTU), so the VTEPs carry 1500
+// MTU (1500): the underlay between the nodes is 1550 (machine.UnderlayMTU), so the VTEPs carry 1500
 // and a pod's full-size packet fits the tunnel as it fits the routed path; switching changes the
 // encapsulation alone, not the path MTU.
 //
@@ -43,16 +45,8 @@ const (
 // ErrOneNode says the lab has no extra node to tunnel to.
 var ErrOneNode = errors.New("the overlay needs a lab with --nodes 2 or more")
 
-const (
-	vtepName   = "tare-vx"
-	vtepVNI    = 4242
-	vtepPort   = 4789
-	overlayLen = 24 // the VTEPs' network, 10.251.0.0/24
-)
-
-// VTEPOverhead is what the VXLAN tunnel adds to a pod's packet: outer IPv4 (20), UDP (8), VXLAN (8) and
-// inner Ethernet (14) headers. The underlay's MTU stays this far above the pod network's.
-const VTEPOverhead = 50
+// VTEPOverhead is what the VXLAN tunnel adds to a pod's packet (machine.VTEPOverhead).
+const VTEPOverhead = machine.VTEPOverhead
 
 // SetOverlay switches the pod traffic between the nodes of the running lab in labDir to mode. It is
 // idempotent and takes well under a second (deleting the VTEPs, the slowest part, some tens of
@@ -129,29 +123,19 @@ func overlayLab(dir string) (*State, error) {
 	return st, nil
 }
 
-// vtep is one node's end of the VXLAN overlay.
-type vtep struct {
-	Netns    string // the node's network namespace; empty for node 1, the machine
-	Underlay string // the link the tunnel runs over
-	Local    string // the underlay address
-	Address  string // the overlay address, in 10.251.0.0/24
-	MAC      string
-	PodCIDR  string
-}
-
 // overlayEnd is what an overlay wants in one node's network: its VTEP (nil: none), the neighbour and FDB
 // entries of each peer VTEP on it, and the routes to the other nodes' pod ranges that the overlay sets
 // (a node's other routes are up's, and none of an overlay's business).
 type overlayEnd struct {
 	Netns  string
-	VTEP   *vtep
-	Peers  []vtep
-	Routes []podRoute
+	VTEP   *machine.VTEP
+	Peers  []machine.VTEP
+	Routes []machine.PodRoute
 }
 
 // nodeVTEPs are the VTEPs of node 1 and the extra nodes, in that order.
-func nodeVTEPs(nodes []ExtraNode) []vtep {
-	out := []vtep{newVTEP("", nodesBridge, nodesGateway, podCIDR)}
+func nodeVTEPs(nodes []ExtraNode) []machine.VTEP {
+	out := []machine.VTEP{newVTEP("", machine.NodesBridge, machine.NodesGateway, podCIDR)}
 	for _, n := range nodes {
 		out = append(out, newVTEP(n.Name, "eth0", n.Address, n.PodCIDR))
 	}
@@ -159,11 +143,11 @@ func nodeVTEPs(nodes []ExtraNode) []vtep {
 }
 
 // newVTEP derives a VTEP's overlay address and MAC from its underlay address.
-func newVTEP(netns, underlay, local, pods string) vtep {
+func newVTEP(netns, underlay, local, pods string) machine.VTEP {
 	ip := net.ParseIP(local).To4()
 	addr := net.IPv4(10, 251, 0, ip[3]).To4()
 	mac := net.HardwareAddr{0x0a, 0x58, addr[0], addr[1], addr[2], addr[3]}
-	return vtep{Netns: netns, Underlay: underlay, Local: local, Address: addr.String(), MAC: mac.String(), PodCIDR: pods}
+	return machine.VTEP{Netns: netns, Underlay: underlay, Local: local, Address: addr.String(), MAC: mac.String(), PodCIDR: pods}
 }
 
 // overlayPlan is what mode wants in each node's network, node 1's first: in vxlan mode a VTEP on every
@@ -183,12 +167,12 @@ func overlayPlan(mode Overlay, nodes []ExtraNode) []overlayEnd {
 				continue
 			}
 			out[i].Peers = append(out[i].Peers, p)
-			out[i].Routes = append(out[i].Routes, podRoute{Dst: p.PodCIDR, Via: p.Address, Dev: vtepName, OnLink: true})
+			out[i].Routes = append(out[i].Routes, machine.PodRoute{Dst: p.PodCIDR, Via: p.Address, Dev: machine.VTEPName, OnLink: true})
 		}
 	}
 	if mode == OverlayRouted {
 		for _, n := range nodes {
-			out[0].Routes = append(out[0].Routes, n.routedPodRoute())
+			out[0].Routes = append(out[0].Routes, n.RoutedPodRoute())
 		}
 	}
 	return out
@@ -208,7 +192,7 @@ func applyOverlay(mode Overlay, nodes []ExtraNode) error {
 		}
 	}()
 	for i, e := range plan {
-		h, err := netnsHandle(e.Netns)
+		h, err := machine.NetnsHandle(e.Netns)
 		if err != nil {
 			return err
 		}
@@ -216,21 +200,21 @@ func applyOverlay(mode Overlay, nodes []ExtraNode) error {
 	}
 	if mode == OverlayVXLAN {
 		for i, e := range plan {
-			if err := makeVTEP(hs[i], *e.VTEP, e.Peers); err != nil {
+			if err := machine.MakeVTEP(hs[i], *e.VTEP, e.Peers); err != nil {
 				return fmt.Errorf("%s: %w", e.where(), err)
 			}
 		}
 	}
 	for i, e := range plan {
 		for _, r := range e.Routes {
-			if err := replaceRoute(hs[i], r); err != nil {
+			if err := machine.ReplaceRoute(hs[i], r); err != nil {
 				return fmt.Errorf("%s: %w", e.where(), err)
 			}
 		}
 	}
 	if mode == OverlayRouted {
 		for i := len(plan) - 1; i >= 0; i-- {
-			if err := deleteVTEP(hs[i]); err != nil {
+			if err := machine.DeleteVTEP(hs[i]); err != nil {
 				return fmt.Errorf("%s: %w", plan[i].where(), err)
 			}
 		}
@@ -244,4 +228,19 @@ func (e overlayEnd) where() string {
 		return "the machine"
 	}
 	return e.Netns
+}
+
+// routeOverlay says which overlay the machine's route to a node's pod range takes.
+func routeOverlay(cidr string) (Overlay, error) {
+	link, err := machine.RouteLink(cidr)
+	if err != nil {
+		return "", err
+	}
+	switch link {
+	case machine.VTEPName:
+		return OverlayVXLAN, nil
+	case machine.NodesBridge:
+		return OverlayRouted, nil
+	}
+	return "", fmt.Errorf("the machine routes %s through %s, neither %s nor %s", cidr, link, machine.VTEPName, machine.NodesBridge)
 }

@@ -20,36 +20,39 @@ import (
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/tare-dev/tare/internal/lab/machine"
 	"github.com/tare-dev/tare/internal/testenv"
 )
 
 // TestOverlayPlan checks what each overlay wants in each node's network for labs of 2 and 3 nodes.
 func TestOverlayPlan(t *testing.T) {
 	t.Parallel()
-	m := vtep{Underlay: "tare-nodes", Local: "10.250.0.1", Address: "10.251.0.1", MAC: "0a:58:0a:fb:00:01", PodCIDR: "10.244.0.0/24"}
-	n2 := vtep{Netns: "tare-node-2", Underlay: "eth0", Local: "10.250.0.3", Address: "10.251.0.3", MAC: "0a:58:0a:fb:00:03", PodCIDR: "10.244.1.0/24"}
-	n3 := vtep{Netns: "tare-node-3", Underlay: "eth0", Local: "10.250.0.4", Address: "10.251.0.4", MAC: "0a:58:0a:fb:00:04", PodCIDR: "10.244.2.0/24"}
-	via := func(v vtep) podRoute { return podRoute{Dst: v.PodCIDR, Via: v.Address, Dev: "tare-vx", OnLink: true} }
+	m := machine.VTEP{Underlay: "tare-nodes", Local: "10.250.0.1", Address: "10.251.0.1", MAC: "0a:58:0a:fb:00:01", PodCIDR: "10.244.0.0/24"}
+	n2 := machine.VTEP{Netns: "tare-node-2", Underlay: "eth0", Local: "10.250.0.3", Address: "10.251.0.3", MAC: "0a:58:0a:fb:00:03", PodCIDR: "10.244.1.0/24"}
+	n3 := machine.VTEP{Netns: "tare-node-3", Underlay: "eth0", Local: "10.250.0.4", Address: "10.251.0.4", MAC: "0a:58:0a:fb:00:04", PodCIDR: "10.244.2.0/24"}
+	via := func(v machine.VTEP) machine.PodRoute {
+		return machine.PodRoute{Dst: v.PodCIDR, Via: v.Address, Dev: "tare-vx", OnLink: true}
+	}
 	tests := []struct {
 		nodes int
 		mode  Overlay
 		want  []overlayEnd
 	}{
 		{2, OverlayVXLAN, []overlayEnd{
-			{VTEP: &m, Peers: []vtep{n2}, Routes: []podRoute{via(n2)}},
-			{Netns: "tare-node-2", VTEP: &n2, Peers: []vtep{m}, Routes: []podRoute{via(m)}},
+			{VTEP: &m, Peers: []machine.VTEP{n2}, Routes: []machine.PodRoute{via(n2)}},
+			{Netns: "tare-node-2", VTEP: &n2, Peers: []machine.VTEP{m}, Routes: []machine.PodRoute{via(m)}},
 		}},
 		{3, OverlayVXLAN, []overlayEnd{
-			{VTEP: &m, Peers: []vtep{n2, n3}, Routes: []podRoute{via(n2), via(n3)}},
-			{Netns: "tare-node-2", VTEP: &n2, Peers: []vtep{m, n3}, Routes: []podRoute{via(m), via(n3)}},
-			{Netns: "tare-node-3", VTEP: &n3, Peers: []vtep{m, n2}, Routes: []podRoute{via(m), via(n2)}},
+			{VTEP: &m, Peers: []machine.VTEP{n2, n3}, Routes: []machine.PodRoute{via(n2), via(n3)}},
+			{Netns: "tare-node-2", VTEP: &n2, Peers: []machine.VTEP{m, n3}, Routes: []machine.PodRoute{via(m), via(n3)}},
+			{Netns: "tare-node-3", VTEP: &n3, Peers: []machine.VTEP{m, n2}, Routes: []machine.PodRoute{via(m), via(n2)}},
 		}},
 		{2, OverlayRouted, []overlayEnd{
-			{Routes: []podRoute{{Dst: "10.244.1.0/24", Via: "10.250.0.3", Dev: "tare-nodes"}}},
+			{Routes: []machine.PodRoute{{Dst: "10.244.1.0/24", Via: "10.250.0.3", Dev: "tare-nodes"}}},
 			{Netns: "tare-node-2"},
 		}},
 		{3, OverlayRouted, []overlayEnd{
-			{Routes: []podRoute{{Dst: "10.244.1.0/24", Via: "10.250.0.3", Dev: "tare-nodes"}, {Dst: "10.244.2.0/24", Via: "10.250.0.4", Dev: "tare-nodes"}}},
+			{Routes: []machine.PodRoute{{Dst: "10.244.1.0/24", Via: "10.250.0.3", Dev: "tare-nodes"}, {Dst: "10.244.2.0/24", Via: "10.250.0.4", Dev: "tare-nodes"}}},
 			{Netns: "tare-node-2"},
 			{Netns: "tare-node-3"},
 		}},
@@ -60,9 +63,9 @@ func TestOverlayPlan(t *testing.T) {
 			t.Errorf("%s with %d nodes (-want +got):\n%s", tt.mode, tt.nodes, diff)
 		}
 	}
-	// Routed is exactly what up makes: one home for the route (nodenet.go).
+	// Routed is exactly what up makes: one home for the route (machine/nodenet.go).
 	for _, n := range (UpOptions{Nodes: 3}).extraNodes() {
-		if r := n.routedPodRoute(); r.Dst != n.PodCIDR || r.Via != n.Address || r.Dev != nodesBridge || r.OnLink {
+		if r := n.RoutedPodRoute(); r.Dst != n.PodCIDR || r.Via != n.Address || r.Dev != machine.NodesBridge || r.OnLink {
 			t.Errorf("routed route to %s: %+v", n.Name, r)
 		}
 	}
@@ -72,7 +75,7 @@ func TestOverlayPlan(t *testing.T) {
 // one node, and a lab that is not running, saying what to do; and SetOverlay an unknown overlay.
 func TestOverlayRefuses(t *testing.T) {
 	t.Parallel()
-	node := []ExtraNode{extraNode(99)} // no such namespace, whatever lab runs
+	node := []ExtraNode{machine.NewExtraNode(99)} // no such namespace, whatever lab runs
 	self := []Process{{Name: "kubelet", PID: os.Getpid()}}
 	tests := []struct {
 		name  string
@@ -201,12 +204,12 @@ func ipRoutes(t *testing.T, netns string) []string {
 func checkVTEPs(t *testing.T, nodes []ExtraNode) {
 	t.Helper()
 	for _, e := range overlayPlan(OverlayVXLAN, nodes) {
-		h, err := netnsHandle(e.Netns)
+		h, err := machine.NetnsHandle(e.Netns)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer h.Close()
-		l, err := h.LinkByName(vtepName)
+		l, err := h.LinkByName(machine.VTEPName)
 		if err != nil {
 			t.Errorf("%s: %v", e.where(), err)
 			continue
@@ -216,10 +219,10 @@ func checkVTEPs(t *testing.T, nodes []ExtraNode) {
 			t.Fatal(err)
 		}
 		v, ok := l.(*netlink.Vxlan)
-		if !ok || v.VxlanId != vtepVNI || v.Port != vtepPort || v.Learning || !v.SrcAddr.Equal(net.ParseIP(e.VTEP.Local)) ||
+		if !ok || v.VxlanId != machine.VTEPVNI || v.Port != machine.VTEPPort || v.Learning || !v.SrcAddr.Equal(net.ParseIP(e.VTEP.Local)) ||
 			v.VtepDevIndex != under.Attrs().Index || v.MTU != under.Attrs().MTU-VTEPOverhead || v.OperState == netlink.OperDown {
-			t.Errorf("%s: %s is %+v, want VNI %d, port %d, local %s over %s, MTU %d, no learning, up", e.where(), vtepName, l,
-				vtepVNI, vtepPort, e.VTEP.Local, e.VTEP.Underlay, under.Attrs().MTU-VTEPOverhead)
+			t.Errorf("%s: %s is %+v, want VNI %d, port %d, local %s over %s, MTU %d, no learning, up", e.where(), machine.VTEPName, l,
+				machine.VTEPVNI, machine.VTEPPort, e.VTEP.Local, e.VTEP.Underlay, under.Attrs().MTU-VTEPOverhead)
 			continue
 		}
 		fdb, err := h.NeighList(l.Attrs().Index, unix.AF_BRIDGE)
@@ -238,7 +241,7 @@ func checkVTEPs(t *testing.T, nodes []ExtraNode) {
 		slices.Sort(got)
 		slices.Sort(want)
 		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("%s: FDB of %s (-want +got):\n%s", e.where(), vtepName, diff)
+			t.Errorf("%s: FDB of %s (-want +got):\n%s", e.where(), machine.VTEPName, diff)
 		}
 	}
 }
@@ -247,12 +250,12 @@ func checkVTEPs(t *testing.T, nodes []ExtraNode) {
 func noVTEPs(t *testing.T, nodes []ExtraNode) {
 	t.Helper()
 	for _, e := range overlayPlan(OverlayRouted, nodes) {
-		h, err := netnsHandle(e.Netns)
+		h, err := machine.NetnsHandle(e.Netns)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if l, err := findLink(h, vtepName); err != nil || l != nil {
-			t.Errorf("%s: %s still there after switching to routed (%v)", e.where(), vtepName, err)
+		if l, err := machine.FindLink(h, machine.VTEPName); err != nil || l != nil {
+			t.Errorf("%s: %s still there after switching to routed (%v)", e.where(), machine.VTEPName, err)
 		}
 		h.Close()
 	}
@@ -277,7 +280,7 @@ func tunnelCounts(ctx context.Context, t *testing.T, from ExtraNode) {
 		_, _ = io.Copy(c, io.LimitReader(c, size))
 	}()
 	before := vtepBytes(t)
-	c, err := testenv.DialFrom(from.netnsPath())(ctx, "tcp", ln.Addr().String())
+	c, err := testenv.DialFrom(from.NetnsPath())(ctx, "tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatalf("dialling the machine's VTEP from %s: %v", from.Name, err)
 	}
@@ -290,7 +293,7 @@ func tunnelCounts(ctx context.Context, t *testing.T, from ExtraNode) {
 	}
 	after := vtepBytes(t)
 	if rx, tx := after.RxBytes-before.RxBytes, after.TxBytes-before.TxBytes; rx < size || tx < size {
-		t.Errorf("%d bytes each way from %s, but the machine's %s received %d and sent %d", size, from.Name, vtepName, rx, tx)
+		t.Errorf("%d bytes each way from %s, but the machine's %s received %d and sent %d", size, from.Name, machine.VTEPName, rx, tx)
 	}
 }
 
@@ -303,7 +306,7 @@ func vtepBytes(t *testing.T) netlink.LinkStatistics {
 // vtepLink is the machine's VTEP.
 func vtepLink(t *testing.T) netlink.Link {
 	t.Helper()
-	l, err := netlink.LinkByName(vtepName)
+	l, err := netlink.LinkByName(machine.VTEPName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,12 +364,12 @@ func checkOverlay(ctx context.Context, t *testing.T, st *State, pod1, pod2 *core
 		}
 		if tx, rx := after.TxBytes-before.TxBytes, after.RxBytes-before.RxBytes; tx < uint64(sent.Load()) || rx < uint64(got.Load()) {
 			t.Errorf("round %d: the pod sent %d bytes and received %d, but the machine's %s sent %d and received %d",
-				round, sent.Load(), got.Load(), vtepName, tx, rx)
+				round, sent.Load(), got.Load(), machine.VTEPName, tx, rx)
 		}
-		routeThrough(t, pod2.Status.PodIP, vtepName)
+		routeThrough(t, pod2.Status.PodIP, machine.VTEPName)
 		set(OverlayRouted)
 		noVTEPs(t, st.ExtraNodes)
-		routeThrough(t, pod2.Status.PodIP, nodesBridge)
+		routeThrough(t, pod2.Status.PodIP, machine.NodesBridge)
 		get(ctx, t, "pod on node 1 → pod on node 2 routed", c, url, pod2.Name)
 		if diff := cmp.Diff(routed, routeTables(t, st.ExtraNodes)); diff != "" {
 			t.Errorf("round %d: routes after switching back to routed (-up made +now):\n%s", round, diff)

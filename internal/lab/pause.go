@@ -15,6 +15,7 @@ import (
 
 	"github.com/tare-dev/tare/internal/component"
 	"github.com/tare-dev/tare/internal/kernel"
+	"github.com/tare-dev/tare/internal/lab/machine"
 )
 
 // Pausing a lab: Pause moves the control plane, kwok and the node agents into cgroups of their own under
@@ -241,7 +242,7 @@ func (st *State) resume() error {
 	for _, m := range ps.Moved {
 		for mount, from := range m.From {
 			dir := filepath.Join(mount, cgroupRootName, pausedGroup, filepath.Base(m.Cgroup))
-			for _, pid := range cgroupPIDs(dir) { // the process and any child it started while moved
+			for _, pid := range machine.CgroupPIDs(dir) { // the process and any child it started while moved
 				if err := moveToCgroup(from, pid); err != nil && !errors.Is(err, syscall.ESRCH) {
 					errs = append(errs, err)
 				}
@@ -360,7 +361,7 @@ const leaseWaitAfter = 20 * time.Second
 // thawLeftovers thaws any paused tree of a lab under the machine's cgroup hierarchies, for a down that
 // has no state to say whether the lab was paused (a frozen process on cgroup v1 cannot die until thawed).
 func thawLeftovers() {
-	hier, err := cgroupMounts()
+	hier, err := machine.CgroupMounts()
 	if err != nil {
 		return
 	}

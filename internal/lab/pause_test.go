@@ -20,6 +20,7 @@ import (
 
 	"github.com/tare-dev/tare/internal/component"
 	"github.com/tare-dev/tare/internal/kernel"
+	"github.com/tare-dev/tare/internal/lab/machine"
 	"github.com/tare-dev/tare/internal/sample"
 	"github.com/tare-dev/tare/internal/session"
 	"github.com/tare-dev/tare/internal/summary"
@@ -327,7 +328,7 @@ func checkResumed(ctx context.Context, t *testing.T, dir string, c kubernetes.In
 	if st.Paused != nil {
 		t.Errorf("the state still records a pause: %+v", st.Paused)
 	}
-	if hier, err := cgroupMounts(); err == nil {
+	if hier, err := machine.CgroupMounts(); err == nil {
 		for _, h := range hier {
 			if _, err := os.Stat(filepath.Join(h, cgroupRootName, pausedGroup)); err == nil {
 				t.Errorf("the paused cgroup %s is left", filepath.Join(h, cgroupRootName, pausedGroup))

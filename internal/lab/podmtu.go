@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/tare-dev/tare/internal/kernel"
+	"github.com/tare-dev/tare/internal/lab/machine"
 )
 
 // The pod network's MTU, switched while the lab runs (tare datapath net --mtu), as the seed's jumbo-frame
@@ -83,24 +84,24 @@ func podNetworkLinks(st *State, mtu int) ([]mtuLink, error) {
 	var out []mtuLink
 	nodes := []string{""}
 	if len(st.ExtraNodes) > 0 {
-		ports, err := bridgePorts("", nodesBridge)
+		ports, err := bridgePorts("", machine.NodesBridge)
 		if err != nil {
 			return nil, err
 		}
 		for _, p := range ports {
 			out = append(out, mtuLink{"", p, under})
 		}
-		out = append(out, mtuLink{"", nodesBridge, under}) // after its ports: kernels before 4.17 keep a bridge at or below its smallest port
+		out = append(out, mtuLink{"", machine.NodesBridge, under}) // after its ports: kernels before 4.17 keep a bridge at or below its smallest port
 		for _, n := range st.ExtraNodes {
 			out = append(out, mtuLink{n.Name, "eth0", under})
 			nodes = append(nodes, n.Name)
 		}
 	}
 	for _, ns := range nodes {
-		if ok, err := hasLink(ns, vtepName); err != nil {
+		if ok, err := hasLink(ns, machine.VTEPName); err != nil {
 			return nil, err
 		} else if ok {
-			out = append(out, mtuLink{ns, vtepName, mtu})
+			out = append(out, mtuLink{ns, machine.VTEPName, mtu})
 		}
 	}
 	for _, ns := range nodes {
@@ -120,7 +121,7 @@ func podNetworkLinks(st *State, mtu int) ([]mtuLink, error) {
 		}
 		out = append(out, mtuLink{ns, bridgeName, mtu})
 	}
-	for _, ns := range newNetns(st.NetnsBefore) {
+	for _, ns := range machine.NewPodNetns(st.NetnsBefore) {
 		if ok, err := hasLink(ns, "eth0"); err != nil {
 			return nil, err
 		} else if ok {
@@ -132,7 +133,7 @@ func podNetworkLinks(st *State, mtu int) ([]mtuLink, error) {
 
 // bridgePorts names the links enslaved to a bridge, in a namespace.
 func bridgePorts(ns, bridge string) ([]string, error) {
-	h, err := netnsHandle(ns)
+	h, err := machine.NetnsHandle(ns)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +142,7 @@ func bridgePorts(ns, bridge string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("finding %s%s: %w", bridge, where(ns), err)
 	}
-	links, err := dumpAgain(h.LinkList)
+	links, err := machine.DumpAgain(h.LinkList)
 	if err != nil {
 		return nil, fmt.Errorf("listing the links%s: %w", where(ns), err)
 	}
@@ -157,18 +158,18 @@ func bridgePorts(ns, bridge string) ([]string, error) {
 
 // hasLink says whether a namespace has a link of that name.
 func hasLink(ns, name string) (bool, error) {
-	h, err := netnsHandle(ns)
+	h, err := machine.NetnsHandle(ns)
 	if err != nil {
 		return false, err
 	}
 	defer h.Close()
-	l, err := findLink(h, name)
+	l, err := machine.FindLink(h, name)
 	return l != nil, err
 }
 
 // setLinkMTU sets one link's MTU, unless it has it already.
 func setLinkMTU(m mtuLink) error {
-	h, err := netnsHandle(m.netns)
+	h, err := machine.NetnsHandle(m.netns)
 	if err != nil {
 		return err
 	}
@@ -191,7 +192,7 @@ func linkMTU(ns, name string) (int, error) {
 	if ns == "" {
 		return kernel.LinkMTU("/sys", name)
 	}
-	h, err := netnsHandle(ns)
+	h, err := machine.NetnsHandle(ns)
 	if err != nil {
 		return 0, err
 	}
@@ -232,7 +233,7 @@ func runningLab(dir, need string) (*State, error) {
 		why = "its processes have stopped"
 	default:
 		for _, n := range st.ExtraNodes {
-			if _, err := os.Stat(n.netnsPath()); err != nil {
+			if _, err := os.Stat(n.NetnsPath()); err != nil {
 				why = "the network namespace of " + n.Name + " is gone"
 				break
 			}

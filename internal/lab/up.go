@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare/internal/component"
+	"github.com/tare-dev/tare/internal/lab/machine"
 	"github.com/tare-dev/tare/internal/output"
 )
 
@@ -137,13 +138,13 @@ func Up(ctx context.Context, opts UpOptions) (_ *State, err error) {
 	l.last = l.start
 	l.st = &State{Version: stateVersion, Dir: dir, Profile: opts.Profile, ControlOnly: opts.ControlPlaneOnly,
 		APIServerOnly: opts.APIServerOnly, KwokNodes: opts.KwokNodes, PortOffset: opts.PortOffset, Started: l.start, Tunings: tunings,
-		NetnsBefore: netnsNames()}
+		NetnsBefore: machine.NetnsNames()}
 	if opts.StopWithCaller {
 		l.st.Caller = os.Getpid()
 	}
 	if !opts.ControlPlaneOnly {
-		l.st.Sysctls = readSysctls()
-		l.st.MadeDirs = absentDirs(machineDirs)
+		l.st.Sysctls = machine.ReadSysctls()
+		l.st.MadeDirs = machine.AbsentDirs(machine.Dirs)
 	}
 	for _, d := range []string{"logs", "kubeconfigs"} {
 		if err := os.MkdirAll(l.p.join(d), 0o700); err != nil {
@@ -297,7 +298,7 @@ func (l *lab) launch(name string, args []string, tunings []Tuning) (*daemon, err
 func (l *lab) launchOn(n *ExtraNode, name string, args []string, tunings []Tuning) (*daemon, error) {
 	bin, args, log := l.bin.path(name), applyTunings(name, args, tunings), filepath.Join(l.p.dir, "logs", name+".log")
 	if n != nil {
-		args = append([]string{"--net=" + n.netnsPath(), bin}, args...)
+		args = append([]string{"--net=" + n.NetnsPath(), bin}, args...)
 		bin, log = l.bin.nsenter, filepath.Join(l.p.dir, "logs", name+"-"+n.Name+".log")
 	}
 	d, err := startDaemon(l.p.dir, log, name, bin, args, nil, l.opts.StopWithCaller)

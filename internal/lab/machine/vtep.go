@@ -1,4 +1,4 @@
-package lab
+package machine
 
 import (
 	"bytes"
@@ -13,13 +13,35 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The VTEPs of the VXLAN overlay (overlay.go) and their undo, with netlink: in a node's namespace through
+// The VTEPs of the VXLAN overlay (planned by lab's overlay.go) and their undo, with netlink: in a node's namespace through
 // a handle whose sockets were opened in /run/netns/NAME, so no goroutine of tare's moves into it. Down
-// deletes the machine's VTEP (removeOverlay); the nodes' go with their namespaces.
+// deletes the machine's VTEP (RemoveMachineVTEP); the nodes' go with their namespaces.
 
-// netnsHandle opens a netlink handle in a node's network namespace (name empty: the machine's). The caller
+// The overlay's VTEPs: their device name, VXLAN network identifier, UDP port and network's prefix length.
+const (
+	VTEPName   = "tare-vx"
+	VTEPVNI    = 4242
+	VTEPPort   = 4789
+	OverlayLen = 24 // the VTEPs' network, 10.251.0.0/24
+)
+
+// VTEPOverhead is what the VXLAN tunnel adds to a pod's packet: outer IPv4 (20), UDP (8), VXLAN (8) and
+// inner Ethernet (14) headers. The underlay's MTU stays this far above the pod network's.
+const VTEPOverhead = 50
+
+// VTEP is one node's end of the VXLAN overlay.
+type VTEP struct {
+	Netns    string // the node's network namespace; empty for node 1, the machine
+	Underlay string // the link the tunnel runs over
+	Local    string // the underlay address
+	Address  string // the overlay address, in 10.251.0.0/24
+	MAC      string
+	PodCIDR  string
+}
+
+// NetnsHandle opens a netlink handle in a node's network namespace (name empty: the machine's). The caller
 // closes it.
-func netnsHandle(name string) (*netlink.Handle, error) {
+func NetnsHandle(name string) (*netlink.Handle, error) {
 	if name == "" {
 		h, err := netlink.NewHandle()
 		if err != nil {
@@ -40,46 +62,46 @@ func netnsHandle(name string) (*netlink.Handle, error) {
 	return h, nil
 }
 
-// makeVTEP makes (or keeps, when it is already so) the VTEP v, with its address, up, and the neighbour and
+// MakeVTEP makes (or keeps, when it is already so) the VTEP v, with its address, up, and the neighbour and
 // FDB entries of its peers. A tare-vx made otherwise (another VNI, port, underlay or MAC) is made again.
-func makeVTEP(h *netlink.Handle, v vtep, peers []vtep) error {
+func MakeVTEP(h *netlink.Handle, v VTEP, peers []VTEP) error {
 	under, err := h.LinkByName(v.Underlay)
 	if err != nil {
 		return fmt.Errorf("finding the underlay %s: %w", v.Underlay, err)
 	}
 	want := &netlink.Vxlan{
-		LinkAttrs: netlink.LinkAttrs{Name: vtepName, MTU: under.Attrs().MTU - VTEPOverhead, HardwareAddr: mustMAC(v.MAC)},
-		VxlanId:   vtepVNI, VtepDevIndex: under.Attrs().Index, SrcAddr: net.ParseIP(v.Local), Port: vtepPort,
+		LinkAttrs: netlink.LinkAttrs{Name: VTEPName, MTU: under.Attrs().MTU - VTEPOverhead, HardwareAddr: mustMAC(v.MAC)},
+		VxlanId:   VTEPVNI, VtepDevIndex: under.Attrs().Index, SrcAddr: net.ParseIP(v.Local), Port: VTEPPort,
 	}
-	l, err := findLink(h, vtepName)
+	l, err := FindLink(h, VTEPName)
 	if err != nil {
 		return err
 	}
 	if l != nil && !sameVTEP(l, want) {
 		if err := h.LinkDel(l); err != nil {
-			return fmt.Errorf("deleting a %s made otherwise: %w", vtepName, err)
+			return fmt.Errorf("deleting a %s made otherwise: %w", VTEPName, err)
 		}
 		l = nil
 	}
 	if l == nil {
 		if err := h.LinkAdd(want); err != nil {
-			return fmt.Errorf("adding %s (VXLAN %d, port %d, over %s): %w", vtepName, vtepVNI, vtepPort, v.Underlay, err)
+			return fmt.Errorf("adding %s (VXLAN %d, port %d, over %s): %w", VTEPName, VTEPVNI, VTEPPort, v.Underlay, err)
 		}
-		if l, err = h.LinkByName(vtepName); err != nil {
-			return fmt.Errorf("finding the new %s: %w", vtepName, err)
+		if l, err = h.LinkByName(VTEPName); err != nil {
+			return fmt.Errorf("finding the new %s: %w", VTEPName, err)
 		}
 	}
 	if l.Attrs().MTU != want.MTU {
 		if err := h.LinkSetMTU(l, want.MTU); err != nil {
-			return fmt.Errorf("setting the MTU of %s to %d: %w", vtepName, want.MTU, err)
+			return fmt.Errorf("setting the MTU of %s to %d: %w", VTEPName, want.MTU, err)
 		}
 	}
-	addr := &netlink.Addr{IPNet: &net.IPNet{IP: net.ParseIP(v.Address), Mask: net.CIDRMask(overlayLen, 32)}}
+	addr := &netlink.Addr{IPNet: &net.IPNet{IP: net.ParseIP(v.Address), Mask: net.CIDRMask(OverlayLen, 32)}}
 	if err := h.AddrReplace(l, addr); err != nil {
-		return fmt.Errorf("addressing %s %s: %w", vtepName, addr.IPNet, err)
+		return fmt.Errorf("addressing %s %s: %w", VTEPName, addr.IPNet, err)
 	}
 	if err := h.LinkSetUp(l); err != nil {
-		return fmt.Errorf("setting %s up: %w", vtepName, err)
+		return fmt.Errorf("setting %s up: %w", VTEPName, err)
 	}
 	idx := l.Attrs().Index
 	for _, p := range peers {
@@ -87,12 +109,12 @@ func makeVTEP(h *netlink.Handle, v vtep, peers []vtep) error {
 		neigh := &netlink.Neigh{LinkIndex: idx, Family: unix.AF_INET, State: netlink.NUD_PERMANENT, Type: unix.RTN_UNICAST,
 			IP: net.ParseIP(p.Address), HardwareAddr: mac}
 		if err := h.NeighSet(neigh); err != nil {
-			return fmt.Errorf("adding the neighbour %s %s on %s: %w", p.Address, mac, vtepName, err)
+			return fmt.Errorf("adding the neighbour %s %s on %s: %w", p.Address, mac, VTEPName, err)
 		}
 		fdb := &netlink.Neigh{LinkIndex: idx, Family: unix.AF_BRIDGE, State: netlink.NUD_PERMANENT, Flags: netlink.NTF_SELF,
 			IP: net.ParseIP(p.Local), HardwareAddr: mac}
 		if err := h.NeighSet(fdb); err != nil {
-			return fmt.Errorf("adding the FDB entry %s dst %s on %s: %w", mac, p.Local, vtepName, err)
+			return fmt.Errorf("adding the FDB entry %s dst %s on %s: %w", mac, p.Local, VTEPName, err)
 		}
 	}
 	return nil
@@ -114,8 +136,8 @@ func mustMAC(s string) net.HardwareAddr {
 	return mac
 }
 
-// findLink returns the link named name, or nil if there is none.
-func findLink(h *netlink.Handle, name string) (netlink.Link, error) {
+// FindLink returns the link named name, or nil if there is none.
+func FindLink(h *netlink.Handle, name string) (netlink.Link, error) {
 	l, err := h.LinkByName(name)
 	var nf netlink.LinkNotFoundError
 	if errors.As(err, &nf) {
@@ -127,8 +149,8 @@ func findLink(h *netlink.Handle, name string) (netlink.Link, error) {
 	return l, nil
 }
 
-// replaceRoute sets r in the main table, in place of any route to the same range.
-func replaceRoute(h *netlink.Handle, r podRoute) error {
+// ReplaceRoute sets r in the main table, in place of any route to the same range.
+func ReplaceRoute(h *netlink.Handle, r PodRoute) error {
 	l, err := h.LinkByName(r.Dev)
 	if err != nil {
 		return fmt.Errorf("finding %s: %w", r.Dev, err)
@@ -147,25 +169,25 @@ func replaceRoute(h *netlink.Handle, r podRoute) error {
 	return nil
 }
 
-// deleteVTEP deletes the VTEP, if there is one; its address, neighbours, FDB entries and routes go with it.
-func deleteVTEP(h *netlink.Handle) error {
-	l, err := findLink(h, vtepName)
+// DeleteVTEP deletes the VTEP, if there is one; its address, neighbours, FDB entries and routes go with it.
+func DeleteVTEP(h *netlink.Handle) error {
+	l, err := FindLink(h, VTEPName)
 	if err != nil || l == nil {
 		return err
 	}
 	if err := h.LinkDel(l); err != nil {
-		return fmt.Errorf("deleting %s: %w", vtepName, err)
+		return fmt.Errorf("deleting %s: %w", VTEPName, err)
 	}
 	return nil
 }
 
-// routeOverlay says which overlay the machine's route to a node's pod range takes.
-func routeOverlay(cidr string) (Overlay, error) {
+// RouteLink names the link of the machine's one route to a node's pod range.
+func RouteLink(cidr string) (string, error) {
 	_, dst, err := net.ParseCIDR(cidr)
 	if err != nil {
 		return "", err
 	}
-	routes, err := dumpAgain(func() ([]netlink.Route, error) {
+	routes, err := DumpAgain(func() ([]netlink.Route, error) {
 		return netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Dst: dst}, netlink.RT_FILTER_DST)
 	})
 	if err != nil {
@@ -178,29 +200,23 @@ func routeOverlay(cidr string) (Overlay, error) {
 	if err != nil {
 		return "", fmt.Errorf("finding the link of the route to %s: %w", cidr, err)
 	}
-	switch l.Attrs().Name {
-	case vtepName:
-		return OverlayVXLAN, nil
-	case nodesBridge:
-		return OverlayRouted, nil
-	}
-	return "", fmt.Errorf("the machine routes %s through %s, neither %s nor %s", cidr, l.Attrs().Name, vtepName, nodesBridge)
+	return l.Attrs().Name, nil
 }
 
-// removeOverlay deletes the machine's VTEP, whatever the state says.
-func removeOverlay() error {
-	h, err := netnsHandle("")
+// RemoveMachineVTEP deletes the machine's VTEP, whatever the state says.
+func RemoveMachineVTEP() error {
+	h, err := NetnsHandle("")
 	if err != nil {
 		return err
 	}
 	defer h.Close()
-	return deleteVTEP(h)
+	return DeleteVTEP(h)
 }
 
-// overlayLeftovers lists the machine's VTEP if it is still there.
-func overlayLeftovers() []string {
-	if _, err := os.Stat("/sys/class/net/" + vtepName); err == nil {
-		return []string{"link " + vtepName}
+// VTEPLeftovers lists the machine's VTEP if it is still there.
+func VTEPLeftovers() []string {
+	if _, err := os.Stat("/sys/class/net/" + VTEPName); err == nil {
+		return []string{"link " + VTEPName}
 	}
 	return nil
 }

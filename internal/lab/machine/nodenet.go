@@ -1,4 +1,4 @@
-package lab
+package machine
 
 import (
 	"bytes"
@@ -22,26 +22,27 @@ import (
 // address: a pod reaches a pod on another node through the machine (ip_forward, which up records and down
 // restores), and every node reaches the API server on the machine's own address through the same route.
 // Pods keep their addresses between nodes: each node masquerades only its pods' traffic that leaves the
-// pod network (podMasquerade: in the node's namespace, and for node 1 a CNI- chain on the machine).
+// pod network (PodMasquerade: in the node's namespace, and for node 1 a CNI- chain on the machine).
 // Up records a node in the state before it makes its namespace and veth; down deletes the namespaces,
 // the veths and the bridge (the routes go with it), whatever the state says, as it does for tare0.
-// This plain routing is the lab's default; overlay.go switches the same pod ranges onto a VXLAN overlay
+// This plain routing is the lab's default; lab's overlay.go switches the same pod ranges onto a VXLAN overlay
 // (tare-vx on the machine, one in each node's namespace) and back while the lab runs.
 
+// The nodes' network: the bridge on the machine, its address (the nodes' gateway) and prefix length.
 const (
-	nodesBridge    = "tare-nodes"
-	nodesGateway   = "10.250.0.1"
+	NodesBridge    = "tare-nodes"
+	NodesGateway   = "10.250.0.1"
 	nodesPrefixLen = 24
-	// masqChain masquerades a node's pods' traffic that leaves the pod network. Its CNI- prefix makes it
-	// one of the chains down removes and Leftovers checks (iptables.go).
-	masqChain       = "CNI-TARE-NODES"
+	// MasqChain masquerades a node's pods' traffic that leaves the pod network. Its CNI- prefix makes it
+	// one of the chains the lab's down removes and its leftovers check finds (iptables.go).
+	MasqChain       = "CNI-TARE-NODES"
 	nodeNetnsPrefix = "tare-node-"
 	nodeVethPrefix  = "tare-n" // host ends, tare-n2, tare-n3, …; the bridge's name shares the prefix
 	netnsDir        = "/run/netns"
-	// underlayMTU is the MTU of the bridge and veths between the nodes: 50 bytes more than the pods' 1500,
-	// so that a pod's full-size packet fits the VXLAN overlay too (overlay.go) and switching the overlay
+	// UnderlayMTU is the MTU of the bridge and veths between the nodes: 50 bytes more than the pods' 1500,
+	// so that a pod's full-size packet fits the VXLAN overlay too (vtep.go) and switching the overlay
 	// changes the encapsulation alone, not the path MTU (no "fragmentation needed", no smaller MSS).
-	underlayMTU = "1550"
+	UnderlayMTU = "1550"
 	// MaxNodes is the most real nodes a lab runs (one address and one pod range per node).
 	MaxNodes = 200
 )
@@ -55,28 +56,28 @@ type ExtraNode struct {
 	Veth    string `json:"veth"`     // the host end of eth0
 }
 
-// extraNode describes node n (n ≥ 2).
-func extraNode(n int) ExtraNode {
+// NewExtraNode describes node n (n ≥ 2).
+func NewExtraNode(n int) ExtraNode {
 	return ExtraNode{Name: fmt.Sprintf("%s%d", nodeNetnsPrefix, n), Address: fmt.Sprintf("10.250.0.%d", n+1),
 		PodCIDR: fmt.Sprintf("10.244.%d.0/24", n-1), Veth: fmt.Sprintf("%s%d", nodeVethPrefix, n)}
 }
 
-// netnsPath is where a node's network namespace is bind-mounted.
-func (n ExtraNode) netnsPath() string { return filepath.Join(netnsDir, n.Name) }
+// NetnsPath is where a node's network namespace is bind-mounted.
+func (n ExtraNode) NetnsPath() string { return filepath.Join(netnsDir, n.Name) }
 
-// podRoute is a route to a node's pod range: via an address, through a link (onlink: the address need
+// PodRoute is a route to a node's pod range: via an address, through a link (onlink: the address need
 // not be on one of the link's networks).
-type podRoute struct {
+type PodRoute struct {
 	Dst    string // the pod range
 	Via    string
 	Dev    string
 	OnLink bool
 }
 
-// routedPodRoute is the machine's route to node n's pods in a routed lab (the lab's default), as up makes
-// it and overlay.go puts it back.
-func (n ExtraNode) routedPodRoute() podRoute {
-	return podRoute{Dst: n.PodCIDR, Via: n.Address, Dev: nodesBridge}
+// RoutedPodRoute is the machine's route to node n's pods in a routed lab (the lab's default), as up makes
+// it and lab's overlay.go puts it back.
+func (n ExtraNode) RoutedPodRoute() PodRoute {
+	return PodRoute{Dst: n.PodCIDR, Via: n.Address, Dev: NodesBridge}
 }
 
 // run runs a network tool, returning its output in the error.
@@ -88,33 +89,34 @@ func run(name string, args ...string) error {
 	return nil
 }
 
-// podMasquerade are the iptables commands that masquerade traffic from a node's pods (subnet) leaving the
+// PodMasquerade are the iptables commands that masquerade traffic from a node's pods (subnet) leaving the
 // pod network, and nothing else: pods see each other's addresses across nodes.
-func podMasquerade(subnet string) [][]string {
+func PodMasquerade(subnet, clusterCIDR string) [][]string {
 	return [][]string{
-		{"iptables", "-w", "-t", "nat", "-N", masqChain},
-		{"iptables", "-w", "-t", "nat", "-A", masqChain, "-j", "MASQUERADE"},
-		{"iptables", "-w", "-t", "nat", "-A", "POSTROUTING", "-s", subnet, "!", "-d", clusterCIDR, "-j", masqChain},
+		{"iptables", "-w", "-t", "nat", "-N", MasqChain},
+		{"iptables", "-w", "-t", "nat", "-A", MasqChain, "-j", "MASQUERADE"},
+		{"iptables", "-w", "-t", "nat", "-A", "POSTROUTING", "-s", subnet, "!", "-d", clusterCIDR, "-j", MasqChain},
 	}
 }
 
-// makeNodesBridge creates the host bridge the extra nodes hang on, turns on forwarding on the machine and
-// masquerades node 1's pods' traffic that leaves the pod network (in place of the bridge plugin's).
-func makeNodesBridge() error {
+// MakeNodesBridge creates the host bridge the extra nodes hang on, turns on forwarding on the machine and
+// masquerades node 1's pods' traffic (podCIDR) that leaves the pod network (clusterCIDR; in place of the
+// bridge plugin's).
+func MakeNodesBridge(podCIDR, clusterCIDR string) error {
 	steps := [][]string{
-		{"link", "add", nodesBridge, "mtu", underlayMTU, "type", "bridge"},
-		{"addr", "add", fmt.Sprintf("%s/%d", nodesGateway, nodesPrefixLen), "dev", nodesBridge},
-		{"link", "set", nodesBridge, "up"},
+		{"link", "add", NodesBridge, "mtu", UnderlayMTU, "type", "bridge"},
+		{"addr", "add", fmt.Sprintf("%s/%d", NodesGateway, nodesPrefixLen), "dev", NodesBridge},
+		{"link", "set", NodesBridge, "up"},
 	}
 	for _, s := range steps {
 		if err := run("ip", s...); err != nil {
-			return fmt.Errorf("creating the %s bridge: %w", nodesBridge, err)
+			return fmt.Errorf("creating the %s bridge: %w", NodesBridge, err)
 		}
 	}
 	if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644); err != nil {
 		return fmt.Errorf("turning on ip_forward: %w", err)
 	}
-	for _, s := range podMasquerade(podCIDR) {
+	for _, s := range PodMasquerade(podCIDR, clusterCIDR) {
 		if err := run(s[0], s[1:]...); err != nil {
 			return fmt.Errorf("masquerading node 1's pods: %w", err)
 		}
@@ -122,33 +124,33 @@ func makeNodesBridge() error {
 	return nil
 }
 
-// makeNodeNetwork creates node n's namespace (a persistent one, bind-mounted by unshare: not `ip netns add`,
+// MakeNodeNetwork creates node n's namespace (a persistent one, bind-mounted by unshare: not `ip netns add`,
 // which would also make /run/netns a shared mount of its own), its veth into the bridge, its address and
 // default route, forwarding inside it, and the machine's route to its pods.
-func makeNodeNetwork(n ExtraNode) error {
+func MakeNodeNetwork(n ExtraNode, clusterCIDR string) error {
 	if err := os.MkdirAll(netnsDir, 0o755); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(n.netnsPath(), os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o444)
+	f, err := os.OpenFile(n.NetnsPath(), os.O_CREATE|os.O_EXCL|os.O_RDONLY, 0o444)
 	if err != nil {
 		return fmt.Errorf("creating the network namespace of %s: %w (tare lab down removes one left by an earlier lab)", n.Name, err)
 	}
 	f.Close()
 	addr := fmt.Sprintf("%s/%d", n.Address, nodesPrefixLen)
-	r := n.routedPodRoute()
+	r := n.RoutedPodRoute()
 	steps := [][]string{
-		{"unshare", "--net=" + n.netnsPath(), "true"},
-		{"ip", "link", "add", n.Veth, "mtu", underlayMTU, "type", "veth", "peer", "name", "eth0", "mtu", underlayMTU, "netns", n.Name},
-		{"ip", "link", "set", n.Veth, "master", nodesBridge, "up"},
+		{"unshare", "--net=" + n.NetnsPath(), "true"},
+		{"ip", "link", "add", n.Veth, "mtu", UnderlayMTU, "type", "veth", "peer", "name", "eth0", "mtu", UnderlayMTU, "netns", n.Name},
+		{"ip", "link", "set", n.Veth, "master", NodesBridge, "up"},
 		{"ip", "-n", n.Name, "link", "set", "lo", "up"},
 		{"ip", "-n", n.Name, "addr", "add", addr, "dev", "eth0"},
 		{"ip", "-n", n.Name, "link", "set", "eth0", "up"},
-		{"ip", "-n", n.Name, "route", "add", "default", "via", nodesGateway},
-		{"nsenter", "--net=" + n.netnsPath(), "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"},
+		{"ip", "-n", n.Name, "route", "add", "default", "via", NodesGateway},
+		{"nsenter", "--net=" + n.NetnsPath(), "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"},
 		{"ip", "route", "add", r.Dst, "via", r.Via, "dev", r.Dev},
 	}
-	for _, m := range podMasquerade(n.PodCIDR) {
-		steps = append(steps, append([]string{"nsenter", "--net=" + n.netnsPath()}, m...))
+	for _, m := range PodMasquerade(n.PodCIDR, clusterCIDR) {
+		steps = append(steps, append([]string{"nsenter", "--net=" + n.NetnsPath()}, m...))
 	}
 	for _, s := range steps {
 		if err := run(s[0], s[1:]...); err != nil {
@@ -158,10 +160,10 @@ func makeNodeNetwork(n ExtraNode) error {
 	return nil
 }
 
-// removeNodeNetworks deletes the extra nodes' namespaces (the recorded ones and any tare-node-* left by a
+// RemoveNodeNetworks deletes the extra nodes' namespaces (the recorded ones and any tare-node-* left by a
 // lab whose state is lost), their veths and the tare-nodes bridge; the routes to the nodes go with it. Call
 // it once every process in the namespaces has stopped.
-func removeNodeNetworks(recorded []ExtraNode) error {
+func RemoveNodeNetworks(recorded []ExtraNode) error {
 	var errs []error
 	names := map[string]bool{}
 	for _, n := range recorded {
@@ -182,12 +184,12 @@ func removeNodeNetworks(recorded []ExtraNode) error {
 			errs = append(errs, fmt.Errorf("removing %s: %w", p, err))
 		}
 	}
-	links, err := linkList()
+	links, err := LinkList()
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("listing links: %w", err))...)
 	}
 	for _, l := range links {
-		if nodeLink(l.Attrs().Name) {
+		if NodeLink(l.Attrs().Name) {
 			if err := netlink.LinkDel(l); err != nil && !errors.Is(err, syscall.ENODEV) {
 				errs = append(errs, fmt.Errorf("deleting link %s: %w", l.Attrs().Name, err))
 			}
@@ -196,12 +198,12 @@ func removeNodeNetworks(recorded []ExtraNode) error {
 	return errors.Join(errs...)
 }
 
-// linkList lists the machine's links (dumpAgain).
-func linkList() ([]netlink.Link, error) { return dumpAgain(netlink.LinkList) }
+// LinkList lists the machine's links (DumpAgain).
+func LinkList() ([]netlink.Link, error) { return DumpAgain(netlink.LinkList) }
 
-// dumpAgain runs a netlink dump again while it comes back interrupted: links change under it while the
+// DumpAgain runs a netlink dump again while it comes back interrupted: links change under it while the
 // kernel tears down the namespaces down has just released (their veths go in the background).
-func dumpAgain[T any](dump func() ([]T, error)) ([]T, error) {
+func DumpAgain[T any](dump func() ([]T, error)) ([]T, error) {
 	var err error
 	for range 10 {
 		var out []T
@@ -213,19 +215,19 @@ func dumpAgain[T any](dump func() ([]T, error)) ([]T, error) {
 	return nil, err
 }
 
-// nodeLink says whether a host link is the nodes' bridge or a node's veth.
-func nodeLink(name string) bool { return strings.HasPrefix(name, nodeVethPrefix) }
+// NodeLink says whether a host link is the nodes' bridge or a node's veth.
+func NodeLink(name string) bool { return strings.HasPrefix(name, nodeVethPrefix) }
 
-// labNets are the address ranges of the lab's networks: pods, nodes and the overlay's VTEPs (overlay.go).
+// labNets are the address ranges of the lab's networks: pods, nodes and the overlay's VTEPs (vtep.go).
 var labNets = []net.IPNet{
 	{IP: net.IPv4(10, 244, 0, 0), Mask: net.CIDRMask(16, 32)}, // clusterCIDR
 	{IP: net.IPv4(10, 250, 0, 0), Mask: net.CIDRMask(16, 32)},
 	{IP: net.IPv4(10, 251, 0, 0), Mask: net.CIDRMask(16, 32)},
 }
 
-// nodeNetworkLeftovers lists the extra nodes' namespaces and links, and the machine's routes into the lab's
+// NodeNetworkLeftovers lists the extra nodes' namespaces and links, and the machine's routes into the lab's
 // networks through its links, still present.
-func nodeNetworkLeftovers() []string {
+func NodeNetworkLeftovers() []string {
 	var out []string
 	ents, _ := os.ReadDir(netnsDir)
 	for _, e := range ents {
@@ -233,14 +235,14 @@ func nodeNetworkLeftovers() []string {
 			out = append(out, "network namespace "+e.Name())
 		}
 	}
-	if links, err := linkList(); err == nil {
+	if links, err := LinkList(); err == nil {
 		for _, l := range links {
-			if nodeLink(l.Attrs().Name) {
+			if NodeLink(l.Attrs().Name) {
 				out = append(out, "link "+l.Attrs().Name)
 			}
 		}
 	}
-	if routes, err := dumpAgain(func() ([]netlink.Route, error) { return netlink.RouteList(nil, netlink.FAMILY_V4) }); err == nil {
+	if routes, err := DumpAgain(func() ([]netlink.Route, error) { return netlink.RouteList(nil, netlink.FAMILY_V4) }); err == nil {
 		out = append(out, labRoutes(routes)...)
 	}
 	return out

@@ -1,4 +1,4 @@
-package lab
+package machine
 
 import (
 	"errors"
@@ -15,11 +15,11 @@ import (
 
 // The lab's mounts are the kubelet's volume mounts under the lab directory, containerd's rootfs mounts and
 // the pod network namespaces the CNI plugins bind under /run/netns. Up records the namespaces that were
-// there before it (netnsNames); Down detaches the rest (unmountLab).
+// there before it (NetnsNames); Down detaches the rest (Unmount).
 
-// netnsNames lists /run/netns.
-func netnsNames() []string {
-	ents, _ := os.ReadDir("/run/netns")
+// NetnsNames lists /run/netns.
+func NetnsNames() []string {
+	ents, _ := os.ReadDir(netnsDir)
 	var out []string
 	for _, e := range ents {
 		out = append(out, e.Name())
@@ -27,9 +27,10 @@ func netnsNames() []string {
 	return out
 }
 
-func newNetns(before []string) []string {
+// NewPodNetns lists the pod network namespaces (cni-…) in /run/netns that are not in before.
+func NewPodNetns(before []string) []string {
 	var out []string
-	for _, n := range netnsNames() {
+	for _, n := range NetnsNames() {
 		if strings.HasPrefix(n, "cni-") && !slices.Contains(before, n) {
 			out = append(out, n)
 		}
@@ -58,8 +59,8 @@ func labMounts(mountPoints []string, dir string, netnsBefore []string) []string 
 	return out
 }
 
-// unmountLab detaches every mount the lab made and removes the pod netns files.
-func unmountLab(dir string, netnsBefore []string) error {
+// Unmount detaches every mount the lab in dir made and removes the pod netns files not in netnsBefore.
+func Unmount(dir string, netnsBefore []string) error {
 	mounts, err := procfs.GetMounts()
 	if err != nil {
 		return fmt.Errorf("reading mounts: %w", err)
@@ -74,8 +75,8 @@ func unmountLab(dir string, netnsBefore []string) error {
 			errs = append(errs, fmt.Errorf("unmounting %s: %w", m, err))
 		}
 	}
-	for _, n := range newNetns(netnsBefore) {
-		if err := os.Remove(filepath.Join("/run/netns", n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	for _, n := range NewPodNetns(netnsBefore) {
+		if err := os.Remove(filepath.Join(netnsDir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package lab
+package machine
 
 import (
 	"errors"
@@ -14,12 +14,12 @@ import (
 	"github.com/tare-dev/tare/internal/kernel"
 )
 
-// The lab's cgroups: Up makes one root per hierarchy for the kubelet (createCgroupRoot); Down kills what
-// is left in it and removes it (removeCgroups).
+// The lab's cgroups: Up makes one root per hierarchy for the kubelet (MakeCgroupRoot); Down kills what
+// is left in it and removes it (RemoveCgroups).
 
-// cgroupMounts returns the mount points of every cgroup hierarchy (v1 controllers and the v2 tree).
-func cgroupMounts() ([]string, error) {
-	hier, err := kernel.ReadCgroupHierarchies(procRoot)
+// CgroupMounts returns the mount points of every cgroup hierarchy (v1 controllers and the v2 tree).
+func CgroupMounts() ([]string, error) {
+	hier, err := kernel.ReadCgroupHierarchies("/proc")
 	if err != nil {
 		return nil, err
 	}
@@ -30,17 +30,17 @@ func cgroupMounts() ([]string, error) {
 	return out, nil
 }
 
-// createCgroupRoot makes the lab's cgroup root (the kubelet's cgroupRoot) in every hierarchy, copying
+// MakeCgroupRoot makes the cgroup name (the kubelet's cgroupRoot) at the top of every hierarchy, copying
 // cpuset.cpus and cpuset.mems from the parent (a v1 cpuset cgroup without them cannot hold tasks). It
 // returns the directories it created.
-func createCgroupRoot() ([]string, error) {
-	hier, err := cgroupMounts()
+func MakeCgroupRoot(name string) ([]string, error) {
+	hier, err := CgroupMounts()
 	if err != nil {
 		return nil, err
 	}
 	var made []string
 	for _, h := range hier {
-		d := filepath.Join(h, cgroupRootName)
+		d := filepath.Join(h, name)
 		if err := os.Mkdir(d, 0o755); err != nil {
 			if errors.Is(err, os.ErrExist) {
 				made = append(made, d)
@@ -58,11 +58,11 @@ func createCgroupRoot() ([]string, error) {
 	return made, nil
 }
 
-// removeCgroups kills every task left in the lab's cgroups (pod processes whose shim died) and removes
+// RemoveCgroups kills every task left in the lab's cgroups (pod processes whose shim died) and removes
 // the directories, deepest first.
-func removeCgroups(roots []string) error {
-	killCgroupTree(roots...)
-	dirs := cgroupDirs(roots)
+func RemoveCgroups(roots []string) error {
+	KillCgroupTree(roots...)
+	dirs := CgroupDirs(roots)
 	sort.Slice(dirs, func(i, j int) bool { return strings.Count(dirs[i], "/") > strings.Count(dirs[j], "/") })
 	var errs []error
 	for _, d := range dirs {
@@ -84,7 +84,8 @@ func removeCgroups(roots []string) error {
 	return errors.Join(errs...)
 }
 
-func cgroupPIDs(dir string) []int {
+// CgroupPIDs lists the processes in the cgroup dir (its cgroup.procs; none when it cannot be read).
+func CgroupPIDs(dir string) []int {
 	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 	if err != nil {
 		return nil
@@ -98,17 +99,17 @@ func cgroupPIDs(dir string) []int {
 	return out
 }
 
-// killCgroupTree sends SIGKILL to every task in the cgroups under roots.
-func killCgroupTree(roots ...string) {
-	for _, d := range cgroupDirs(roots) {
-		for _, pid := range cgroupPIDs(d) {
-			_ = killPID(pid)
+// KillCgroupTree sends SIGKILL to every task in the cgroups under roots.
+func KillCgroupTree(roots ...string) {
+	for _, d := range CgroupDirs(roots) {
+		for _, pid := range CgroupPIDs(d) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
 }
 
-// cgroupDirs lists every cgroup directory under roots, parents before children.
-func cgroupDirs(roots []string) []string {
+// CgroupDirs lists every cgroup directory under roots, parents before children.
+func CgroupDirs(roots []string) []string {
 	var dirs []string
 	for _, r := range roots {
 		_ = filepath.WalkDir(r, func(p string, d os.DirEntry, err error) error {
@@ -120,6 +121,3 @@ func cgroupDirs(roots []string) []string {
 	}
 	return dirs
 }
-
-// killPID kills a process left in a cgroup the lab removes.
-func killPID(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }

@@ -1,4 +1,4 @@
-package lab
+package machine
 
 import (
 	"errors"
@@ -9,14 +9,15 @@ import (
 )
 
 // labSysctls are the kernel settings kubelet, kube-proxy and the bridge plugin change; up records them
-// and down puts them back.
+// (ReadSysctls) and down puts them back (RestoreSysctls).
 var labSysctls = []string{
 	"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
 	"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes", "net/ipv4/ip_forward",
 	"net/ipv4/conf/all/route_localnet", "net/bridge/bridge-nf-call-iptables", "net/bridge/bridge-nf-call-ip6tables",
 }
 
-func readSysctls() map[string]string {
+// ReadSysctls reads the settings a lab changes, by their path under /proc/sys.
+func ReadSysctls() map[string]string {
 	out := map[string]string{}
 	for _, k := range labSysctls {
 		if b, err := os.ReadFile(filepath.Join("/proc/sys", k)); err == nil {
@@ -26,7 +27,8 @@ func readSysctls() map[string]string {
 	return out
 }
 
-func restoreSysctls(saved map[string]string) error {
+// RestoreSysctls writes back the settings ReadSysctls read, those that changed.
+func RestoreSysctls(saved map[string]string) error {
 	var errs []error
 	for k, v := range saved {
 		p := filepath.Join("/proc/sys", k)

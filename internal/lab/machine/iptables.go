@@ -1,4 +1,4 @@
-package lab
+package machine
 
 import (
 	"bufio"
@@ -11,8 +11,8 @@ import (
 )
 
 // Kubelet, kube-proxy and the CNI bridge plugin add iptables rules while a lab with a node runs; a lab with
-// several nodes adds one chain of its own on the machine, CNI-TARE-NODES (nodenet.go). Down removes them
-// here, and Leftovers lists any still present.
+// several nodes adds one chain of its own on the machine, CNI-TARE-NODES (nodenet.go). The lab's down
+// removes them (RemoveRuleChains), and its leftovers check lists any still present (RuleChains).
 
 // ruleChain says whether an iptables chain is one the lab's components add: kubelet and kube-proxy
 // (KUBE-…) and the CNI bridge plugin's masquerade chains (CNI-…).
@@ -73,8 +73,8 @@ func iptablesCleanup(save string) string {
 	return out.String()
 }
 
-// removeRules deletes the lab's iptables and ip6tables rules and chains.
-func removeRules() error {
+// RemoveRuleChains deletes the lab's iptables and ip6tables rules and chains.
+func RemoveRuleChains() error {
 	var errs []error
 	for _, family := range []string{"iptables", "ip6tables"} {
 		save, err := exec.Command(family + "-save").Output()
@@ -115,8 +115,8 @@ func chainsIn(save string) []string {
 	return out
 }
 
-// labChains lists the lab chains present in iptables and ip6tables.
-func labChains() []string {
+// RuleChains lists the lab chains present in iptables and ip6tables, as "iptables nat KUBE-SERVICES".
+func RuleChains() []string {
 	var out []string
 	for _, family := range []string{"iptables", "ip6tables"} {
 		save, err := exec.Command(family + "-save").Output()

@@ -188,26 +188,25 @@ func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapat
 		}
 		source, cs, do.Exec = c.source, c.cs, c.exec
 		do.Session.Sampler.PodNames = c.podNames
-		if c.lab != nil && len(c.lab.ExtraNodes) > 0 {
-			dir := o.labDir
+		if c.lab != nil && len(c.lab.State.ExtraNodes) > 0 {
+			l := c.lab
 			do.SetOverlay = func(vxlan bool) error {
 				mode := lab.OverlayRouted
 				if vxlan {
 					mode = lab.OverlayVXLAN
 				}
-				return lab.SetOverlay(dir, mode)
+				return l.SetOverlay(mode)
 			}
 		}
-		if c.lab != nil {
-			dir := o.labDir
+		if l := c.lab; l != nil {
 			// The pod bridge is made with the node's first pod: without --mtu, a lab that has none yet
 			// leaves the pod paths' MTU unknown instead of failing the run.
-			if do.PodMTU, err = lab.PodMTU(dir); err != nil && len(mtus) > 0 {
+			if do.PodMTU, err = l.PodMTU(); err != nil && len(mtus) > 0 {
 				return fmt.Errorf("reading the lab's pod MTU: %w", err)
 			}
 			do.UnderlayOverhead = lab.VTEPOverhead
 			do.SetPodMTU = func(mtu int) error {
-				_, err := lab.SetPodMTU(dir, mtu)
+				_, err := l.SetPodMTU(mtu)
 				return err
 			}
 		}

@@ -270,7 +270,7 @@ func TestDatapathOnLab(t *testing.T) {
 	// The pods' CPU is theirs: in every trial tare credits the client pod what its cgroup used (most on the
 	// paths whose client runs in it: pod-same-node, pod-cross-node, vxlan, clusterip).
 	checkPodCPU(t, "pod tare-datapath/client", client.stop(t), out)
-	if mode, err := lab.CurrentOverlay(dir); err != nil || mode != lab.OverlayRouted {
+	if mode, err := mustOpen(t, dir).CurrentOverlay(); err != nil || mode != lab.OverlayRouted {
 		t.Errorf("overlay after the run: %v %v", mode, err)
 	}
 	waitNamespaceGone(ctx, t, cs, "tare-datapath")
@@ -407,7 +407,7 @@ func datapathMTU(ctx context.Context, t *testing.T, dir, kc string) {
 		}
 		t.Logf("%s ÷ %s, tcp-stream 128k: MTU 1500 %.3f [%.3f, %.3f], MTU 9000 %.3f [%.3f, %.3f]", p, base, lo.Ratio, lo.Lo, lo.Hi, hi.Ratio, hi.Lo, hi.Hi)
 	}
-	if mtu, err := lab.PodMTU(dir); err != nil || mtu != lab.DefaultPodMTU {
+	if mtu, err := mustOpen(t, dir).PodMTU(); err != nil || mtu != lab.DefaultPodMTU {
 		t.Errorf("pod MTU after the run: %d %v", mtu, err)
 	}
 	if b, err := os.ReadFile("/sys/class/net/tare-nodes/mtu"); err != nil || strings.TrimSpace(string(b)) != "1550" {

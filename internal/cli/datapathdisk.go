@@ -172,7 +172,7 @@ type clusterAccess struct {
 	cs       kubernetes.Interface
 	exec     func(ctx context.Context, ns, pod, container string, cmd []string, stdout, stderr io.Writer) error
 	podNames func(uid, ctr string) (string, string, string, bool)
-	lab      *lab.State // the tare lab's state; nil on another cluster
+	lab      *lab.Lab // the tare lab; nil on another cluster
 }
 
 // podCluster connects to the cluster found as kubectl finds it (--kubeconfig, --context, $KUBECONFIG,
@@ -185,8 +185,8 @@ func podCluster(ctx context.Context, s streams, g *globalOptions, labDir, image,
 	if err != nil {
 		return a, fmt.Errorf("tare datapath runs its pods through the API server: %w", err)
 	}
-	if st, lerr := lab.LoadState(labDir); lerr == nil && (t.lab != nil || sameCluster(c, st.Kubeconfig)) {
-		a.lab = st
+	if l, lerr := lab.Open(labDir); lerr == nil && (t.lab != nil || sameCluster(c, l.Kubeconfig())) {
+		a.lab = l
 	}
 	isLab := a.lab != nil
 	if !isLab && image == images.Tools.Name {
@@ -207,7 +207,7 @@ func podCluster(ctx context.Context, s streams, g *globalOptions, labDir, image,
 	}
 	if isLab && image == images.Tools.Name {
 		say("importing %s into the lab's nodes", image)
-		if err := lab.ImportToolsImage(ctx, labDir); err != nil {
+		if err := a.lab.ImportToolsImage(ctx); err != nil {
 			return a, fmt.Errorf("tare datapath: %w", err)
 		}
 	}

@@ -23,7 +23,6 @@ import (
 	"github.com/tare-dev/tare/internal/density"
 	"github.com/tare-dev/tare/internal/fit"
 	"github.com/tare-dev/tare/internal/kernel"
-	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/lab/images"
 	"github.com/tare-dev/tare/internal/output"
 	"github.com/tare-dev/tare/internal/testload"
@@ -516,7 +515,7 @@ func checkChurn(t *testing.T, out string, kubelet *testload.UsageTrace) {
 // /proc/PID/stat, in 10 ms ticks, all its threads, dead ones included.
 func processCPU(t *testing.T, labDir, name string) func() time.Duration {
 	t.Helper()
-	st, err := lab.LoadState(labDir)
+	st, err := labState(labDir)
 	if err != nil {
 		t.Fatal(err)
 	}

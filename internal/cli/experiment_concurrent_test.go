@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare/internal/experiment"
-	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/testload"
 )
 
@@ -221,7 +220,7 @@ func assertNoLabs(t *testing.T, dir string, n int) {
 		if k > 1 {
 			name = fmt.Sprintf("lab-%d", k)
 		}
-		if st, err := lab.LoadState(filepath.Join(dir, name)); err == nil {
+		if st, err := labState(filepath.Join(dir, name)); err == nil {
 			t.Errorf("lab %d still runs in %s: %+v", k, st.Dir, st.Processes)
 		}
 		l, err := net.Listen("tcp", fmt.Sprintf(":%d", 6443+100*(k-1)))

@@ -45,7 +45,7 @@ variants: [{name: running}, {name: paused, pause: true}]
 	defer func() { _, _ = lab.Down(context.Background(), dir, false) }() // after a failure
 	var paused *lab.State
 	for deadline := time.Now().Add(4 * time.Minute); paused == nil; time.Sleep(100 * time.Millisecond) {
-		if st, err := lab.LoadState(dir); err == nil && st.Paused != nil {
+		if st, err := labState(dir); err == nil && st.Paused != nil {
 			paused = st
 		}
 		select {

@@ -50,7 +50,7 @@ variants:
 		t.Fatalf("experiment: %v", err)
 	}
 	assertNoLab(t, out)
-	if _, err := lab.LoadState(filepath.Join(out, "lab-2")); err == nil {
+	if _, err := labState(filepath.Join(out, "lab-2")); err == nil {
 		t.Errorf("the second lab still runs")
 	}
 	if left := lab.Leftovers(filepath.Join(out, "lab-2"), false); len(left) > 0 {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/tare-dev/tare/internal/experiment"
-	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/stats"
 )
 
@@ -48,7 +47,7 @@ func row(r experiment.Results, metric string) (experiment.Row, bool) {
 // assertNoLab: nothing of the experiment's lab is running and the API port is free.
 func assertNoLab(t *testing.T, dir string) {
 	t.Helper()
-	if st, err := lab.LoadState(filepath.Join(dir, "lab")); err == nil {
+	if st, err := labState(filepath.Join(dir, "lab")); err == nil {
 		t.Errorf("a lab still runs in %s: %+v", st.Dir, st.Processes)
 	}
 	l, err := net.Listen("tcp", ":6443")

@@ -66,7 +66,7 @@ func leakyClient(dir string) error {
 	if err != nil {
 		return err
 	}
-	st, err := lab.LoadState(dir)
+	st, err := labState(dir)
 	if err != nil {
 		return err
 	}

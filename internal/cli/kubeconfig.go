@@ -40,10 +40,11 @@ func (g *globalOptions) cluster(s streams, labDir string) kubeTarget {
 	if _, err := kube.NewClient("", kube.Options{Context: g.context}); !errors.Is(err, kube.ErrNoKubeconfig) {
 		return t
 	}
-	st, err := lab.LoadState(labDir)
-	if err != nil || !st.Ready || st.Kubeconfig == "" {
+	l, err := lab.Open(labDir)
+	if err != nil || !l.State.Ready || l.Kubeconfig() == "" {
 		return t
 	}
+	st := l.State
 	if _, err := os.Stat(st.Kubeconfig); err != nil {
 		return t
 	}

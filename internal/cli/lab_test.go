@@ -317,7 +317,7 @@ func TestLab(t *testing.T) {
 		assertAuditCreate(t, filepath.Join(dir, "audit", "audit.log"), "deployments")
 	})
 	t.Run("pprof on every component", func(t *testing.T) {
-		targets, err := lab.PprofTargets(dir)
+		targets, err := mustOpen(t, dir).PprofTargets()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -77,7 +77,7 @@ func TestLabDownAfterKill9(t *testing.T) {
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		if st, err := lab.LoadState(dir); err == nil {
+		if st, err := labState(dir); err == nil {
 			// kube-proxy starts last on node 1, with the controllers, after etcd, the API server,
 			// containerd and the kubelet: up is then past half-way, with every kind of process running.
 			if _, ok := st.Process("kube-proxy"); ok {
@@ -92,7 +92,7 @@ func TestLabDownAfterKill9(t *testing.T) {
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
-	st, err := lab.LoadState(dir)
+	st, err := labState(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

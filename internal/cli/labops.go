@@ -74,7 +74,11 @@ func newLabStatus(s streams, g *globalOptions, dir *string) *cobra.Command {
 		Short: "Show the lab's processes, API readiness and nodes (exit 1 if anything is unhealthy or there is no lab)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			r, err := lab.Status(cmd.Context(), *dir)
+			var r *lab.StatusReport
+			l, err := lab.Open(*dir)
+			if err == nil {
+				r, err = l.Status(cmd.Context())
+			}
 			if err != nil && !errors.Is(err, lab.ErrNotRunning) {
 				return err
 			}
@@ -160,11 +164,11 @@ func newLabEnv(s streams, g *globalOptions, dir *string) *cobra.Command {
 		Short: "Print the shell exports to use the lab (eval \"$(tare lab env)\")",
 		Args:  cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
-			st, err := lab.LoadState(*dir)
+			l, err := lab.Open(*dir)
 			if err != nil {
 				return err
 			}
-			env := labEnv{Kubeconfig: st.Kubeconfig, Dir: st.Dir, only: onlyKubeconfig}
+			env := labEnv{Kubeconfig: l.Kubeconfig(), Dir: l.Dir, only: onlyKubeconfig}
 			return render(s, g, viewOf(env, printEnv))
 		},
 	}

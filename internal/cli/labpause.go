@@ -46,7 +46,11 @@ status shows a paused lab; lab down thaws it before stopping it.`,
 			if err != nil {
 				return usageError("--freezer: %w", err)
 			}
-			r, err := lab.Pause(cmd.Context(), *dir, lab.PauseOptions{Freezer: f})
+			l, err := lab.Open(*dir)
+			if err != nil {
+				return err
+			}
+			r, err := l.Pause(cmd.Context(), lab.PauseOptions{Freezer: f})
 			if err != nil {
 				return err
 			}
@@ -76,7 +80,11 @@ was interrupted.`,
 		Example: `  sudo tare lab unpause`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			r, err := lab.Unpause(cmd.Context(), *dir)
+			l, err := lab.Open(*dir)
+			if err != nil {
+				return err
+			}
+			r, err := l.Unpause(cmd.Context())
 			if r != nil {
 				if rerr := render(s, g, viewOf(r, printUnpause)); rerr != nil {
 					return errors.Join(err, rerr)

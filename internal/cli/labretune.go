@@ -42,14 +42,14 @@ restarted and when each stage ended.`,
 					return usageError("--restart: %w", err)
 				}
 			}
-			st, err := lab.LoadState(*dir)
+			l, err := lab.Open(*dir)
 			if err != nil {
 				return err // no lab: say so before asking the programs for their --help
 			}
 			if err := lab.CheckSets(cmd.Context(), "", ts); err != nil {
 				return usageError("--set: %w", err)
 			}
-			r, err := lab.Retune(cmd.Context(), *dir, lab.MergeSets(st.Sets(), ts), restart)
+			r, err := l.Retune(cmd.Context(), lab.MergeSets(l.State.Sets(), ts), restart)
 			if err != nil {
 				return fmt.Errorf("lab retune: %w", err)
 			}

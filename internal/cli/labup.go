@@ -115,7 +115,11 @@ func runLabUp(ctx context.Context, s streams, g *globalOptions, dir string, o la
 	}
 	// As kind and minikube: kubectl, and tare's verbs, use the lab with no flags. An unwritable kubeconfig
 	// does not stop the lab: it runs on, reached with its own kubeconfig (or, by tare, as the lab).
-	if st.UserContext, err = lab.AddUserContext(dir); err != nil {
+	l, err := lab.Open(st.Dir)
+	if err == nil {
+		st.UserContext, err = l.AddUserContext()
+	}
+	if err != nil {
 		fmt.Fprintf(s.err, "warning: the lab's context is not in your kubeconfig (%v): use export KUBECONFIG=%s (tare's verbs use the lab when they find no kubeconfig)\n", err, st.Kubeconfig)
 	}
 	return render(s, g, viewOf(st, printUp))

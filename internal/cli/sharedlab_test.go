@@ -27,7 +27,7 @@ func sharedLab(ctx context.Context, t *testing.T) (dir, kubeconfig string) {
 	t.Helper()
 	checkLab(t)
 	if shared.dir != "" {
-		if r, err := lab.Status(ctx, shared.dir); err != nil || !r.Healthy {
+		if r, err := statusOf(ctx, shared.dir); err != nil || !r.Healthy {
 			if err == nil {
 				err = fmt.Errorf("unhealthy: %+v (API: %s)", r.Components, r.APIError)
 			}
@@ -71,4 +71,32 @@ func stopSharedLab(t testing.TB) error {
 		fmt.Fprintf(os.Stderr, "stopping the shared lab: %v\n", err)
 	}
 	return err
+}
+
+// labState is the state of the lab in dir (lab.Open's), for tests that look into it.
+func labState(dir string) (*lab.State, error) {
+	l, err := lab.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	return l.State, nil
+}
+
+// mustOpen opens the lab in dir, failing the test without one.
+func mustOpen(t *testing.T, dir string) *lab.Lab {
+	t.Helper()
+	l, err := lab.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// statusOf is the status of the lab in dir.
+func statusOf(ctx context.Context, dir string) (*lab.StatusReport, error) {
+	l, err := lab.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	return l.Status(ctx)
 }

@@ -58,7 +58,11 @@ func (r *Runner) installDaemonSets(ctx context.Context, cfg *rest.Config, cs kub
 	if !v.installs() {
 		return d, nil
 	}
-	if err := lab.ImportHostImages(ctx, r.LabDir(), imagesOf(objs)); err != nil {
+	l, err := lab.Open(r.LabDir())
+	if err == nil {
+		err = l.ImportHostImages(ctx, imagesOf(objs))
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrStart, err)
 	}
 	start := time.Now()

@@ -86,8 +86,8 @@ func (r *Runner) Check(ctx context.Context, userLab string) error {
 	if err := lab.CheckInstalled(spec.Target.Lab.BinDir, spec.Target.Lab.ControlPlaneOnly); err != nil {
 		return err
 	}
-	if st, err := lab.LoadState(userLab); err == nil && userLab != r.LabDir() {
-		return fmt.Errorf("a lab is running in %s: the experiment starts its own labs on the same ports; stop it first with `tare lab down` (it is left alone)", st.Dir)
+	if l, err := lab.Open(userLab); err == nil && userLab != r.LabDir() {
+		return fmt.Errorf("a lab is running in %s: the experiment starts its own labs on the same ports; stop it first with `tare lab down` (it is left alone)", l.Dir)
 	}
 	var sets []lab.Tuning
 	for _, x := range spec.Target.Lab.Set {
@@ -402,7 +402,7 @@ const sharedSettle = 20 * time.Second
 // stops it and when the guard's ready-seconds start (the lab's start, the restart of the varied
 // components, or now on a shared lab). One lab serves the whole experiment when the variants share it
 // (Spec.SharedLab: started once and settled) or when every component the variants vary in can be
-// restarted alone (lab.Retune: every lab component but kwok, etcd with its data kept; about 0.3-3.7 s
+// restarted alone (lab.Lab.Retune: every lab component but kwok, etcd with its data kept; about 0.3-3.7 s
 // against the 4-6 s of a one-node up): then each trial, the first one too, restarts exactly those
 // components with its variant's flags, so that every trial is as fresh as every other and none pays for a
 // whole restart. Otherwise every trial starts its own lab (a warm start from the kept directory) and
@@ -494,7 +494,11 @@ func (r *Runner) retuneAll(ctx context.Context, dirs []string, sets [][]lab.Tuni
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if reps[k], errs[k] = lab.Retune(ctx, dir, sets[k], varied); errs[k] != nil && len(dirs) > 1 {
+			l, err := lab.Open(dir)
+			if err == nil {
+				reps[k], err = l.Retune(ctx, sets[k], varied)
+			}
+			if errs[k] = err; err != nil && len(dirs) > 1 {
 				errs[k] = fmt.Errorf("lab %s: %w", dir, errs[k])
 			}
 		}()
@@ -519,14 +523,14 @@ func (r *Runner) retuneAll(ctx context.Context, dirs []string, sets [][]lab.Tuni
 func (r *Runner) running(dirs []string) ([]*lab.State, error) {
 	var sts []*lab.State
 	for _, dir := range dirs {
-		st, err := lab.LoadState(dir)
+		l, err := lab.Open(dir)
 		if err != nil {
 			return nil, err
 		}
-		if err := st.Whole(dir); err != nil {
+		if err := l.State.Whole(dir); err != nil {
 			return nil, err
 		}
-		sts = append(sts, st)
+		sts = append(sts, l.State)
 	}
 	return sts, nil
 }
@@ -642,8 +646,13 @@ func (r *Runner) window(ctx context.Context, t *Trial, _ kubernetes.Interface, c
 func (r *Runner) record(ctx context.Context, t *Trial, cls []*kube.Cluster, pause bool) (session.Result, requestRates, error) {
 	spec := r.Store.Spec
 	before, berr := scrapeAll(ctx, cls)
+	var l *lab.Lab
 	if pause {
-		if _, err := lab.Pause(ctx, r.LabDir(), lab.PauseOptions{}); err != nil {
+		var err error
+		if l, err = lab.Open(r.LabDir()); err == nil {
+			_, err = l.Pause(ctx, lab.PauseOptions{})
+		}
+		if err != nil {
 			return session.Result{}, requestRates{}, err
 		}
 		r.say("  lab paused for the window")
@@ -661,7 +670,7 @@ func (r *Runner) record(ctx context.Context, t *Trial, cls []*kube.Cluster, paus
 	t.Warnings = res.Warnings
 	if pause {
 		// Thawed before anything asks the API again: the request rate and the guard's clean-up need it.
-		if _, uerr := lab.Unpause(context.WithoutCancel(ctx), r.LabDir()); uerr != nil && err == nil {
+		if _, uerr := l.Unpause(context.WithoutCancel(ctx)); uerr != nil && err == nil {
 			err = uerr
 		}
 	}

@@ -21,9 +21,10 @@
 //     tare, or a test binary, killed before it could: an experiment's labs, and tests' labs through
 //     WatchWithProcess; tare lab up's labs outlive tare and have none), marked.go (processes found by a
 //     mark in their environment, as an experiment's run commands are, and ended), process.go (one
-//     daemon: start, follow, stop; stray lab processes), state.go (DIR/state.json, which down and status read), usercontext.go (AddUserContext:
-//     the lab's context in the user's kubeconfig, as kubectl writes it, which tare lab up adds and Down
-//     takes out).
+//     daemon: start, follow, stop; stray lab processes), state.go (DIR/state.json, which down and status
+//     read), handle.go (Lab, a lab opened once from its directory by Open, whose methods are the verbs on
+//     a running lab), usercontext.go (Lab.AddUserContext: the lab's context in the user's kubeconfig, as
+//     kubectl writes it, which tare lab up adds and Down takes out).
 //   - One file per start stage, holding the settings of the components it starts (their flags, etcdArgs,
 //     apiserverArgs, …, and configuration files) and the start itself: etcd.go, apiserver.go (also the
 //     audit policy, the API server's certificates and address), controllers.go (kube-controller-manager

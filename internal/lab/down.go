@@ -52,7 +52,7 @@ func Down(ctx context.Context, dir string, keep bool) (*DownReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, stErr := LoadState(dir)
+	st, stErr := loadState(dir)
 	haveState := stErr == nil || !errors.Is(stErr, ErrNotRunning) // present, maybe corrupt
 	if !haveState && len(strayProcesses(dir)) == 0 {
 		return nil, stErr // not a lab directory: touch nothing

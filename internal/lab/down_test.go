@@ -22,13 +22,13 @@ func TestDownLeavesOtherDirectoriesAlone(t *testing.T) {
 	if err := os.WriteFile(statePath(dir), []byte("{"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadState(dir); err == nil || !strings.Contains(err.Error(), "corrupt") {
-		t.Errorf("LoadState on a corrupt file: %v", err)
+	if _, err := loadState(dir); err == nil || !strings.Contains(err.Error(), "corrupt") {
+		t.Errorf("loadState on a corrupt file: %v", err)
 	}
 	if err := os.WriteFile(statePath(dir), []byte(`{"version": 99}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadState(dir); err == nil || !strings.Contains(err.Error(), "newer tare") {
-		t.Errorf("LoadState on a newer state: %v", err)
+	if _, err := loadState(dir); err == nil || !strings.Contains(err.Error(), "newer tare") {
+		t.Errorf("loadState on a newer state: %v", err)
 	}
 }

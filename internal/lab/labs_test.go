@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -99,4 +100,13 @@ func bareLab(ctx context.Context, t *testing.T, nodes int) *lab {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// at is the lab in dir as its verbs see it: each reads the state there itself (Lab.fresh), so a lab that
+// is not there, or not whole, gets the verb's own error.
+func at(dir string) *Lab {
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return &Lab{Dir: dir}
 }

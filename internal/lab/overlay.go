@@ -48,16 +48,16 @@ var ErrOneNode = errors.New("the overlay needs a lab with --nodes 2 or more")
 // VTEPOverhead is what the VXLAN tunnel adds to a pod's packet (machine.VTEPOverhead).
 const VTEPOverhead = machine.VTEPOverhead
 
-// SetOverlay switches the pod traffic between the nodes of the running lab in labDir to mode. It is
+// SetOverlay switches the pod traffic between the nodes of the running lab to mode. It is
 // idempotent and takes well under a second (deleting the VTEPs, the slowest part, some tens of
 // milliseconds); each step leaves every pod reachable (routes switch in place, and a
 // node sends into the tunnel only once every VTEP exists). It needs root. Calls for one lab must not
 // overlap.
-func SetOverlay(labDir string, mode Overlay) error {
+func (l *Lab) SetOverlay(mode Overlay) error {
 	if mode != OverlayRouted && mode != OverlayVXLAN {
 		return fmt.Errorf("overlay %q: want %s or %s", mode, OverlayRouted, OverlayVXLAN)
 	}
-	st, err := overlayLab(labDir)
+	st, err := l.overlayLab()
 	if err != nil {
 		return err
 	}
@@ -77,11 +77,11 @@ func SetOverlay(labDir string, mode Overlay) error {
 	return st.save()
 }
 
-// CurrentOverlay says how pod traffic crosses between the nodes of the running lab in labDir, from the
+// CurrentOverlay says how pod traffic crosses between the nodes of the running lab, from the
 // machine's routes to the extra nodes' pod ranges; it fails when those disagree with each other or with
 // the mode recorded (a switch that failed half-way).
-func CurrentOverlay(labDir string) (Overlay, error) {
-	st, err := overlayLab(labDir)
+func (l *Lab) CurrentOverlay() (Overlay, error) {
+	st, err := l.overlayLab()
 	if err != nil {
 		return "", err
 	}
@@ -112,8 +112,8 @@ func (s *State) overlay() Overlay {
 }
 
 // overlayLab loads the lab in dir and checks that it runs with extra nodes whose namespaces exist.
-func overlayLab(dir string) (*State, error) {
-	st, err := runningLab(dir, "the overlay needs one started with tare lab up --nodes 2 or more")
+func (l *Lab) overlayLab() (*State, error) {
+	st, err := l.running("the overlay needs one started with tare lab up --nodes 2 or more")
 	if err != nil {
 		return nil, err
 	}

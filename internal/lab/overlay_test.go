@@ -97,15 +97,15 @@ func TestOverlayRefuses(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		_, cerr := CurrentOverlay(dir)
-		for _, err := range []error{SetOverlay(dir, OverlayVXLAN), cerr} {
+		_, cerr := at(dir).CurrentOverlay()
+		for _, err := range []error{at(dir).SetOverlay(OverlayVXLAN), cerr} {
 			if !errors.Is(err, tt.is) || !strings.Contains(fmt.Sprint(err), tt.wants) {
 				t.Errorf("%s: %v, want %v saying %q", tt.name, err, tt.is, tt.wants)
 			}
 		}
 	}
-	if err := SetOverlay(t.TempDir(), "geneve"); err == nil || !strings.Contains(err.Error(), "want routed or vxlan") {
-		t.Errorf("SetOverlay(geneve): %v", err)
+	if err := at(t.TempDir()).SetOverlay("geneve"); err == nil || !strings.Contains(err.Error(), "want routed or vxlan") {
+		t.Errorf("at(geneve).SetOverlay(): %v", err)
 	}
 }
 
@@ -319,7 +319,7 @@ func vtepLink(t *testing.T) netlink.Link {
 // mode and through no VTEP in routed mode, and switching back puts back the routes up made.
 func checkOverlay(ctx context.Context, t *testing.T, st *State, pod1, pod2 *corev1.Pod) {
 	t.Helper()
-	if got, err := CurrentOverlay(st.Dir); err != nil || got != OverlayRouted {
+	if got, err := at(st.Dir).CurrentOverlay(); err != nil || got != OverlayRouted {
 		t.Errorf("a new lab's overlay: %q, %v; want routed", got, err)
 	}
 	routed := routeTables(t, st.ExtraNodes)
@@ -339,7 +339,7 @@ func checkOverlay(ctx context.Context, t *testing.T, st *State, pod1, pod2 *core
 	set := func(mode Overlay) {
 		t.Helper()
 		start := time.Now()
-		if err := SetOverlay(st.Dir, mode); err != nil {
+		if err := at(st.Dir).SetOverlay(mode); err != nil {
 			t.Fatal(err)
 		}
 		took := time.Since(start)
@@ -347,7 +347,7 @@ func checkOverlay(ctx context.Context, t *testing.T, st *State, pod1, pod2 *core
 			t.Errorf("switching to %s took %s, want under a second", mode, took)
 		}
 		t.Logf("switched the lab to %s in %s", mode, took.Round(time.Microsecond))
-		if now, err := CurrentOverlay(st.Dir); err != nil || now != mode {
+		if now, err := at(st.Dir).CurrentOverlay(); err != nil || now != mode {
 			t.Errorf("after switching to %s the overlay is %q (%v)", mode, now, err)
 		}
 	}

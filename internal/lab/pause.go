@@ -98,11 +98,11 @@ var ErrNotPaused = errors.New("the lab is not paused")
 // Pause freezes the lab in dir with the freezer opts choose. It returns once the kernel reports every paused process frozen. When ctx
 // ends before that, or any step fails, Pause undoes what it did (thaws, moves back, removes its cgroups)
 // and returns the error: a lab is left paused only by a Pause that returned nil.
-func Pause(ctx context.Context, dir string, opts PauseOptions) (*PauseReport, error) {
+func (l *Lab) Pause(ctx context.Context, opts PauseOptions) (*PauseReport, error) {
 	if _, err := ParseFreezer(string(opts.Freezer)); err != nil {
 		return nil, err
 	}
-	st, err := LoadState(dir)
+	st, err := l.fresh()
 	if err != nil {
 		return nil, err
 	}
@@ -299,8 +299,8 @@ func rmdirWait(d string) error {
 // Unpause thaws a paused lab, puts its processes back in their cgroups, and waits (up to ctx's end, and
 // at most a minute) for the API server's /readyz to answer ok. The lab is running again once the thaw is
 // done, even when ctx ends while waiting for /readyz; the report says so with Interrupted.
-func Unpause(ctx context.Context, dir string) (*UnpauseReport, error) {
-	st, err := LoadState(dir)
+func (l *Lab) Unpause(ctx context.Context) (*UnpauseReport, error) {
+	st, err := l.fresh()
 	if err != nil {
 		return nil, err
 	}

@@ -60,12 +60,12 @@ func TestPauseLab(t *testing.T) {
 	// A pause past leaseWaitAfter: unpause waits for the node's lease before it thaws the controller
 	// manager (a pause of minutes otherwise has the node marked NotReady for a moment).
 	t.Run("long", func(t *testing.T) {
-		if _, err := Pause(ctx, dir, PauseOptions{}); err != nil {
+		if _, err := at(dir).Pause(ctx, PauseOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(leaseWaitAfter + time.Second) // the pause is what is tested: nothing to poll for
 		began := time.Now()
-		r, err := Unpause(ctx, dir)
+		r, err := at(dir).Unpause(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,8 +100,8 @@ func TestPauseLab(t *testing.T) {
 	t.Run("interrupted", func(t *testing.T) {
 		for _, n := range []int32{0, 3, 1000} {
 			ictx := &endsAfter{Context: ctx, n: n}
-			_, err := Pause(ictx, dir, PauseOptions{})
-			st, lerr := LoadState(dir)
+			_, err := at(dir).Pause(ictx, PauseOptions{})
+			st, lerr := loadState(dir)
 			if lerr != nil {
 				t.Fatal(lerr)
 			}
@@ -110,7 +110,7 @@ func TestPauseLab(t *testing.T) {
 					t.Errorf("after %d checks: pause returned nil but the state says %+v", n, st.Paused)
 				}
 				t.Logf("after %d checks: the freeze completed first", n)
-				if _, err := Unpause(ctx, dir); err != nil {
+				if _, err := at(dir).Unpause(ctx); err != nil {
 					t.Fatal(err)
 				}
 			} else {
@@ -163,7 +163,7 @@ func TestPauseLab(t *testing.T) {
 		if !haveV2 {
 			opts.Freezer = FreezerAuto
 		}
-		pr, err := Pause(ctx, dir, opts)
+		pr, err := at(dir).Pause(ctx, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,7 +210,7 @@ func TestPauseLab(t *testing.T) {
 // It returns the pause's state.
 func checkPaused(ctx context.Context, t *testing.T, dir, url string, opts PauseOptions) *PauseState {
 	t.Helper()
-	r, err := Pause(ctx, dir, opts)
+	r, err := at(dir).Pause(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func checkPaused(ctx context.Context, t *testing.T, dir, url string, opts PauseO
 			t.Errorf("pause froze %v, not %s", r.Frozen, want)
 		}
 	}
-	st, err := LoadState(dir)
+	st, err := loadState(dir)
 	if err != nil || st.Paused == nil || !st.Paused.Complete {
 		t.Fatalf("state after pause: %+v, %v", st.Paused, err)
 	}
@@ -285,11 +285,11 @@ func checkPaused(ctx context.Context, t *testing.T, dir, url string, opts PauseO
 		}
 	}
 	waitAnswers(ctx, t, url)
-	s, err := Status(ctx, dir)
+	s, err := at(dir).Status(ctx)
 	if err != nil || !s.Paused || !s.Healthy || s.APIReady {
 		t.Errorf("status of a paused lab: paused %v healthy %v api ready %v, %v", s.Paused, s.Healthy, s.APIReady, err)
 	}
-	if _, err := Pause(ctx, dir, opts); !errors.Is(err, ErrPaused) {
+	if _, err := at(dir).Pause(ctx, opts); !errors.Is(err, ErrPaused) {
 		t.Errorf("pausing a paused lab: %v, want %v", err, ErrPaused)
 	}
 	if _, err := Up(ctx, UpOptions{Dir: dir}); !errors.Is(err, ErrAlreadyRunning) {
@@ -302,7 +302,7 @@ func checkPaused(ctx context.Context, t *testing.T, dir, url string, opts PauseO
 // before the pause (checkResumed); a second unpause is refused.
 func checkUnpaused(ctx context.Context, t *testing.T, dir string, c kubernetes.Interface, before map[string]int32, cgroupsBefore map[int]string) {
 	t.Helper()
-	r, err := Unpause(ctx, dir)
+	r, err := at(dir).Unpause(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func checkUnpaused(ctx context.Context, t *testing.T, dir string, c kubernetes.I
 		t.Errorf("/readyz ok %s after unpause, want within 5 s", r.ReadyAfter)
 	}
 	checkResumed(ctx, t, dir, c, before, cgroupsBefore)
-	if _, err := Unpause(ctx, dir); !errors.Is(err, ErrNotPaused) {
+	if _, err := at(dir).Unpause(ctx); !errors.Is(err, ErrNotPaused) {
 		t.Errorf("unpausing a running lab: %v, want %v", err, ErrNotPaused)
 	}
 }
@@ -321,7 +321,7 @@ func checkUnpaused(ctx context.Context, t *testing.T, dir string, c kubernetes.I
 // no pod restarted.
 func checkResumed(ctx context.Context, t *testing.T, dir string, c kubernetes.Interface, before map[string]int32, cgroupsBefore map[int]string) {
 	t.Helper()
-	st, err := LoadState(dir)
+	st, err := loadState(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

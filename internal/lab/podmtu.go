@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/tare-dev/tare/internal/kernel"
@@ -35,15 +34,15 @@ type mtuLink struct {
 	mtu         int
 }
 
-// SetPodMTU sets the MTU of the pod network of the running lab in labDir (see above) and returns the one
+// SetPodMTU sets the MTU of the pod network of the running lab (see above) and returns the one
 // it had. It needs root. Raising, the underlay goes first and the pods last; lowering, the other way
 // round, so that no tunnel is ever wider than its underlay. Calls for one lab must not overlap each other
 // or SetOverlay.
-func SetPodMTU(labDir string, mtu int) (old int, err error) {
+func (l *Lab) SetPodMTU(mtu int) (old int, err error) {
 	if mtu < MinPodMTU || mtu > MaxPodMTU {
 		return 0, fmt.Errorf("pod MTU %d: want %d to %d", mtu, MinPodMTU, MaxPodMTU)
 	}
-	st, err := runningLab(labDir, mtuNeed)
+	st, err := l.running(mtuNeed)
 	if err != nil {
 		return 0, err
 	}
@@ -68,9 +67,9 @@ func SetPodMTU(labDir string, mtu int) (old int, err error) {
 	return old, nil
 }
 
-// PodMTU is the MTU of the pod network of the running lab in labDir: its pod bridge's on the machine.
-func PodMTU(labDir string) (int, error) {
-	if _, err := runningLab(labDir, mtuNeed); err != nil {
+// PodMTU is the MTU of the pod network of the running lab: its pod bridge's on the machine.
+func (l *Lab) PodMTU() (int, error) {
+	if _, err := l.running(mtuNeed); err != nil {
 		return 0, err
 	}
 	return linkMTU("", bridgeName)
@@ -211,14 +210,11 @@ func where(ns string) string {
 	return " in " + ns
 }
 
-// runningLab loads the lab in dir and checks that it runs: ready, its processes up, its nodes'
+// running reads the lab's state again and checks that it runs: ready, its processes up, its nodes'
 // namespaces there. need says what needs it when no lab is there.
-func runningLab(dir, need string) (*State, error) {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
-	st, err := LoadState(dir)
+func (l *Lab) running(need string) (*State, error) {
+	dir := l.Dir
+	st, err := l.fresh()
 	if errors.Is(err, ErrNotRunning) {
 		return nil, fmt.Errorf("%w in %s: %s", ErrNotRunning, dir, need)
 	}

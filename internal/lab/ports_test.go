@@ -101,7 +101,7 @@ func TestLabsSideBySide(t *testing.T) {
 	if _, err := c2.CoreV1().ConfigMaps(metav1.NamespaceDefault).Get(ctx, cm.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the second lab sees the first one's ConfigMap: %v", err)
 	}
-	ts, err := PprofTargets(second.Dir)
+	ts, err := at(second.Dir).PprofTargets()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,19 +111,19 @@ func TestLabsSideBySide(t *testing.T) {
 		}
 	}
 	firstPIDs := labPIDs(t, first.Dir)
-	r, err := Retune(ctx, second.Dir, []Tuning{{Component: component.Scheduler, Flag: "v", Value: "2"}}, nil)
+	r, err := at(second.Dir).Retune(ctx, []Tuning{{Component: component.Scheduler, Flag: "v", Value: "2"}}, nil)
 	if err != nil || !slices.Equal(r.Restarted, []string{component.Scheduler}) {
 		t.Fatalf("retune of the second lab's scheduler: %+v, %v", r, err)
 	}
 	if node {
-		if _, err := Pause(ctx, second.Dir, PauseOptions{}); err != nil {
+		if _, err := at(second.Dir).Pause(ctx, PauseOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Pause(ctx, first.Dir, PauseOptions{}); err == nil || !strings.Contains(err.Error(), "another lab is paused") {
+		if _, err := at(first.Dir).Pause(ctx, PauseOptions{}); err == nil || !strings.Contains(err.Error(), "another lab is paused") {
 			t.Errorf("pausing the first lab while the second is paused: %v, want a refusal", err)
-			_, _ = Unpause(context.WithoutCancel(ctx), first.Dir)
+			_, _ = at(first.Dir).Unpause(context.WithoutCancel(ctx))
 		}
-		if _, err := Unpause(ctx, second.Dir); err != nil {
+		if _, err := at(second.Dir).Unpause(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -19,8 +19,9 @@ import (
 // controller manager and scheduler (the last two serve with self-signed certificates of their own, so
 // their server certificate is not checked), plain HTTP on loopback for etcd and kube-proxy, and
 // containerd's debug socket.
-func PprofTargets(dir string) ([]pprof.Target, error) {
-	st, err := LoadState(dir)
+func (l *Lab) PprofTargets() ([]pprof.Target, error) {
+	st, err := l.fresh()
+	dir := l.Dir
 	if err != nil {
 		return nil, err
 	}

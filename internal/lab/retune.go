@@ -57,12 +57,13 @@ func CanRetune(names []string) bool {
 // API server checks that every other component is alive and healthy. The lab's state records the new
 // processes and tunings. A component it cannot restart alone is ErrRetuneUnsupported, with nothing
 // changed.
-func Retune(ctx context.Context, dir string, sets []Tuning, also []string) (*RetuneReport, error) {
+func (l *Lab) Retune(ctx context.Context, sets []Tuning, also []string) (*RetuneReport, error) {
 	start := time.Now()
-	st, err := LoadState(dir)
+	st, err := l.fresh()
 	if err != nil {
 		return nil, err
 	}
+	dir := st.Dir
 	if err := st.Whole(dir); err != nil {
 		return nil, err
 	}
@@ -81,15 +82,15 @@ func Retune(ctx context.Context, dir string, sets []Tuning, also []string) (*Ret
 		r.Took = time.Since(start)
 		return r, st.save()
 	}
-	l, err := resume(st)
+	run, err := resume(st)
 	if err != nil {
 		return nil, err
 	}
-	l.start = start
+	run.start = start
 	mark := func(name string) {
 		now := time.Now()
-		s := Step{Name: name, At: now.Sub(start), Took: now.Sub(l.last)}
-		l.last = now
+		s := Step{Name: name, At: now.Sub(start), Took: now.Sub(run.last)}
+		run.last = now
 		r.Steps = append(r.Steps, s)
 	}
 	// Stop them all first (every node's, for a node's component): a new controller manager must not meet
@@ -118,7 +119,7 @@ func Retune(ctx context.Context, dir string, sets []Tuning, also []string) (*Ret
 	if len(api) > 0 {
 		ports := st.ports().of([]string{component.APIServer})
 		free := func(context.Context) error { return portsFree(ports) }
-		if err := l.waitFor(ctx, "the stopped kube-apiserver's port", retuneGrace(api[0])+5*time.Second, free); err != nil {
+		if err := run.waitFor(ctx, "the stopped kube-apiserver's port", retuneGrace(api[0])+5*time.Second, free); err != nil {
 			return nil, err
 		}
 	}
@@ -129,7 +130,7 @@ func Retune(ctx context.Context, dir string, sets []Tuning, also []string) (*Ret
 		return nil, err
 	}
 	mark("stopped " + strings.Join(restart, ", "))
-	if err := l.relaunch(ctx, restart, tunings, time.Now(), mark); err != nil {
+	if err := run.relaunch(ctx, restart, tunings, time.Now(), mark); err != nil {
 		return nil, err
 	}
 	<-draining // the old API server gone too

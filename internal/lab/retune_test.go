@@ -106,7 +106,7 @@ func TestRetune(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := labPIDs(t, dir)
-	if r, err := Retune(ctx, dir, nil, nil); err != nil || len(r.Restarted) != 0 || !maps(before, labPIDs(t, dir)) {
+	if r, err := at(dir).Retune(ctx, nil, nil); err != nil || len(r.Restarted) != 0 || !maps(before, labPIDs(t, dir)) {
 		t.Fatalf("no change: %+v, %v; processes %v -> %v", r, err, before, labPIDs(t, dir))
 	}
 
@@ -137,7 +137,7 @@ func TestRetune(t *testing.T) {
 			}
 			holders := leaseHolders(ctx, t, c)
 			sets = MergeSets(sets, step.set)
-			r, err := Retune(ctx, dir, sets, nil)
+			r, err := at(dir).Retune(ctx, sets, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,7 +171,7 @@ func TestRetune(t *testing.T) {
 	holder := lease("kube-controller-manager")
 	before = labPIDs(t, dir)
 	sets = MergeSets(sets, []Tuning{{Component: component.ControllerManager, Flag: "leader-elect-retry-period", Value: "1s"}})
-	r, err := Retune(ctx, dir, sets, nil)
+	r, err := at(dir).Retune(ctx, sets, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestRetune(t *testing.T) {
 	}
 	// Forced: the scheduler, unchanged; the controller manager keeps its flag and its process.
 	before = labPIDs(t, dir)
-	if r, err = Retune(ctx, dir, sets, []string{component.Scheduler}); err != nil || !slices.Equal(r.Restarted, []string{component.Scheduler}) {
+	if r, err = at(dir).Retune(ctx, sets, []string{component.Scheduler}); err != nil || !slices.Equal(r.Restarted, []string{component.Scheduler}) {
 		t.Fatalf("forced scheduler restart: %+v, %v", r, err)
 	}
 	if after := labPIDs(t, dir); after[component.Scheduler] == before[component.Scheduler] || after[component.ControllerManager] != before[component.ControllerManager] {
@@ -203,7 +203,7 @@ func TestRetune(t *testing.T) {
 	}
 	// kwok cannot be restarted alone: refused, nothing changed.
 	before = labPIDs(t, dir)
-	_, err = Retune(ctx, dir, append(sets, Tuning{Component: component.Kwok, Flag: "v", Value: "3"}), nil)
+	_, err = at(dir).Retune(ctx, append(sets, Tuning{Component: component.Kwok, Flag: "v", Value: "3"}), nil)
 	if !errors.Is(err, ErrRetuneUnsupported) || !strings.Contains(err.Error(), component.Kwok) || !maps(before, labPIDs(t, dir)) {
 		t.Errorf("kwok: %v; processes %v -> %v", err, before, labPIDs(t, dir))
 	}
@@ -218,7 +218,7 @@ func TestRetune(t *testing.T) {
 // labPIDs are the PIDs of the lab's running components, by name (node 1's and the control plane's).
 func labPIDs(t *testing.T, dir string) map[string]int {
 	t.Helper()
-	st, err := LoadState(dir)
+	st, err := loadState(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

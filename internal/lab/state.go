@@ -81,9 +81,9 @@ var ErrNotRunning = errors.New("no lab")
 
 func statePath(dir string) string { return filepath.Join(dir, "state.json") }
 
-// LoadState reads DIR/state.json. dir is any path to the lab's directory: the one place it is made
+// loadState reads DIR/state.json. dir is any path to the lab's directory: the one place it is made
 // absolute (State.Dir), which every user of the state then reads.
-func LoadState(dir string) (*State, error) {
+func loadState(dir string) (*State, error) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}

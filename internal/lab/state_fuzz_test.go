@@ -12,8 +12,8 @@ import (
 	"github.com/tare-dev/tare/internal/lab/images"
 )
 
-// FuzzLoadState feeds LoadState a state.json, seeded with states as tare lab up and pause write them
-// (save's own output). A file LoadState accepts is a version it knows, found where it was read, and
+// FuzzLoadState feeds loadState (Open's reader) a state.json, seeded with states as tare lab up and pause write them
+// (save's own output). A file loadState accepts is a version it knows, found where it was read, and
 // saved and loaded again it says the same; a refused one says so in a lower-case sentence that names
 // the file.
 func FuzzLoadState(f *testing.F) {
@@ -39,7 +39,7 @@ func FuzzLoadState(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, "state.json"), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		s, err := LoadState(dir)
+		s, err := loadState(dir)
 		if err != nil {
 			if msg := err.Error(); strings.ToLower(msg[:1]) != msg[:1] || !strings.Contains(msg, dir) {
 				t.Fatalf("error %q is not lower case or does not name %s", msg, dir)
@@ -56,7 +56,7 @@ func FuzzLoadState(f *testing.F) {
 		if err := s.save(); err != nil {
 			t.Fatal(err)
 		}
-		again, err := LoadState(dir)
+		again, err := loadState(dir)
 		if err != nil {
 			t.Fatalf("a saved state does not load: %v", err)
 		}

@@ -70,12 +70,12 @@ type StatusReport struct {
 }
 
 // Status reports which lab processes run, whether the API server is ready and which nodes are Ready.
-func Status(ctx context.Context, dir string) (*StatusReport, error) {
-	st, err := LoadState(dir)
+func (l *Lab) Status(ctx context.Context) (*StatusReport, error) {
+	st, err := l.fresh()
 	if err != nil {
 		return nil, err
 	}
-	dir = st.Dir
+	dir := st.Dir
 	r := &StatusReport{Dir: dir, Profile: st.Profile, Started: st.Started, Kubeconfig: st.Kubeconfig, Server: st.Server,
 		ControlOnly: st.ControlOnly, Tunings: st.Tunings, Audit: st.Audit, Healthy: true}
 	if len(st.ExtraNodes) > 0 {
@@ -128,7 +128,7 @@ func Status(ctx context.Context, dir string) (*StatusReport, error) {
 
 // LogPath returns the log file of a lab component.
 func LogPath(dir, component string) (string, error) {
-	st, err := LoadState(dir)
+	st, err := loadState(dir)
 	if err == nil {
 		if p, ok := st.Process(component); ok {
 			return p.Log, nil

@@ -43,7 +43,7 @@ func upRetuneHelper(dir string) {
 			old = p.PID
 		}
 	}
-	if _, err := Retune(ctx, dir, []Tuning{schedulerAlone}, nil); err != nil {
+	if _, err := at(dir).Retune(ctx, []Tuning{schedulerAlone}, nil); err != nil {
 		fmt.Println("retune:", err)
 		os.Exit(3)
 	}
@@ -90,7 +90,7 @@ func TestStopWithCallerAfterRetune(t *testing.T) {
 		t.Fatalf("the helper did not start its lab: %q %v", line, err)
 	}
 	old, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "ready ")))
-	st, err := LoadState(dir)
+	st, err := loadState(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,10 +108,10 @@ func TestStopWithCallerAfterRetune(t *testing.T) {
 	// without the death signal: it must not end with that short-lived process, nor with the lab's
 	// starter. (etcd, not a client of the API server: a client left running keeps its watches open and
 	// holds the API server's graceful shutdown for up to a minute.)
-	if _, err := Retune(ctx, dir, []Tuning{schedulerAlone, {Component: component.Etcd, Flag: "snapshot-count", Value: "5000"}}, nil); err != nil {
+	if _, err := at(dir).Retune(ctx, []Tuning{schedulerAlone, {Component: component.Etcd, Flag: "snapshot-count", Value: "5000"}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	st, err = LoadState(dir)
+	st, err = loadState(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

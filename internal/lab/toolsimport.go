@@ -15,23 +15,23 @@ import (
 // nodeRuntime is the containerd of one real node of a running lab.
 type nodeRuntime struct{ node, socket string }
 
-// ImportToolsImage makes images.Tools available to the pods of the lab in labDir: it builds the image's
+// ImportToolsImage makes images.Tools available to the pods of the lab: it builds the image's
 // archive if needed (images.ToolsArchive) and imports it into the containerd of every real node of the lab,
 // node 1 and the extra nodes, together. A node whose containerd already holds this build of the image is
 // left alone, so a second call only checks (well under a second). The lab must run with nodes (not
 // control plane only) and every node's containerd must be running. Safe to call while pods run.
-func ImportToolsImage(ctx context.Context, labDir string) error {
-	return importHostImage(ctx, labDir, images.Tools, func(ctx context.Context) (string, error) {
+func (l *Lab) ImportToolsImage(ctx context.Context) error {
+	return l.importHostImage(ctx, images.Tools, func(ctx context.Context) (string, error) {
 		a, err := images.ToolsArchive(ctx)
 		return a.Path, err
 	})
 }
 
-// ImportHostImages imports into every real node of the lab in labDir those of refs (image references a
+// ImportHostImages imports into every real node of the lab those of refs (image references a
 // pod names) that the lab builds from the machine's programs only on demand: images.Tools and
 // images.Exporters. Other references are left to containerd (the lab's own images are imported at every
 // up). A node that already holds the image's build is left alone.
-func ImportHostImages(ctx context.Context, labDir string, refs []string) error {
+func (l *Lab) ImportHostImages(ctx context.Context, refs []string) error {
 	seen := map[string]bool{}
 	for _, ref := range refs {
 		if seen[ref] {
@@ -41,9 +41,9 @@ func ImportHostImages(ctx context.Context, labDir string, refs []string) error {
 		var err error
 		switch ref {
 		case images.Tools.Name:
-			err = ImportToolsImage(ctx, labDir)
+			err = l.ImportToolsImage(ctx)
 		case images.Exporters.Name:
-			err = importHostImage(ctx, labDir, images.Exporters, images.ExportersArchive)
+			err = l.importHostImage(ctx, images.Exporters, images.ExportersArchive)
 		}
 		if err != nil {
 			return fmt.Errorf("importing %s: %w", ref, err)
@@ -53,9 +53,9 @@ func ImportHostImages(ctx context.Context, labDir string, refs []string) error {
 }
 
 // importHostImage imports img, whose archive build returns (building it when missing), into the
-// containerd of every real node of the lab in labDir, as ImportToolsImage says.
-func importHostImage(ctx context.Context, labDir string, img images.Image, build func(context.Context) (string, error)) error {
-	st, err := LoadState(labDir)
+// containerd of every real node of the lab, as ImportToolsImage says.
+func (l *Lab) importHostImage(ctx context.Context, img images.Image, build func(context.Context) (string, error)) error {
+	st, err := l.fresh()
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func TestImportToolsImage(t *testing.T) {
 	dir := st.Dir
 	for i, want := range []time.Duration{time.Minute, 3 * time.Second} {
 		start := time.Now()
-		if err := ImportToolsImage(ctx, dir); err != nil {
+		if err := at(dir).ImportToolsImage(ctx); err != nil {
 			t.Fatalf("import %d: %v", i+1, err)
 		}
 		took := time.Since(start)

@@ -114,7 +114,7 @@ func Up(ctx context.Context, opts UpOptions) (_ *State, err error) {
 	if opts.Profile == "" {
 		opts.Profile = ProfileUpstream
 	}
-	if old, err := LoadState(dir); err == nil {
+	if old, err := loadState(dir); err == nil {
 		if running := old.Running(); len(running) > 0 {
 			paused := ""
 			if old.Paused != nil {

@@ -26,7 +26,7 @@ func TestUpAPIServerOnly(t *testing.T) {
 		t.Errorf("API-server-only lab runs %v (ready %v, control only %v, kwok nodes %d), want etcd and kube-apiserver only",
 			names, st.Ready, st.ControlOnly, st.KwokNodes)
 	}
-	ts, err := PprofTargets(dir)
+	ts, err := at(dir).PprofTargets()
 	if err != nil {
 		t.Fatal(err)
 	}

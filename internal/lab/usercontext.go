@@ -87,12 +87,12 @@ func dirHash(dir string) string {
 // it even after a crash. A file it creates as root in a directory owned by another user (sudo with the
 // user's $HOME) is given to that user. An unwritable kubeconfig is an error that changes nothing; the lab
 // runs on.
-func AddUserContext(dir string) (*UserContext, error) {
-	st, err := LoadState(dir)
+func (l *Lab) AddUserContext() (*UserContext, error) {
+	st, err := l.fresh()
 	if err != nil {
 		return nil, err
 	}
-	dir = st.Dir
+	dir := st.Dir
 	if st.UserContext != nil {
 		return nil, fmt.Errorf("the lab in %s already has the context %s in the user's kubeconfig", dir, st.UserContext.Name)
 	}

@@ -54,7 +54,7 @@ func needKubectl(t *testing.T) {
 // removeContext runs what down does with the user's kubeconfig.
 func removeContext(t *testing.T, dir string) string {
 	t.Helper()
-	st, err := LoadState(dir)
+	st, err := loadState(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestUserContextNoKubeconfig(t *testing.T) {
 	t.Setenv("HOME", home)
 	t.Setenv("KUBECONFIG", "")
 	dir := fakeLabDir(t, t.TempDir(), "lab1", "https://127.0.0.1:6443")
-	uc, err := AddUserContext(dir)
+	uc, err := at(dir).AddUserContext()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestUserContextNoKubeconfig(t *testing.T) {
 	if got := kubectlAt(t, "config", "view", "-o", "jsonpath={.clusters[0].cluster.server}"); got != "https://127.0.0.1:6443" {
 		t.Errorf("kubectl sees the server %q", got)
 	}
-	if st, err := LoadState(dir); err != nil || st.UserContext == nil || st.UserContext.Name != want {
+	if st, err := loadState(dir); err != nil || st.UserContext == nil || st.UserContext.Name != want {
 		t.Fatalf("the state does not record the context: %+v, %v", st, err)
 	}
 	if note := removeContext(t, dir); !strings.Contains(note, "put back") {
@@ -128,7 +128,7 @@ func TestUserContextExisting(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := fakeLabDir(t, t.TempDir(), "tare-lab-42", "https://127.0.0.1:6443")
-	uc, err := AddUserContext(dir)
+	uc, err := at(dir).AddUserContext()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestUserContextChangedSinceUp(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
 	kubectlMadeConfig(t)
 	dir := fakeLabDir(t, t.TempDir(), "lab", "https://127.0.0.1:6443")
-	uc, err := AddUserContext(dir)
+	uc, err := at(dir).AddUserContext()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestUserContextKUBECONFIG(t *testing.T) {
 	}
 	t.Setenv("KUBECONFIG", missing+string(filepath.ListSeparator)+second)
 	dir := fakeLabDir(t, t.TempDir(), "lab", "https://127.0.0.1:6443")
-	uc, err := AddUserContext(dir)
+	uc, err := at(dir).AddUserContext()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,10 +226,10 @@ func TestUserContextUnwritable(t *testing.T) {
 	}
 	t.Setenv("KUBECONFIG", filepath.Join(notDir, "config")) // below a file: no one can make it
 	dir := fakeLabDir(t, t.TempDir(), "lab", "https://127.0.0.1:6443")
-	if _, err := AddUserContext(dir); err == nil || !strings.Contains(err.Error(), notDir) {
+	if _, err := at(dir).AddUserContext(); err == nil || !strings.Contains(err.Error(), notDir) {
 		t.Errorf("got %v, want an error naming %s", err, notDir)
 	}
-	if st, err := LoadState(dir); err != nil || st.UserContext != nil {
+	if st, err := loadState(dir); err != nil || st.UserContext != nil {
 		t.Errorf("the state records a context: %+v, %v", st.UserContext, err)
 	}
 }
@@ -242,11 +242,11 @@ func TestUserContextTwoLabs(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
 	a := fakeLabDir(t, t.TempDir(), "lab", "https://127.0.0.1:6443")
 	b := fakeLabDir(t, t.TempDir(), "lab", "https://127.0.0.1:6543")
-	ua, err := AddUserContext(a)
+	ua, err := at(a).AddUserContext()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ub, err := AddUserContext(b)
+	ub, err := at(b).AddUserContext()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ type Options struct {
 // missing; Notes say why.
 type Sources struct {
 	Cluster *kube.Cluster
-	Lab     *lab.State
+	Lab     *lab.Lab
 	Audit   string         // the audit log to read; "" for none
 	Targets []pprof.Target // the endpoints to profile over a live window
 	Notes   []string       // what is missing, and what to do about it
@@ -56,12 +56,12 @@ type Sources struct {
 func Discover(o Options) *Sources {
 	s := &Sources{Audit: o.Audit, opts: o}
 	otherContext := o.Context != "" && o.Context != lab.ContextName(o.LabDir)
-	if st, err := lab.LoadState(o.LabDir); err == nil && !otherContext && (o.Kubeconfig == "" || sameFile(o.Kubeconfig, st.Kubeconfig)) {
-		s.Lab = st
+	if l, err := lab.Open(o.LabDir); err == nil && !otherContext && (o.Kubeconfig == "" || sameFile(o.Kubeconfig, l.Kubeconfig())) {
+		s.Lab = l
 	}
 	kc, kctx := o.Kubeconfig, o.Context
 	if kc == "" && s.Lab != nil {
-		kc, kctx = s.Lab.Kubeconfig, "" // the lab's own kubeconfig, at its only context
+		kc, kctx = s.Lab.Kubeconfig(), "" // the lab's own kubeconfig, at its only context
 	}
 	switch c, err := connect(kc, kctx); {
 	case err == nil:
@@ -71,8 +71,8 @@ func Discover(o Options) *Sources {
 	default:
 		s.Notes = append(s.Notes, err.Error())
 	}
-	if s.Audit == "" && s.Lab != nil && s.Lab.Audit != "" {
-		s.Audit = s.Lab.Audit
+	if s.Audit == "" && s.Lab != nil && s.Lab.State.Audit != "" {
+		s.Audit = s.Lab.State.Audit
 	}
 	if s.Audit == "none" {
 		s.Audit = ""
@@ -106,7 +106,7 @@ func (s *Sources) pprofTargets() []pprof.Target {
 	var all []pprof.Target
 	switch {
 	case s.Lab != nil:
-		ts, err := lab.PprofTargets(s.Lab.Dir)
+		ts, err := s.Lab.PprofTargets()
 		if err != nil {
 			s.Notes = append(s.Notes, "lab pprof endpoints: "+err.Error())
 		}

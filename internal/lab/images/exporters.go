@@ -13,7 +13,7 @@ import (
 // /usr/bin/prometheus-process-exporter with every shared library they load, the loader and an empty /tmp,
 // built the way Tools is. It has no shell and no entrypoint: a pod names the program (its PATH is
 // /usr/bin). The lab builds and imports it when an experiment's manifests name it
-// (lab.ImportHostImages), never at every up.
+// (lab.Lab.ImportHostImages), never at every up.
 var Exporters = Image{Name: "tare.lab/exporters:v1", Source: "exporters", PathEnv: "/usr/bin"}
 
 // exporterPrograms are the programs of Exporters, from the Debian packages of the same names.

@@ -17,7 +17,7 @@ import (
 // (CRRProgram). It has no shell and no entrypoint: a pod
 // names the tool (its PATH is /usr/bin). It is big (the libraries of fio's engines): the lab builds it only
 // when asked (ToolsArchive, tare lab install --datapath) and imports it into a lab's nodes only when
-// asked (lab.ImportToolsImage), never at every up.
+// asked (lab.Lab.ImportToolsImage), never at every up.
 var Tools = Image{Name: "tare.lab/datapath-tools:v1", Source: "datapath-tools", PathEnv: "/usr/bin"}
 
 // DatapathTool is a program of the tools image and the Debian package that ships it.

@@ -111,7 +111,7 @@ func (s *State) overlay() Overlay {
 	return s.Overlay
 }
 
-// overlayLab loads the lab in dir and checks that it runs with extra nodes whose namespaces exist.
+// overlayLab reads the lab's state again and checks that it runs with extra nodes whose namespaces exist.
 func (l *Lab) overlayLab() (*State, error) {
 	st, err := l.running("the overlay needs one started with tare lab up --nodes 2 or more")
 	if err != nil {

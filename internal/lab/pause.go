@@ -95,9 +95,10 @@ var ErrPaused = errors.New("the lab is paused")
 // ErrNotPaused says unpause found a lab that is not paused.
 var ErrNotPaused = errors.New("the lab is not paused")
 
-// Pause freezes the lab in dir with the freezer opts choose. It returns once the kernel reports every paused process frozen. When ctx
-// ends before that, or any step fails, Pause undoes what it did (thaws, moves back, removes its cgroups)
-// and returns the error: a lab is left paused only by a Pause that returned nil.
+// Pause freezes the lab with the freezer opts choose. It returns once the kernel reports every paused
+// process frozen. When ctx ends before that, or any step fails, Pause undoes what it did (thaws, moves
+// back, removes its cgroups) and returns the error: a lab is left paused only by a Pause that returned
+// nil.
 func (l *Lab) Pause(ctx context.Context, opts PauseOptions) (*PauseReport, error) {
 	if _, err := ParseFreezer(string(opts.Freezer)); err != nil {
 		return nil, err

@@ -80,7 +80,7 @@ func dirHash(dir string) string {
 	return hex.EncodeToString(h[:3])
 }
 
-// AddUserContext adds the running lab in dir to the user's kubeconfig as kubectl config set-cluster,
+// AddUserContext adds the running lab to the user's kubeconfig as kubectl config set-cluster,
 // set-credentials, set-context and use-context would (clientcmd.ModifyConfig with kubectl's rules,
 // kube.PathOptions: $KUBECONFIG's files, else ~/.kube/config), with the lab's certificates embedded, and
 // makes it the current context. It records what it changed in the lab's state first, so that Down undoes

@@ -10,13 +10,14 @@
 // directory on the machine, a pod's overlayfs root, an emptyDir, a hostPath and a local PersistentVolume,
 // all on the node's one file system), compared with the host's. `tare datapath disk` calls it.
 //
-// plan.go holds the paths, modes and sizes and orders the trials; tools.go the load generators' command
-// lines and parse.go their outputs (pure); compare.go the ratios against the baseline; endpoints.go the
-// pods, Service and host servers a run needs; run.go drives a run; render.go prints it. For disk:
-// diskplan.go the targets, patterns and the plan; fio.go fio's command lines and its JSON report (pure);
-// disktargets.go the pod, the local volume and the checks of each target's file system; diskcompare.go,
-// diskrun.go and diskrender.go compare, drive and print a disk run. htmlview.go gives either run as its
-// HTML page shows it (htmlreport.DatapathRun).
+// The files of the net verb start with net: netplan.go holds the paths, modes and sizes and orders the
+// trials; nettools.go the load generators' command lines and netparse.go their outputs (pure);
+// netcompare.go the ratios against the baseline; netendpoints.go the pods, Service and host servers a
+// run needs; netrun.go drives a run; nettable.go prints it. Those of the disk verb start with disk:
+// diskplan.go the targets, patterns and the plan; diskfio.go fio's command lines and its JSON report
+// (pure); disktargets.go the pod, the local volume and the checks of each target's file system;
+// diskcompare.go, diskrun.go and disktable.go compare, drive and print a disk run. htmlview.go gives
+// either run as its HTML page shows it (htmlreport.DatapathRun).
 //
 // Imports: htmlreport, kernel, kube, output, session, stats, summary, warning
 package datapath

@@ -2,7 +2,6 @@ package datapath
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 )
@@ -132,26 +131,20 @@ func ParseFileSize(s string) (int64, error) {
 
 // DiskPlan is every lane of a disk run: each target with each pattern, block size and queue depth.
 func DiskPlan(targets []DiskLane, rws []RW, bss, depths []int) []DiskLane {
-	var out []DiskLane
-	for _, rw := range rws {
-		for _, bs := range bss {
-			for _, d := range depths {
-				for _, t := range targets {
-					out = append(out, DiskLane{Target: t.Target, Copy: t.Copy, RW: rw, BS: bs, IODepth: d})
-				}
-			}
-		}
+	type setting struct {
+		rw     RW
+		bs, qd int
 	}
-	return out
+	type rwBS struct {
+		rw RW
+		bs int
+	}
+	settings := cross(cross(rws, bss, func(rw RW, bs int) rwBS { return rwBS{rw, bs} }), depths,
+		func(x rwBS, d int) setting { return setting{x.rw, x.bs, d} })
+	return planLanes(settings, targets, func(s setting, t DiskLane) []DiskLane {
+		return []DiskLane{{Target: t.Target, Copy: t.Copy, RW: s.rw, BS: s.bs, IODepth: s.qd}}
+	})
 }
 
 // DiskSlot is one trial of a disk run: a lane in a round.
-type DiskSlot struct {
-	Round int      `json:"round"` // from 1
-	Lane  DiskLane `json:"lane"`
-}
-
-// DiskOrder returns every lane once per round, shuffled within each round (see Order).
-func DiskOrder(lanes []DiskLane, rounds int, rng *rand.Rand) []DiskSlot {
-	return ordered(lanes, rounds, rng, func(round int, l DiskLane) DiskSlot { return DiskSlot{Round: round, Lane: l} })
-}
+type DiskSlot = SlotOf[DiskLane]

@@ -118,11 +118,11 @@ func RunDisk(ctx context.Context, cs kubernetes.Interface, o DiskOptions) (rep D
 		return rep, err
 	}
 	if inPod {
-		nrep := Report{}
-		if err := pickNodes(ctx, cs, Options{Node: o.Node, Host: o.Host}, &nrep, say); err != nil {
+		n, _, err := pickNodes(ctx, cs, o.Node, o.Host, say)
+		if err != nil {
 			return rep, err
 		}
-		rep.Node = nrep.Node
+		rep.Node = n.node
 		vol := localVolume{name: "tare-disk-" + o.Namespace, node: rep.Node, dir: dirs[TargetPVC], size: o.Size}
 		if err := kube.CreateRunNamespace(ctx, cs, o.Namespace, "tare datapath disk"); err != nil {
 			return rep, err
@@ -161,7 +161,7 @@ func RunDisk(ctx context.Context, cs kubernetes.Interface, o DiskOptions) (rep D
 	for _, l := range o.Targets {
 		rep.Targets = append(rep.Targets, *r.infos[l.Label()])
 	}
-	slots := DiskOrder(plan, o.Rounds, rand.New(rand.NewPCG(o.Seed, o.Seed+1)))
+	slots := Order(plan, o.Rounds, rand.New(rand.NewPCG(o.Seed, o.Seed+1)))
 	trials, err := runSlots(ctx, slots, func(seq int, sl DiskSlot) (DiskTrial, error) {
 		t := r.trial(ctx, sl)
 		t.Seq = seq

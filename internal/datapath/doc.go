@@ -10,7 +10,9 @@
 // directory on the machine, a pod's overlayfs root, an emptyDir, a hostPath and a local PersistentVolume,
 // all on the node's one file system), compared with the host's. `tare datapath disk` calls it.
 //
-// The files of the net verb start with net: netplan.go holds the paths, modes and sizes and orders the
+// What both verbs share has files without a prefix: lanes.go the trial slots, their interleaved order
+// and the plan's cross product; runs.go a run's schedule, its trials run in turn, the node's usage over a
+// trial and the pods' nodes. The files of the net verb start with net: netplan.go holds the paths, modes and sizes and orders the
 // trials; nettools.go the load generators' command lines and netparse.go their outputs (pure);
 // netcompare.go the ratios against the baseline; netendpoints.go the pods, Service and host servers a
 // run needs; netrun.go drives a run; nettable.go prints it. Those of the disk verb start with disk:

@@ -84,7 +84,7 @@ func goldenDisk() DiskReport {
 	lanes := DiskPlan(targets, []RW{RandRead, SeqWrite}, []int{4096, 1 << 20}, []int{1, 32})
 	rng := rand.New(rand.NewPCG(9, 10))
 	var trials []DiskTrial
-	for i, sl := range DiskOrder(lanes, 3, rng) {
+	for i, sl := range Order(lanes, 3, rng) {
 		f := 1 + rng.Float64()
 		if sl.Lane.Target == TargetRootFS {
 			f *= 2

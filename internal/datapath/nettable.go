@@ -195,32 +195,8 @@ func lanesByModeSize(lanes []Lane) [][]Lane {
 	return runsOf(lanes, func(a, b Lane) bool { return a.Mode == b.Mode && a.Size == b.Size })
 }
 
-// runsOf splits xs into runs of neighbours that same puts together.
-func runsOf[T any](xs []T, same func(a, b T) bool) [][]T {
-	var out [][]T
-	for _, x := range xs {
-		if n := len(out); n > 0 && same(out[n-1][0], x) {
-			out[n-1] = append(out[n-1], x)
-			continue
-		}
-		out = append(out, []T{x})
-	}
-	return out
-}
-
 func trialsOf(ts []Trial, l Lane) []Trial {
 	return keep(ts, func(t Trial) bool { return t.Error == "" && t.Lane == l })
-}
-
-// keep returns the items ok keeps, in order.
-func keep[T any](xs []T, ok func(T) bool) []T {
-	var out []T
-	for _, x := range xs {
-		if ok(x) {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 func values(ts []Trial, m Metric) []float64 {

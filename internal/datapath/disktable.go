@@ -66,7 +66,7 @@ func DiskTable(w io.Writer, r DiskReport) error {
 			ts := diskTrialsOf(r.Trials, l)
 			cells := []string{l.Label(), fmt.Sprint(len(ts))}
 			for _, m := range diskMetrics {
-				cells = append(cells, output.Figure(stats.MedianOf(diskValues(ts, m))))
+				cells = append(cells, output.Figure(stats.MedianOf(valuesOf(ts, m))))
 				if m.Name == sameAsIOPS {
 					continue
 				}

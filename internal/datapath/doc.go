@@ -12,13 +12,14 @@
 //
 // What both verbs share has files without a prefix: lanes.go the trial slots, their interleaved order
 // and the plan's cross product; runs.go a run's schedule, its trials run in turn, the node's usage over a
-// trial and the pods' nodes. The files of the net verb start with net: netplan.go holds the paths, modes and sizes and orders the
+// trial and the pods' nodes; shift.go the figures a trial yields
+// and the comparison of a lane's trials with its baseline's. The files of the net verb start with net: netplan.go holds the paths, modes and sizes and orders the
 // trials; nettools.go the load generators' command lines and netparse.go their outputs (pure);
-// netcompare.go the ratios against the baseline; netendpoints.go the pods, Service and host servers a
+// netcompare.go the metrics of each mode and which lane each is set against; netendpoints.go the pods, Service and host servers a
 // run needs; netrun.go drives a run; nettable.go prints it. Those of the disk verb start with disk:
 // diskplan.go the targets, patterns and the plan; diskfio.go fio's command lines and its JSON report
 // (pure); disktargets.go the pod, the local volume and the checks of each target's file system;
-// diskcompare.go, diskrun.go and disktable.go compare, drive and print a disk run. htmlview.go gives
+// diskcompare.go (fio's figures and the ratios against the host), diskrun.go and disktable.go compare, drive and print a disk run. htmlview.go gives
 // either run as its HTML page shows it (htmlreport.DatapathRun).
 //
 // Imports: htmlreport, kernel, kube, output, session, stats, summary, warning

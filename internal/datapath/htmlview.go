@@ -22,7 +22,7 @@ func (r Report) View() htmlreport.DatapathRun {
 			m, size := g[0].Mode, FormatSize(g[0].Size)
 			vg := htmlreport.DatapathGroup{Name: fmt.Sprintf("%s, %s messages", m, size), Chart: string(m), Value: size}
 			for _, x := range metricsOf(m) {
-				vg.Figures = append(vg.Figures, htmlreport.DatapathFigure{Name: x.Name, Title: metricTitle(x.Name, m), Unit: x.Unit})
+				vg.Figures = append(vg.Figures, htmlreport.DatapathFigure{Name: x.Name, Title: x.Title, Unit: x.Unit})
 			}
 			return vg
 		},

@@ -62,14 +62,14 @@ func Table(w io.Writer, r Report) error {
 		metrics := metricsOf(m)
 		head := []string{"PATH", "N"}
 		for _, x := range metrics {
-			head = append(head, metricTitle(x.Name, m), "vs "+versus, "p")
+			head = append(head, x.Title, "vs "+versus, "p")
 		}
 		fmt.Fprintln(tw, strings.Join(head, "\t"))
 		for _, l := range g {
 			ts := trialsOf(r.Trials, l)
 			cells := []string{l.Label(), fmt.Sprint(len(ts))}
 			for _, x := range metrics {
-				cells = append(cells, output.Figure(stats.MedianOf(values(ts, x))))
+				cells = append(cells, output.Figure(stats.MedianOf(valuesOf(ts, x))))
 				if q, ok := ratios[fmt.Sprintf("%s|%s|%d|%s", l.Label(), l.Mode, l.Size, x.Name)]; ok {
 					cells = append(cells, fmt.Sprintf("%.3f [%.3f, %.3f]", q.Ratio, q.Lo, q.Hi), fmtP(q))
 				} else {
@@ -165,30 +165,10 @@ func groupsTable(w io.Writer, r Report) error {
 			}
 			parts = append(parts, fmt.Sprintf("%s %s", g.name, output.Figure(g.v)))
 		}
-		node := stats.MedianOf(values(ts, Metric{value: func(t Trial) float64 { return t.CPUPerUnit }}))
+		node := stats.MedianOf(valuesOf(ts, Metric{value: func(t Trial) float64 { return t.CPUPerUnit }}))
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s per %s\t%s\n", l.Label(), l.Mode, FormatSize(l.Size), output.Figure(node), l.Mode.Unit(), strings.Join(parts, ", "))
 	}
 	return tw.Flush()
-}
-
-func metricTitle(name string, m Mode) string {
-	switch name {
-	case "gbps":
-		return "GBIT/S"
-	case "transactions_per_s":
-		if m == TCPCRR {
-			return "CONN/S"
-		}
-		if m.Storage() {
-			return "OPS/S"
-		}
-		return "RT/S"
-	case "p50_us":
-		return "P50 µs"
-	case "p99_us":
-		return "P99 µs"
-	}
-	return "CPU-s/" + m.Unit()
 }
 
 func lanesByModeSize(lanes []Lane) [][]Lane {
@@ -197,14 +177,6 @@ func lanesByModeSize(lanes []Lane) [][]Lane {
 
 func trialsOf(ts []Trial, l Lane) []Trial {
 	return keep(ts, func(t Trial) bool { return t.Error == "" && t.Lane == l })
-}
-
-func values(ts []Trial, m Metric) []float64 {
-	var out []float64
-	for _, t := range ts {
-		out = append(out, m.value(t))
-	}
-	return out
 }
 
 func failures(ts []Trial) string {

@@ -216,7 +216,7 @@ func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapat
 		return usageError("--mtu sets the tare lab's pod network MTU: measure on a lab (tare lab up; --lab-dir), or without --mtu")
 	}
 	rep, err := datapath.Run(ctx, cs, do)
-	return datapathResult(s, g, viewOf(rep, datapath.Table), o.html, rep.View(), len(rep.Trials), "net", source, err)
+	return datapathResult(s, g, viewOf(rep, datapath.Table), o.html, rep.Result().View(), len(rep.Trials), "net", source, err)
 }
 
 // datapathResult prints what a datapath run measured and writes its page to html (when given), also when

@@ -162,7 +162,7 @@ func runDatapathDisk(ctx context.Context, s streams, g *globalOptions, o *datapa
 		do.Session.Sampler.PodNames = c.podNames
 	}
 	rep, err := datapath.RunDisk(ctx, cs, do)
-	return datapathResult(s, g, viewOf(rep, datapath.DiskTable), o.html, rep.View(), len(rep.Trials), "disk", source, err)
+	return datapathResult(s, g, viewOf(rep, datapath.DiskTable), o.html, rep.Result().View(), len(rep.Trials), "disk", source, err)
 }
 
 // clusterAccess is what a datapath run needs of its cluster: a client, exec into its pods, and the

@@ -126,10 +126,10 @@ func TestGolden(t *testing.T) {
 	}{
 		{"net.txt", func(b *bytes.Buffer) error { return Table(b, net) }},
 		{"net.json", func(b *bytes.Buffer) error { return output.JSON(b, net) }},
-		{"net-view.json", func(b *bytes.Buffer) error { return output.JSON(b, net.View()) }},
+		{"net-view.json", func(b *bytes.Buffer) error { return output.JSON(b, net.Result().View()) }},
 		{"disk.txt", func(b *bytes.Buffer) error { return DiskTable(b, disk) }},
 		{"disk.json", func(b *bytes.Buffer) error { return output.JSON(b, disk) }},
-		{"disk-view.json", func(b *bytes.Buffer) error { return output.JSON(b, disk.View()) }},
+		{"disk-view.json", func(b *bytes.Buffer) error { return output.JSON(b, disk.Result().View()) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var b bytes.Buffer

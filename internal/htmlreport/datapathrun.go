@@ -1,7 +1,7 @@
 package htmlreport
 
 // DatapathRun is a tare datapath run, net or disk, as its page shows it. It holds plain figures, which
-// datapath fills (Report.View, DiskReport.View), so that this package builds without the runner and its
+// datapath fills (datapath.Result.View), so that this package builds without the runner and its
 // Kubernetes client.
 type DatapathRun struct {
 	Verb       string // net or disk

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/tare-dev/tare/internal/htmlreport"
 )
 
 // DiskTable writes a disk run as WriteTable writes its result: its targets (file system, device, direct
@@ -18,8 +20,9 @@ const sameAsIOPS = "mb_per_s"
 // Result is the disk run as its table and its page show it: its targets, then per pattern, block size
 // and depth each target's finished trials' figures; every ratio; every trial; the failed trials.
 func (r DiskReport) Result() Result {
-	res := Result{Verb: "disk", Lane: "target", Node: r.Node, Baseline: r.Baseline, Took: r.Took, Cancelled: r.Cancelled,
-		Setup:    fmt.Sprintf("%d round(s) of %s fio trials in shuffled order (--seed %d), one %d MiB file per target", r.Rounds, r.Duration, r.Seed, r.Size>>20),
+	res := Result{DatapathHead: htmlreport.DatapathHead{Verb: "disk", Lane: "target", Node: r.Node, Baseline: r.Baseline,
+		Setup: fmt.Sprintf("%d round(s) of %s fio trials in shuffled order (--seed %d), one %d MiB file per target", r.Rounds, r.Duration, r.Seed, r.Size>>20),
+		Took:  r.Took, Cancelled: r.Cancelled, Alpha: Alpha},
 		WorkUnit: "10,000 I/Os", Targets: append([]TargetInfo{}, r.Targets...), Failed: diskFailures(r.Trials)}
 	figures := headsOf(diskMetrics)
 	for i := range figures {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tare-dev/tare/internal/htmlreport"
 	"github.com/tare-dev/tare/internal/stats"
 )
 
@@ -20,10 +21,10 @@ func Table(w io.Writer, r Report) error { return WriteTable(w, r.Result()) }
 // finished trials' figures; every ratio; every trial; what was not measured, the paths' MTU, the failed
 // trials and transactions, the warnings, and where each lane's CPU went.
 func (r Report) Result() Result {
-	res := Result{Verb: "net", Lane: "path", Node: r.Node, RemoteNode: r.RemoteNode, Baseline: r.Baseline, Took: r.Took,
-		Cancelled: r.Cancelled, Sweep: "message size", WorkUnit: "unit of work", Warnings: r.Warnings,
-		Setup:   fmt.Sprintf("%d round(s) of %s trials in shuffled order (--seed %d), %d stream(s)", r.Rounds, r.Duration, r.Seed, r.Parallel),
-		PathMTU: pathMTUs(r), Failed: failures(r.Trials), FailedTransactions: failedTransactions(r.Trials)}
+	res := Result{DatapathHead: htmlreport.DatapathHead{Verb: "net", Lane: "path", Node: r.Node, RemoteNode: r.RemoteNode, Baseline: r.Baseline,
+		Setup: fmt.Sprintf("%d round(s) of %s trials in shuffled order (--seed %d), %d stream(s)", r.Rounds, r.Duration, r.Seed, r.Parallel),
+		Took:  r.Took, Cancelled: r.Cancelled, Alpha: Alpha, Sweep: "message size"},
+		WorkUnit: "unit of work", Warnings: r.Warnings, PathMTU: pathMTUs(r), Failed: failures(r.Trials), FailedTransactions: failedTransactions(r.Trials)}
 	for _, p := range slices.Sorted(maps.Keys(r.Skipped)) {
 		res.Skipped = append(res.Skipped, p+": "+r.Skipped[p])
 	}

@@ -1,6 +1,7 @@
 package datapath
 
 import (
+	"github.com/tare-dev/tare/internal/htmlreport"
 	"github.com/tare-dev/tare/internal/session"
 	"github.com/tare-dev/tare/internal/warning"
 )
@@ -9,17 +10,9 @@ import (
 // plain figures, made from a Report (Report.Result) or a DiskReport (DiskReport.Result), with no I/O. The
 // two renderers read nothing else. A section one verb has and the other has not is nil for the other.
 type Result struct {
-	Verb       string // net or disk
-	Lane       string // what the run compares: path or target
-	Node       string // the node measured
-	RemoteNode string // the cross-node paths' second node; "" when none
-	Baseline   string // the lane every other is compared with (host)
-	Setup      string // how the trials ran, in words: rounds, trial length, seed, streams or file size
-	Took       string
-	Cancelled  bool // Ctrl-C cut the run short
-	// Sweep names what the Value of the groups of one Chart sweeps (net: "message size"); "" draws no
-	// chart of a figure against it.
-	Sweep   string
+	// DatapathHead is what the run is: its verb, what it compares, the node, the baseline, how the trials
+	// ran, how long it took, whether Ctrl-C cut it short, what a chart's groups sweep.
+	htmlreport.DatapathHead
 	PathMTU string       // net: each path's MTU as its trials ran ("host 65536, vxlan 1450"); "" when unknown
 	Skipped []string     // net: the paths not measured, each "path: why"
 	Targets []TargetInfo // disk: where each target's file lives (non-nil: the table lists them)

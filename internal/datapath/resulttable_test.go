@@ -5,12 +5,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/tare-dev/tare/internal/htmlreport"
 )
 
 // handResult is a result built by hand: two lanes of one group, the second at twice the first's rate,
 // significantly, and with a figure the table shows without its ratio.
 func handResult() Result {
-	return Result{Verb: "x", Lane: "place", Node: "n1", Baseline: "a", Setup: "2 round(s)", Took: "1s", WorkUnit: "op",
+	return Result{DatapathHead: htmlreport.DatapathHead{Verb: "x", Lane: "place", Node: "n1", Baseline: "a", Setup: "2 round(s)", Took: "1s"}, WorkUnit: "op",
 		Failed: "#3 b g1: broke",
 		Groups: []Group{{Name: "g1 (big)", Subject: "g1", Versus: "a",
 			Figures: []FigureHead{{Name: "rate", Title: "RATE"}, {Name: "bytes", Title: "BYTES", NoRatio: true}},

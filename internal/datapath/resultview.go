@@ -10,8 +10,7 @@ import (
 // its figures and every comparison of it, its trials, a disk run's targets, and what the table says
 // besides (paths not measured, the paths' MTU, failed trials and transactions, warnings) as notes.
 func (r Result) View() htmlreport.DatapathRun {
-	v := htmlreport.DatapathRun{Verb: r.Verb, Lane: r.Lane, Node: r.Node, RemoteNode: r.RemoteNode, Baseline: r.Baseline, Setup: r.Setup,
-		Took: r.Took, Cancelled: r.Cancelled, Alpha: Alpha, Sweep: r.Sweep}
+	v := htmlreport.DatapathRun{DatapathHead: r.DatapathHead}
 	for _, t := range r.Targets {
 		v.Targets = append(v.Targets, htmlreport.DatapathTarget{Target: t.Target, File: t.File, FSType: t.FSType, Device: t.Device, SameDevice: t.SameDevice, IO: t.IO()})
 	}

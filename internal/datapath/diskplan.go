@@ -64,22 +64,11 @@ func (l DiskLane) group() DiskLane { return DiskLane{RW: l.RW, BS: l.BS, IODepth
 
 // ParseTargets reads --targets: known names, comma-separated; a name may repeat (host,host: an A/A check).
 func ParseTargets(s string) ([]DiskLane, error) {
-	ts, err := parseNames(s, "target", Targets)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]DiskLane, len(ts))
-	for i, n := range copies(ts) {
-		out[i] = DiskLane{Target: ts[i], Copy: n}
-	}
-	return out, nil
+	return parsePlaces(s, "target", Targets, func(t Target, n int) DiskLane { return DiskLane{Target: t, Copy: n} })
 }
 
 // ParseRWs reads --rw.
-func ParseRWs(s string) ([]RW, error) {
-	rws, err := parseNames(s, "pattern", RWs)
-	return unique(rws), err
-}
+func ParseRWs(s string) ([]RW, error) { return parseSet(s, "pattern", RWs) }
 
 // ParseBlockSizes reads --bs: sizes as ParseSizes reads them, multiples of 512 bytes (direct I/O's unit)
 // up to 64m.

@@ -57,6 +57,27 @@ func cross[A, B, C any](as []A, bs []B, pair func(A, B) C) []C {
 	return out
 }
 
+// parsePlaces reads a flag that names the places a run compares (paths, targets): known names,
+// comma-separated, what they name saying which in an error. A name may repeat (host,host: an A/A check):
+// lane makes each place's lane with its copy number, 1 for its first, 2 for its second, ….
+func parsePlaces[P ~string, L any](s, what string, known []P, lane func(p P, copy int) L) ([]L, error) {
+	ps, err := parseNames(s, what, known)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]L, len(ps))
+	for i, n := range copies(ps) {
+		out[i] = lane(ps[i], n)
+	}
+	return out, nil
+}
+
+// parseSet reads a flag of settings swept (modes, patterns): known names, comma-separated, each kept once.
+func parseSet[T ~string](s, what string, known []T) ([]T, error) {
+	xs, err := parseNames(s, what, known)
+	return unique(xs), err
+}
+
 // parseNames reads a comma-separated list of known names, what they name saying which in an error.
 func parseNames[T ~string](s, what string, known []T) ([]T, error) {
 	var out []T

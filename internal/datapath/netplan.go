@@ -127,22 +127,11 @@ func (p Path) PodNetwork() bool {
 
 // ParsePaths reads --paths: known names, comma-separated; a name may repeat (host,host: an A/A check).
 func ParsePaths(s string) ([]Lane, error) {
-	ps, err := parseNames(s, "path", Paths)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Lane, len(ps))
-	for i, n := range copies(ps) {
-		out[i] = Lane{Path: ps[i], Copy: n}
-	}
-	return out, nil
+	return parsePlaces(s, "path", Paths, func(p Path, n int) Lane { return Lane{Path: p, Copy: n} })
 }
 
 // ParseModes reads --modes.
-func ParseModes(s string) ([]Mode, error) {
-	ms, err := parseNames(s, "mode", Modes)
-	return unique(ms), err
-}
+func ParseModes(s string) ([]Mode, error) { return parseSet(s, "mode", Modes) }
 
 // Plan is every lane of a run: each path with each mode and each size, and each path --mtu sets
 // (MTUSet) with each of mtus (none: the network's own MTU only).

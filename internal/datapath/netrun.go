@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math/rand/v2"
 	"os/exec"
 	"slices"
 	"strings"
@@ -233,10 +232,11 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 			return finish(rep, err)
 		}
 	}
-	slots := Order(plan, o.Rounds, rand.New(rand.NewPCG(o.Seed, o.Seed+1)))
 	loopMTU := loopbackMTU()
 	vxlanOn := false
-	trials, err := runSlots(ctx, slots, func(seq int, sl Slot) (Trial, error) {
+	trials, err := rounds[Lane, Trial]{lanes: plan, n: o.Rounds, seed: o.Seed, say: say, line: Trial.line, name: func(l Lane) string {
+		return fmt.Sprintf("%s %s %s", l.Label(), l.Mode, FormatSize(l.Size))
+	}, trial: func(seq int, sl Slot) (Trial, error) {
 		if o.SetOverlay != nil && (sl.Lane.Path == VXLAN) != vxlanOn && (sl.Lane.Path == VXLAN || sl.Lane.Path == PodCrossNode) {
 			if err := o.SetOverlay(!vxlanOn); err != nil {
 				return Trial{}, fmt.Errorf("switching the lab's overlay: %w", err)
@@ -265,9 +265,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 		}
 		t.Seq = seq
 		return t, nil
-	}, func(seq int, sl Slot, t Trial) {
-		say("trial %d/%d (round %d): %s %s %s: %s", seq, len(slots), sl.Round, sl.Lane.Label(), sl.Lane.Mode, FormatSize(sl.Lane.Size), t.line())
-	})
+	}}.run(ctx)
 	rep.Trials, rep.Cancelled = trials, cancelled(ctx, err)
 	return finish(rep, err)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -39,18 +40,31 @@ func scheduleOf(rounds int, d time.Duration, seed uint64) Schedule {
 // finished records how long the run took.
 func (s *Schedule) finished() { s.Took = time.Since(s.Started).Round(time.Second).String() }
 
-// runSlots runs each slot in turn with trial (seq counts from 1) and tells said each result. A cancel
-// cuts the trial under way short: its window is not whole, so it is dropped, and runSlots returns the
-// trials before it with ctx's error. An error from trial ends the run the same way.
-func runSlots[S, T any](ctx context.Context, slots []S, trial func(seq int, s S) (T, error), said func(seq int, s S, t T)) ([]T, error) {
+// rounds is how a run goes through its plan: every lane n times, in the order seed gives (Order), each
+// slot in turn with trial (seq counts from 1), saying each result: "trial 3/20 (round 1): <its lane's
+// name>: <its line>".
+type rounds[L, T any] struct {
+	lanes []L
+	n     int
+	seed  uint64
+	trial func(seq int, sl SlotOf[L]) (T, error)
+	name  func(l L) string // the lane as the progress lines name it
+	line  func(t T) string // the trial's result in one line
+	say   func(format string, a ...any)
+}
+
+// run runs the trials. A cancel cuts the trial under way short: its window is not whole, so it is dropped,
+// and run returns the trials before it with ctx's error. An error from trial ends the run the same way.
+func (r rounds[L, T]) run(ctx context.Context) ([]T, error) {
+	slots := Order(r.lanes, r.n, rand.New(rand.NewPCG(r.seed, r.seed+1)))
 	var out []T
-	for i, s := range slots {
-		t, err := trial(i+1, s)
+	for i, sl := range slots {
+		t, err := r.trial(i+1, sl)
 		if err != nil {
 			return out, err
 		}
 		cut := ctx.Err() != nil // before saying anything: a cancel from here on is the next trial's
-		said(i+1, s, t)
+		r.say("trial %d/%d (round %d): %s: %s", i+1, len(slots), sl.Round, r.name(sl.Lane), r.line(t))
 		if cut {
 			return out, ctx.Err()
 		}

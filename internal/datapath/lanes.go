@@ -60,7 +60,7 @@ func cross[A, B, C any](as []A, bs []B, pair func(A, B) C) []C {
 // parsePlaces reads a flag that names the places a run compares (paths, targets): known names,
 // comma-separated, what they name saying which in an error. A name may repeat (host,host: an A/A check):
 // lane makes each place's lane with its copy number, 1 for its first, 2 for its second, ….
-func parsePlaces[P ~string, L any](s, what string, known []P, lane func(p P, copy int) L) ([]L, error) {
+func parsePlaces[P ~string, L any](s, what string, known []P, lane func(p P, n int) L) ([]L, error) {
 	ps, err := parseNames(s, what, known)
 	if err != nil {
 		return nil, err

@@ -120,18 +120,12 @@ func ParseFileSize(s string) (int64, error) {
 
 // DiskPlan is every lane of a disk run: each target with each pattern, block size and queue depth.
 func DiskPlan(targets []DiskLane, rws []RW, bss, depths []int) []DiskLane {
-	type setting struct {
-		rw     RW
-		bs, qd int
-	}
-	type rwBS struct {
-		rw RW
-		bs int
-	}
-	settings := cross(cross(rws, bss, func(rw RW, bs int) rwBS { return rwBS{rw, bs} }), depths,
-		func(x rwBS, d int) setting { return setting{x.rw, x.bs, d} })
-	return planLanes(settings, targets, func(s setting, t DiskLane) []DiskLane {
-		return []DiskLane{{Target: t.Target, Copy: t.Copy, RW: s.rw, BS: s.bs, IODepth: s.qd}}
+	// A setting is a lane without its target (group).
+	settings := cross(cross(rws, bss, func(rw RW, bs int) DiskLane { return DiskLane{RW: rw, BS: bs} }), depths,
+		func(g DiskLane, d int) DiskLane { g.IODepth = d; return g })
+	return planLanes(settings, targets, func(g, t DiskLane) []DiskLane {
+		g.Target, g.Copy = t.Target, t.Copy
+		return []DiskLane{g}
 	})
 }
 

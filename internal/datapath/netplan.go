@@ -136,13 +136,10 @@ func ParseModes(s string) ([]Mode, error) { return parseSet(s, "mode", Modes) }
 // Plan is every lane of a run: each path with each mode and each size, and each path --mtu sets
 // (MTUSet) with each of mtus (none: the network's own MTU only).
 func Plan(paths []Lane, modes []Mode, sizes, mtus []int) []Lane {
-	type setting struct {
-		mode Mode
-		size int
-	}
-	settings := cross(modes, sizes, func(m Mode, s int) setting { return setting{m, s} })
-	return planLanes(settings, paths, func(s setting, p Lane) []Lane {
-		l := Lane{Path: p.Path, Copy: p.Copy, Mode: s.mode, Size: s.size}
+	// A setting is a lane without its path: a mode and a size.
+	settings := cross(modes, sizes, func(m Mode, size int) Lane { return Lane{Mode: m, Size: size} })
+	return planLanes(settings, paths, func(l, p Lane) []Lane {
+		l.Path, l.Copy = p.Path, p.Copy
 		if len(mtus) == 0 || !p.Path.MTUSet() {
 			return []Lane{l}
 		}

@@ -12,10 +12,10 @@
 //
 // The two verbs are two users of one core, whose files have no prefix: lanes.go the trial slots, their
 // interleaved order and the plan's cross product of places and settings; runs.go a run's schedule, its
-// trials run in turn, the node's usage over a trial and the pods' nodes; shift.go the figures a trial
-// yields (name, title, unit, which way is better) and the comparison of a lane's trials with its
-// baseline's; result.go the Result both renderers read (pure: no I/O), resulttable.go its text table
-// and resultview.go its HTML page's view (htmlreport.DatapathRun, the one place that fills it).
+// rounds of trials run in turn and said, the node's usage over a trial and the pods' nodes; shift.go the
+// figures a trial yields (name, title, unit, which way is better) and the comparison of a lane's trials
+// with its baseline's; result.go the Result both renderers read (pure: no I/O), resulttable.go its text
+// table and resultview.go its HTML page's view (htmlreport.DatapathRun, the one place that fills it).
 //
 // The net verb's files start with net: netplan.go the paths, modes, sizes and MTUs and the plan;
 // nettools.go the load generators' command lines and netparse.go their outputs (pure); netcompare.go the

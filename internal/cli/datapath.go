@@ -1,25 +1,17 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/tare-dev/tare/internal/datapath"
-	"github.com/tare-dev/tare/internal/htmlreport"
-	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/lab/images"
-	"github.com/tare-dev/tare/internal/sample"
-	"github.com/tare-dev/tare/internal/session"
 )
 
 type datapathNetOptions struct {
@@ -159,13 +151,10 @@ func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapat
 	if err != nil {
 		return err
 	}
-	seed := runSeed(o.seed)
-	say := func(format string, a ...any) { fmt.Fprintf(s.err, format+"\n", a...) }
-	host := sample.HostName(g.procRoot)
-	interval := min(time.Second, max(250*time.Millisecond, o.duration/5))
+	say, host, sopts := datapathSession(s, g, o.duration)
 	do := datapath.Options{Node: o.node, Host: host, Namespace: o.namespace, Image: image, PullNever: pullNever,
-		Paths: lanes, Modes: modes, Sizes: sizes, MTUs: mtus, Rounds: o.trials, Duration: o.duration, Parallel: o.parallel, Seed: seed, Say: say,
-		Session: session.Options{Sampler: g.sampleOptions(sample.Options{Interval: interval, Detail: 5 * time.Second}), Version: Version}}
+		Paths: lanes, Modes: modes, Sizes: sizes, MTUs: mtus, Rounds: o.trials, Duration: o.duration, Parallel: o.parallel, Seed: runSeed(o.seed), Say: say,
+		Session: sopts}
 	onlyHost, anyHost := true, false
 	for _, l := range lanes {
 		onlyHost = onlyHost && l.Path == datapath.Host
@@ -215,46 +204,5 @@ func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapat
 		return usageError("--mtu sets the tare lab's pod network MTU: measure on a lab (tare lab up; --lab-dir), or without --mtu")
 	}
 	rep, err := datapath.Run(ctx, cs, do)
-	return datapathResult(s, g, viewOf(rep, datapath.Table), o.html, rep.View(), len(rep.Trials), "net", source, err)
-}
-
-// datapathResult prints what a datapath run measured and writes its page to html (when given), also when
-// the run stopped early (Ctrl-C, an error), and says why it stopped: an existing namespace is a usage
-// error.
-func datapathResult(s streams, g *globalOptions, v rendered, html string, page htmlreport.DatapathRun, trials int, verb, source string, err error) error {
-	if trials > 0 {
-		if rerr := render(s, g, v); rerr != nil {
-			return rerr
-		}
-		if html != "" {
-			if herr := writeHTML(s, html, htmlreport.Datapath(page, fmt.Sprintf("tare datapath %s with %s", verb, source), Version)); herr != nil {
-				return herr
-			}
-		}
-	}
-	switch {
-	case errors.Is(err, kube.ErrNamespaceExists):
-		return usageError("%w", err)
-	case err != nil:
-		return fmt.Errorf("tare datapath %s (with %s): %w", verb, source, err)
-	}
-	return nil
-}
-
-// sameCluster says whether c reaches the cluster of the kubeconfig file other: the same API server,
-// trusted through the same CA (a lab's context in the user's kubeconfig embeds the lab's CA).
-func sameCluster(c *kube.Client, other string) bool {
-	o, err := kube.NewClient(other, kube.Options{})
-	if err != nil {
-		return false
-	}
-	ca := func(cfg *rest.Config) []byte {
-		if len(cfg.CAData) > 0 {
-			return cfg.CAData
-		}
-		b, _ := os.ReadFile(cfg.CAFile)
-		return b
-	}
-	x, y := ca(c.Config), ca(o.Config)
-	return c.Config.Host == o.Config.Host && len(x) > 0 && bytes.Equal(x, y)
+	return datapathResult(s, g, viewOf(rep, datapath.Table), o.html, rep.Result(), source, err)
 }

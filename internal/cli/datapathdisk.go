@@ -2,19 +2,13 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tare-dev/tare/internal/datapath"
-	"github.com/tare-dev/tare/internal/kube"
-	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/lab/images"
-	"github.com/tare-dev/tare/internal/sample"
-	"github.com/tare-dev/tare/internal/session"
 )
 
 type datapathDiskOptions struct {
@@ -142,11 +136,8 @@ func runDatapathDisk(ctx context.Context, s streams, g *globalOptions, o *datapa
 	if err != nil {
 		return err
 	}
-	say := func(format string, a ...any) { fmt.Fprintf(s.err, format+"\n", a...) }
-	host := sample.HostName(g.procRoot)
-	interval := min(time.Second, max(250*time.Millisecond, o.duration/5))
-	do.Host, do.Image, do.PullNever, do.Seed, do.Say, do.ProcRoot = host, image, pullNever, runSeed(o.seed), say, g.procRoot
-	do.Session = session.Options{Sampler: g.sampleOptions(sample.Options{Interval: interval, Detail: 5 * time.Second}), Version: Version}
+	say, host, sopts := datapathSession(s, g, o.duration)
+	do.Host, do.Image, do.PullNever, do.Seed, do.Say, do.ProcRoot, do.Session = host, image, pullNever, runSeed(o.seed), say, g.procRoot, sopts
 	onlyHost := true
 	for _, l := range do.Targets {
 		onlyHost = onlyHost && !l.InPod()
@@ -162,54 +153,5 @@ func runDatapathDisk(ctx context.Context, s streams, g *globalOptions, o *datapa
 		do.Session.Sampler.PodNames = c.podNames
 	}
 	rep, err := datapath.RunDisk(ctx, cs, do)
-	return datapathResult(s, g, viewOf(rep, datapath.DiskTable), o.html, rep.View(), len(rep.Trials), "disk", source, err)
-}
-
-// clusterAccess is what a datapath run needs of its cluster: a client, exec into its pods, and the
-// names of pods for the session's groups.
-type clusterAccess struct {
-	source   string
-	cs       kubernetes.Interface
-	exec     func(ctx context.Context, ns, pod, container string, cmd []string, stdout, stderr io.Writer) error
-	podNames func(uid, ctr string) (string, string, string, bool)
-	lab      *lab.Lab // the tare lab; nil on another cluster
-}
-
-// podCluster connects to the cluster found as kubectl finds it (--kubeconfig, --context, $KUBECONFIG,
-// ~/.kube/config), else to the lab at labDir, and on that lab (reached through any kubeconfig: its own,
-// or the context tare lab up added) imports the tools image into its nodes when the run uses it.
-func podCluster(ctx context.Context, s streams, g *globalOptions, labDir, image, host string, say func(string, ...any)) (clusterAccess, error) {
-	var a clusterAccess
-	t := g.cluster(s, labDir)
-	c, err := t.client(kube.Options{UserAgent: "tare-datapath", Timeout: 0, QPS: 50, Burst: 100})
-	if err != nil {
-		return a, fmt.Errorf("tare datapath runs its pods through the API server: %w", err)
-	}
-	if l, lerr := lab.Open(labDir); lerr == nil && (t.lab != nil || sameCluster(c, l.Kubeconfig())) {
-		a.lab = l
-	}
-	isLab := a.lab != nil
-	if !isLab && image == images.Tools.Name {
-		return a, usageError("--image tools is the tare lab's image and no lab runs at --lab-dir %s for this kubeconfig: on another cluster give --image, an image with the tools on its PATH", labDir)
-	}
-	cset, err := c.Clientset()
-	if err != nil {
-		return a, err
-	}
-	a.source, a.cs = c.Source, cset
-	a.exec = func(ctx context.Context, ns, pod, container string, cmd []string, stdout, stderr io.Writer) error {
-		return c.Exec(ctx, cset, ns, pod, container, cmd, stdout, stderr)
-	}
-	names, note := podNamer(ctx, t, host)
-	a.podNames = names
-	if note != "" {
-		say("warning: %s", note)
-	}
-	if isLab && image == images.Tools.Name {
-		say("importing %s into the lab's nodes", image)
-		if err := a.lab.ImportToolsImage(ctx); err != nil {
-			return a, fmt.Errorf("tare datapath: %w", err)
-		}
-	}
-	return a, nil
+	return datapathResult(s, g, viewOf(rep, datapath.DiskTable), o.html, rep.Result(), source, err)
 }

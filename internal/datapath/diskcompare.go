@@ -19,34 +19,21 @@ type DiskRatio struct {
 }
 
 // diskMetric is one figure a disk trial yields.
-type diskMetric struct {
-	Name, Title, Unit string
-	value             func(DiskTrial) float64
-}
+type diskMetric = Figure[DiskTrial]
 
 // diskMetrics are the figures compared, the main one (IOPS) first.
 var diskMetrics = []diskMetric{
-	{"iops", "IOPS", "1/s", func(t DiskTrial) float64 { return t.IOPS }},
-	{"mb_per_s", "MB/s", "MB/s", func(t DiskTrial) float64 { return t.MBps }},
-	{"clat_p50_us", "P50 µs", "µs", func(t DiskTrial) float64 { return t.P50us }},
-	{"clat_p99_us", "P99 µs", "µs", func(t DiskTrial) float64 { return t.P99us }},
-	{"cpu_per_10k_io", "CPU-s/10k IO", "CPU-s/10k I/Os", func(t DiskTrial) float64 { return t.CPUPer10k }},
+	{Name: "iops", Title: "IOPS", Unit: "1/s", HigherBetter: true, value: func(t DiskTrial) float64 { return t.IOPS }},
+	{Name: "mb_per_s", Title: "MB/s", Unit: "MB/s", HigherBetter: true, value: func(t DiskTrial) float64 { return t.MBps }},
+	{Name: "clat_p50_us", Title: "P50 µs", Unit: "µs", value: func(t DiskTrial) float64 { return t.P50us }},
+	{Name: "clat_p99_us", Title: "P99 µs", Unit: "µs", value: func(t DiskTrial) float64 { return t.P99us }},
+	{Name: "cpu_per_10k_io", Title: "CPU-s/10k IO", Unit: "CPU-s/10k I/Os", value: func(t DiskTrial) float64 { return t.CPUPer10k }},
 }
 
 // CompareDisk sets every lane other than the baseline's against the baseline lane of the same pattern,
 // block size and depth, on each figure (ShiftOf). Failed trials and non-positive values are left out.
 func CompareDisk(trials []DiskTrial, baseline string) []DiskRatio {
-	by := map[DiskLane][]DiskTrial{}
-	var order []DiskLane
-	for _, t := range trials {
-		if t.Error != "" {
-			continue
-		}
-		if _, ok := by[t.Lane]; !ok {
-			order = append(order, t.Lane)
-		}
-		by[t.Lane] = append(by[t.Lane], t)
-	}
+	order, by := laneTrials(trials, func(t DiskTrial) (DiskLane, bool) { return t.Lane, t.Error == "" })
 	// In the tables' order: by pattern, block size and depth, then target.
 	slices.SortFunc(order, func(a, b DiskLane) int {
 		return cmp.Or(cmp.Compare(slices.Index(RWs, a.RW), slices.Index(RWs, b.RW)), cmp.Compare(a.BS, b.BS), cmp.Compare(a.IODepth, b.IODepth),
@@ -60,19 +47,9 @@ func CompareDisk(trials []DiskTrial, baseline string) []DiskRatio {
 		if !ok || l == base {
 			continue
 		}
-		for _, m := range diskMetrics {
-			if s, ok := ShiftOf(diskValues(bts, m), diskValues(by[l], m)); ok {
-				out = append(out, DiskRatio{Target: l.Label(), Against: baseline, RW: l.RW, BS: l.BS, IODepth: l.IODepth, Metric: m.Name, Unit: m.Unit, Shift: s})
-			}
+		for m, s := range shifts(diskMetrics, bts, by[l]) {
+			out = append(out, DiskRatio{Target: l.Label(), Against: baseline, RW: l.RW, BS: l.BS, IODepth: l.IODepth, Metric: m.Name, Unit: m.Unit, Shift: s})
 		}
-	}
-	return out
-}
-
-func diskValues(ts []DiskTrial, m diskMetric) []float64 {
-	out := make([]float64, 0, len(ts))
-	for _, t := range ts {
-		out = append(out, m.value(t))
 	}
 	return out
 }

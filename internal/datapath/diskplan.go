@@ -2,7 +2,6 @@ package datapath
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 )
@@ -65,22 +64,11 @@ func (l DiskLane) group() DiskLane { return DiskLane{RW: l.RW, BS: l.BS, IODepth
 
 // ParseTargets reads --targets: known names, comma-separated; a name may repeat (host,host: an A/A check).
 func ParseTargets(s string) ([]DiskLane, error) {
-	ts, err := parseNames(s, "target", Targets)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]DiskLane, len(ts))
-	for i, n := range copies(ts) {
-		out[i] = DiskLane{Target: ts[i], Copy: n}
-	}
-	return out, nil
+	return parsePlaces(s, "target", Targets, func(t Target, n int) DiskLane { return DiskLane{Target: t, Copy: n} })
 }
 
 // ParseRWs reads --rw.
-func ParseRWs(s string) ([]RW, error) {
-	rws, err := parseNames(s, "pattern", RWs)
-	return unique(rws), err
-}
+func ParseRWs(s string) ([]RW, error) { return parseSet(s, "pattern", RWs) }
 
 // ParseBlockSizes reads --bs: sizes as ParseSizes reads them, multiples of 512 bytes (direct I/O's unit)
 // up to 64m.
@@ -132,26 +120,14 @@ func ParseFileSize(s string) (int64, error) {
 
 // DiskPlan is every lane of a disk run: each target with each pattern, block size and queue depth.
 func DiskPlan(targets []DiskLane, rws []RW, bss, depths []int) []DiskLane {
-	var out []DiskLane
-	for _, rw := range rws {
-		for _, bs := range bss {
-			for _, d := range depths {
-				for _, t := range targets {
-					out = append(out, DiskLane{Target: t.Target, Copy: t.Copy, RW: rw, BS: bs, IODepth: d})
-				}
-			}
-		}
-	}
-	return out
+	// A setting is a lane without its target (group).
+	settings := cross(cross(rws, bss, func(rw RW, bs int) DiskLane { return DiskLane{RW: rw, BS: bs} }), depths,
+		func(g DiskLane, d int) DiskLane { g.IODepth = d; return g })
+	return planLanes(settings, targets, func(g, t DiskLane) []DiskLane {
+		g.Target, g.Copy = t.Target, t.Copy
+		return []DiskLane{g}
+	})
 }
 
 // DiskSlot is one trial of a disk run: a lane in a round.
-type DiskSlot struct {
-	Round int      `json:"round"` // from 1
-	Lane  DiskLane `json:"lane"`
-}
-
-// DiskOrder returns every lane once per round, shuffled within each round (see Order).
-func DiskOrder(lanes []DiskLane, rounds int, rng *rand.Rand) []DiskSlot {
-	return ordered(lanes, rounds, rng, func(round int, l DiskLane) DiskSlot { return DiskSlot{Round: round, Lane: l} })
-}
+type DiskSlot = SlotOf[DiskLane]

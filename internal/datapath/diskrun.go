@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,11 +117,11 @@ func RunDisk(ctx context.Context, cs kubernetes.Interface, o DiskOptions) (rep D
 		return rep, err
 	}
 	if inPod {
-		nrep := Report{}
-		if err := pickNodes(ctx, cs, Options{Node: o.Node, Host: o.Host}, &nrep, say); err != nil {
+		n, _, err := pickNodes(ctx, cs, o.Node, o.Host, say)
+		if err != nil {
 			return rep, err
 		}
-		rep.Node = nrep.Node
+		rep.Node = n.node
 		vol := localVolume{name: "tare-disk-" + o.Namespace, node: rep.Node, dir: dirs[TargetPVC], size: o.Size}
 		if err := kube.CreateRunNamespace(ctx, cs, o.Namespace, "tare datapath disk"); err != nil {
 			return rep, err
@@ -161,14 +160,13 @@ func RunDisk(ctx context.Context, cs kubernetes.Interface, o DiskOptions) (rep D
 	for _, l := range o.Targets {
 		rep.Targets = append(rep.Targets, *r.infos[l.Label()])
 	}
-	slots := DiskOrder(plan, o.Rounds, rand.New(rand.NewPCG(o.Seed, o.Seed+1)))
-	trials, err := runSlots(ctx, slots, func(seq int, sl DiskSlot) (DiskTrial, error) {
+	trials, err := rounds[DiskLane, DiskTrial]{lanes: plan, n: o.Rounds, seed: o.Seed, say: say, line: DiskTrial.line, name: func(l DiskLane) string {
+		return l.Label() + " " + groupName(l.RW, l.BS, l.IODepth)
+	}, trial: func(seq int, sl DiskSlot) (DiskTrial, error) {
 		t := r.trial(ctx, sl)
 		t.Seq = seq
 		return t, nil
-	}, func(seq int, sl DiskSlot, t DiskTrial) {
-		say("trial %d/%d (round %d): %s %s: %s", seq, len(slots), sl.Round, sl.Lane.Label(), groupName(sl.Lane.RW, sl.Lane.BS, sl.Lane.IODepth), t.line())
-	})
+	}}.run(ctx)
 	rep.Trials, rep.Cancelled = trials, cancelled(ctx, err)
 	return finishDisk(rep, err)
 }

@@ -13,8 +13,8 @@ import (
 func netRun() DatapathRun {
 	stream := []DatapathFigure{{Name: "gbps", Title: "GBIT/S", Unit: "Gbit/s"}, {Name: "cpu_per_unit", Title: "CPU-s/Gbit", Unit: "CPU-s/Gbit"}}
 	rr := []DatapathFigure{{Name: "transactions_per_s", Title: "RT/S", Unit: "1/s"}, {Name: "p50_us", Title: "P50 µs", Unit: "µs"}}
-	return DatapathRun{Verb: "net", Lane: "path", Node: "vm", Baseline: "host", Alpha: 0.05, Sweep: "message size", Took: "1m2s",
-		Setup: "4 round(s) of 2s trials in shuffled order (--seed 7), 1 stream(s)",
+	return DatapathRun{DatapathHead: DatapathHead{Verb: "net", Lane: "path", Node: "vm", Baseline: "host", Alpha: 0.05, Sweep: "message size", Took: "1m2s",
+		Setup: "4 round(s) of 2s trials in shuffled order (--seed 7), 1 stream(s)"},
 		Groups: []DatapathGroup{
 			{Name: "tcp-stream, 1k messages", Chart: "tcp-stream", Value: "1k", Figures: stream, Lanes: []DatapathLane{
 				{Label: "host", Values: [][]float64{{3, 1, 2}, {0.5, 0.5, 0.5}}},
@@ -155,8 +155,8 @@ func TestDatapathThin(t *testing.T) {
 		run  DatapathRun
 		want string
 	}{
-		{"nothing", DatapathRun{Verb: "disk", Lane: "target", Baseline: "host"}, "stopped before its first trial ended"},
-		{"all failed", DatapathRun{Verb: "net", Lane: "path", Baseline: "host", Sweep: "message size", Groups: []DatapathGroup{failed, failed},
+		{"nothing", DatapathRun{DatapathHead: DatapathHead{Verb: "disk", Lane: "target", Baseline: "host"}}, "stopped before its first trial ended"},
+		{"all failed", DatapathRun{DatapathHead: DatapathHead{Verb: "net", Lane: "path", Baseline: "host", Sweep: "message size"}, Groups: []DatapathGroup{failed, failed},
 			Trials: []DatapathTrial{{Seq: 1, Lane: "host", Error: "sockperf: exit 1"}, {Seq: 2, Lane: "host#2", Error: "sockperf: exit 1"}}}, "all 2 failed"},
 	} {
 		r := c.run

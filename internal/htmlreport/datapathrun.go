@@ -1,9 +1,19 @@
 package htmlreport
 
 // DatapathRun is a tare datapath run, net or disk, as its page shows it. It holds plain figures, which
-// datapath fills (Report.View, DiskReport.View), so that this package builds without the runner and its
+// datapath fills (datapath.Result.View), so that this package builds without the runner and its
 // Kubernetes client.
 type DatapathRun struct {
+	DatapathHead
+	Groups  []DatapathGroup  // the lanes compared with each other, in the text table's order
+	Trials  []DatapathTrial  // every trial, failed ones included, in the order run
+	Targets []DatapathTarget // disk: where each target's file lives
+	Notes   []string         // paths not measured, failed trials, warnings on the run's figures
+}
+
+// DatapathHead is what a datapath run's page (and its text table, datapath.Result) says of the run as a
+// whole.
+type DatapathHead struct {
 	Verb       string // net or disk
 	Lane       string // what the run compares: path or target
 	Node       string // the node measured
@@ -15,11 +25,7 @@ type DatapathRun struct {
 	Alpha      float64 // the comparisons' significance level
 	// Sweep names what the Value of the groups of one Chart sweeps (net: "message size"); "" draws no
 	// chart of a figure against it.
-	Sweep   string
-	Groups  []DatapathGroup  // the lanes compared with each other, in the text table's order
-	Trials  []DatapathTrial  // every trial, failed ones included, in the order run
-	Targets []DatapathTarget // disk: where each target's file lives
-	Notes   []string         // paths not measured, failed trials, warnings on the run's figures
+	Sweep string
 }
 
 // DatapathGroup is the lanes compared with each other: one mode and message size (net), or one pattern,

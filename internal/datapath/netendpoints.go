@@ -15,8 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/tare-dev/tare/internal/kube"
 )
 
 // The run's pods: the client and the server on the first node, the remote server on a second node, and
@@ -183,40 +181,6 @@ func createPods(ctx context.Context, cs kubernetes.Interface, ns, image string, 
 	}
 	e.ips = ips
 	return e, nil
-}
-
-// waitPodsReady waits until every named pod in ns is Ready with an IP, or one cannot start, or the wait
-// runs out; it returns their IPs by name.
-func waitPodsReady(ctx context.Context, cs kubernetes.Interface, ns string, names []string, wait time.Duration) (map[string]string, error) {
-	ips := map[string]string{}
-	deadline := time.Now().Add(wait)
-	for _, name := range names {
-		for {
-			p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return nil, fmt.Errorf("reading pod %s/%s: %w", ns, name, err)
-			}
-			if err := kube.PodStartFailure(p); err != nil {
-				return nil, err
-			}
-			if p.Status.Phase == corev1.PodFailed {
-				return nil, fmt.Errorf("pod %s/%s failed: %s %s", ns, name, p.Status.Reason, p.Status.Message)
-			}
-			if kube.PodReady(p) && p.Status.PodIP != "" {
-				ips[name] = p.Status.PodIP
-				break
-			}
-			if time.Now().After(deadline) {
-				return nil, fmt.Errorf("pod %s/%s not ready after %s (phase %s; kubectl describe pod -n %s %s)", ns, name, wait, p.Status.Phase, ns, name)
-			}
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(250 * time.Millisecond):
-			}
-		}
-	}
-	return ips, nil
 }
 
 // startHostServers starts the host path's servers on loopback, with tare-crr's when crr names its program,

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math/rand/v2"
 	"os/exec"
 	"slices"
 	"strings"
@@ -19,7 +18,6 @@ import (
 	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/session"
-	"github.com/tare-dev/tare/internal/summary"
 
 	"github.com/tare-dev/tare/internal/warning"
 )
@@ -81,25 +79,6 @@ type Report struct {
 // the pods' node's.
 const WarnOtherNode = "other-node"
 
-// Schedule is how a run's trials ran: how many rounds of how long, in the order of which seed, when, for
-// how long, and whether Ctrl-C cut the run short. Its fields appear inline in a report's JSON.
-type Schedule struct {
-	Rounds    int       `json:"rounds"`
-	Duration  string    `json:"duration"`
-	Seed      uint64    `json:"seed"`
-	Started   time.Time `json:"started"`
-	Took      string    `json:"took"`
-	Cancelled bool      `json:"cancelled,omitempty"`
-}
-
-// scheduleOf starts a run's schedule now.
-func scheduleOf(rounds int, d time.Duration, seed uint64) Schedule {
-	return Schedule{Rounds: rounds, Duration: d.String(), Seed: seed, Started: time.Now()}
-}
-
-// finished records how long the run took.
-func (s *Schedule) finished() { s.Took = time.Since(s.Started).Round(time.Second).String() }
-
 // ErrNoPaths says no path asked for can be measured here.
 var ErrNoPaths = errors.New("no path can be measured")
 
@@ -137,9 +116,11 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 		if crr && o.CRR.Pod == "" {
 			return rep, errors.New("tcp-crr in pods runs tare-crr from the image: none was named")
 		}
-		if err := pickNodes(ctx, cs, o, &rep, say); err != nil {
+		n, warns, err := pickNodes(ctx, cs, o.Node, o.Host, say)
+		if err != nil {
 			return rep, err
 		}
+		rep.Node, rep.RemoteNode, rep.Warnings = n.node, n.remote, append(rep.Warnings, warns...)
 		if rep.RemoteNode == "" {
 			for _, p := range []Path{HostCrossNode, PodCrossNode, VXLAN} {
 				if paths[p] {
@@ -251,10 +232,11 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 			return finish(rep, err)
 		}
 	}
-	slots := Order(plan, o.Rounds, rand.New(rand.NewPCG(o.Seed, o.Seed+1)))
 	loopMTU := loopbackMTU()
 	vxlanOn := false
-	trials, err := runSlots(ctx, slots, func(seq int, sl Slot) (Trial, error) {
+	trials, err := rounds[Lane, Trial]{lanes: plan, n: o.Rounds, seed: o.Seed, say: say, line: Trial.line, name: func(l Lane) string {
+		return fmt.Sprintf("%s %s %s", l.Label(), l.Mode, FormatSize(l.Size))
+	}, trial: func(seq int, sl Slot) (Trial, error) {
 		if o.SetOverlay != nil && (sl.Lane.Path == VXLAN) != vxlanOn && (sl.Lane.Path == VXLAN || sl.Lane.Path == PodCrossNode) {
 			if err := o.SetOverlay(!vxlanOn); err != nil {
 				return Trial{}, fmt.Errorf("switching the lab's overlay: %w", err)
@@ -283,9 +265,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 		}
 		t.Seq = seq
 		return t, nil
-	}, func(seq int, sl Slot, t Trial) {
-		say("trial %d/%d (round %d): %s %s %s: %s", seq, len(slots), sl.Round, sl.Lane.Label(), sl.Lane.Mode, FormatSize(sl.Lane.Size), t.line())
-	})
+	}}.run(ctx)
 	rep.Trials, rep.Cancelled = trials, cancelled(ctx, err)
 	return finish(rep, err)
 }
@@ -322,49 +302,6 @@ func toolsOnMachine() error {
 	if len(missing) > 0 {
 		return fmt.Errorf("the host path runs %s on this machine and they are not installed: apt-get install %s (or tare lab install --datapath)",
 			strings.Join(missing, " and "), strings.Join(missing, " "))
-	}
-	return nil
-}
-
-// pickNodes chooses the node of the pods (o.Node, else the machine's own node, else the only one) and a
-// second node for the cross-node paths.
-func pickNodes(ctx context.Context, cs kubernetes.Interface, o Options, rep *Report, say func(string, ...any)) error {
-	nodes, err := kube.PodNodes(ctx, cs)
-	if err != nil {
-		return err
-	}
-	want := o.Node
-	if want == "" {
-		for _, n := range nodes {
-			if n.Name == o.Host {
-				want = n.Name
-			}
-		}
-	}
-	if want == "" {
-		if len(nodes) != 1 {
-			return fmt.Errorf("%d Ready nodes take pods and none is this machine (%s): give --node", len(nodes), o.Host)
-		}
-		want = nodes[0].Name
-	}
-	rep.Node = ""
-	for _, n := range nodes {
-		switch {
-		case n.Name == want:
-			rep.Node = n.Name
-		case rep.RemoteNode == "":
-			rep.RemoteNode = n.Name
-		}
-	}
-	if rep.Node == "" {
-		return fmt.Errorf("node %q is not a Ready node that takes pods (kubectl get nodes)", want)
-	}
-	if o.Host != "" && o.Host != rep.Node {
-		w := warning.Warning{Code: WarnOtherNode, Figure: "cpu_per_unit", Subject: rep.Node,
-			Message: fmt.Sprintf("tare measures this machine (%s) and the pods run on node %s: the CPU figures are this machine's", o.Host, rep.Node),
-			Cause:   "--node names another node than the one tare runs on"}
-		say("warning: %s", w.Message)
-		rep.Warnings = append(rep.Warnings, w)
 	}
 	return nil
 }
@@ -482,33 +419,6 @@ func (t *Trial) measured(res session.Result, err error) {
 	maps.Copy(t.Groups, u.Groups)
 }
 
-// Usage is what the node spent over a trial's measured window, as the measuring session saw it.
-type Usage struct {
-	Start    time.Time          `json:"start"` // the measured window
-	End      time.Time          `json:"end"`
-	NodeBusy float64            `json:"node_busy_m"` // millicores: the node's busy time over the window
-	Groups   map[string]float64 `json:"groups_m"`    // millicores per group (component, pod, other, …)
-	Warnings []session.Warning  `json:"warnings,omitempty"`
-}
-
-// usageOf reads a session's result (res, or the error that ended it) into the window's usage.
-func usageOf(res session.Result, err error) (Usage, error) {
-	switch {
-	case err != nil:
-		return Usage{}, fmt.Errorf("measuring: %w", err)
-	case len(res.Samples) < 2:
-		return Usage{}, errors.New("the window was cut short before a whole interval")
-	}
-	sum := summary.Build(res.Meta, res.Samples, summary.Options{})
-	u := Usage{Start: sum.Window.Start, NodeBusy: sum.Node.Busy.Mean, Groups: map[string]float64{}}
-	u.End = u.Start.Add(time.Duration(sum.Window.Seconds * float64(time.Second)))
-	for _, g := range sum.Groups {
-		u.Groups[g.Name] += g.CPU.Mean
-	}
-	u.Warnings = res.Warnings
-	return u, nil
-}
-
 // sockperf prints this line when its measured test begins, after its warm-up stage; the first 400 ms of
 // the test it leaves out of its own figures too.
 const (
@@ -565,12 +475,4 @@ func (t Trial) line() string {
 		return fmt.Sprintf("p50 %.1f µs, p99 %.1f µs, %.0f/s, %d failed (%s), node busy %.0fm", t.P50us, t.P99us, t.TPS, t.Failed, t.FailedWhy, t.NodeBusy)
 	}
 	return fmt.Sprintf("p50 %.1f µs, p99 %.1f µs, %.0f/s, node busy %.0fm", t.P50us, t.P99us, t.TPS, t.NodeBusy)
-}
-
-func lastLine(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	return s
 }

@@ -33,7 +33,7 @@ func TestViewNet(t *testing.T) {
 	r := Report{Node: "vm", Baseline: string(Host), Lanes: lanes, Parallel: 1, Trials: trials, Ratios: Compare(trials, string(Host)),
 		Skipped:  map[string]string{"clusterip": "not asked"},
 		Warnings: []warning.Warning{{Code: WarnOtherNode, Message: "measured another machine"}}}
-	v := r.View()
+	v := r.Result().View()
 
 	type lane struct {
 		Label string
@@ -97,7 +97,7 @@ func TestViewDisk(t *testing.T) {
 	}
 	r := DiskReport{Node: "vm", Baseline: "host", Lanes: lanes, Size: 16 << 20, Trials: trials, Ratios: CompareDisk(trials, "host"),
 		Targets: []TargetInfo{{Target: "host", File: "/d/host.fio", FSType: "ext4", Device: "254:0", SameDevice: true, Direct: true}}}
-	v := r.View()
+	v := r.Result().View()
 	if len(v.Groups) != 1 || v.Groups[0].Name != "randread 4k qd1" || v.Groups[0].Chart != "" || v.Sweep != "" {
 		t.Fatalf("groups %+v, sweep %q", v.Groups, v.Sweep)
 	}

@@ -1,8 +1,6 @@
 package datapath
 
 import (
-	"context"
-	"errors"
 	"time"
 
 	"github.com/tare-dev/tare/internal/session"
@@ -50,29 +48,4 @@ func (t Trial) perUnit(millicores float64) float64 {
 		return millicores / 1000 / u
 	}
 	return 0
-}
-
-// runSlots runs each slot in turn with trial (seq counts from 1) and tells said each result. A cancel
-// cuts the trial under way short: its window is not whole, so it is dropped, and runSlots returns the
-// trials before it with ctx's error. An error from trial ends the run the same way.
-func runSlots[S, T any](ctx context.Context, slots []S, trial func(seq int, s S) (T, error), said func(seq int, s S, t T)) ([]T, error) {
-	var out []T
-	for i, s := range slots {
-		t, err := trial(i+1, s)
-		if err != nil {
-			return out, err
-		}
-		cut := ctx.Err() != nil // before saying anything: a cancel from here on is the next trial's
-		said(i+1, s, t)
-		if cut {
-			return out, ctx.Err()
-		}
-		out = append(out, t)
-	}
-	return out, nil
-}
-
-// cancelled says whether err is ctx's own: the run was cut short, not failed.
-func cancelled(ctx context.Context, err error) bool {
-	return ctx.Err() != nil && errors.Is(err, ctx.Err())
 }

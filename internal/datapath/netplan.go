@@ -2,12 +2,9 @@ package datapath
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/tare-dev/tare/internal/stats"
 )
 
 // Path is a way from the load generator's client to its server.
@@ -130,112 +127,29 @@ func (p Path) PodNetwork() bool {
 
 // ParsePaths reads --paths: known names, comma-separated; a name may repeat (host,host: an A/A check).
 func ParsePaths(s string) ([]Lane, error) {
-	ps, err := parseNames(s, "path", Paths)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Lane, len(ps))
-	for i, n := range copies(ps) {
-		out[i] = Lane{Path: ps[i], Copy: n}
-	}
-	return out, nil
+	return parsePlaces(s, "path", Paths, func(p Path, n int) Lane { return Lane{Path: p, Copy: n} })
 }
 
 // ParseModes reads --modes.
-func ParseModes(s string) ([]Mode, error) {
-	ms, err := parseNames(s, "mode", Modes)
-	return unique(ms), err
-}
-
-// parseNames reads a comma-separated list of known names, what they name saying which in an error.
-func parseNames[T ~string](s, what string, known []T) ([]T, error) {
-	var out []T
-	for _, f := range strings.Split(s, ",") {
-		x := T(strings.TrimSpace(f))
-		if !slices.Contains(known, x) {
-			return nil, fmt.Errorf("unknown %s %q (known: %s)", what, x, join(known))
-		}
-		out = append(out, x)
-	}
-	return out, nil
-}
-
-// copies numbers each item's occurrences: 1 for its first, 2 for its second, ….
-func copies[T comparable](xs []T) []int {
-	seen := map[T]int{}
-	out := make([]int, len(xs))
-	for i, x := range xs {
-		seen[x]++
-		out[i] = seen[x]
-	}
-	return out
-}
-
-// unique keeps the first of each item, in order.
-func unique[T comparable](xs []T) []T {
-	var out []T
-	for _, x := range xs {
-		if !slices.Contains(out, x) {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
-// ParseSizes reads --sizes: bytes, with an optional k (1024) or m suffix: 64,1k,16k,128k.
-func ParseSizes(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		f = strings.ToLower(strings.TrimSpace(f))
-		mult := 1
-		switch {
-		case strings.HasSuffix(f, "k"):
-			mult, f = 1<<10, strings.TrimSuffix(f, "k")
-		case strings.HasSuffix(f, "m"):
-			mult, f = 1<<20, strings.TrimSuffix(f, "m")
-		}
-		n, err := strconv.Atoi(f)
-		if err != nil || n <= 0 || n > (1<<30)/mult {
-			return nil, fmt.Errorf("size %q: want a positive number of bytes, optionally with k or m (64,1k,16k,128k)", f)
-		}
-		if !slices.Contains(out, n*mult) {
-			out = append(out, n*mult)
-		}
-	}
-	return out, nil
-}
-
-// FormatSize writes a size as ParseSizes reads it.
-func FormatSize(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%dm", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%dk", n>>10)
-	}
-	return strconv.Itoa(n)
-}
+func ParseModes(s string) ([]Mode, error) { return parseSet(s, "mode", Modes) }
 
 // Plan is every lane of a run: each path with each mode and each size, and each path --mtu sets
 // (MTUSet) with each of mtus (none: the network's own MTU only).
 func Plan(paths []Lane, modes []Mode, sizes, mtus []int) []Lane {
-	var out []Lane
-	for _, m := range modes {
-		for _, s := range sizes {
-			for _, p := range paths {
-				l := Lane{Path: p.Path, Copy: p.Copy, Mode: m, Size: s}
-				if len(mtus) == 0 || !p.Path.MTUSet() {
-					out = append(out, l)
-					continue
-				}
-				for _, mtu := range mtus {
-					l.MTU = mtu
-					out = append(out, l)
-				}
-			}
+	// A setting is a lane without its path: a mode and a size.
+	settings := cross(modes, sizes, func(m Mode, size int) Lane { return Lane{Mode: m, Size: size} })
+	return planLanes(settings, paths, func(l, p Lane) []Lane {
+		l.Path, l.Copy = p.Path, p.Copy
+		if len(mtus) == 0 || !p.Path.MTUSet() {
+			return []Lane{l}
 		}
-	}
-	return out
+		var out []Lane
+		for _, mtu := range mtus {
+			l.MTU = mtu
+			out = append(out, l)
+		}
+		return out
+	})
 }
 
 // ParseMTUs reads --mtu: whole numbers of bytes, comma-separated, each from min to max.
@@ -253,34 +167,5 @@ func ParseMTUs(s string, minMTU, maxMTU int) ([]int, error) {
 	return out, nil
 }
 
-// Slot is one trial of the run: a lane in a round.
-type Slot struct {
-	Round int  `json:"round"` // from 1
-	Lane  Lane `json:"lane"`
-}
-
-// Order returns every lane once per round, shuffled within each round, so that no path has all its trials
-// first or last and a drift of the node over the run is not mistaken for a difference between paths.
-func Order(lanes []Lane, rounds int, rng *rand.Rand) []Slot {
-	return ordered(lanes, rounds, rng, func(round int, l Lane) Slot { return Slot{Round: round, Lane: l} })
-}
-
-// ordered is every lane once per round, each round shuffled (stats.ShuffledRounds), as slots made by slot
-// with rounds counted from 1.
-func ordered[L, S any](lanes []L, rounds int, rng *rand.Rand, slot func(round int, l L) S) []S {
-	var out []S
-	for i, round := range stats.ShuffledRounds(lanes, rounds, rng) {
-		for _, l := range round {
-			out = append(out, slot(i+1, l))
-		}
-	}
-	return out
-}
-
-func join[T ~string](xs []T) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = string(x)
-	}
-	return strings.Join(s, ", ")
-}
+// Slot is one trial of a net run: a lane in a round.
+type Slot = SlotOf[Lane]

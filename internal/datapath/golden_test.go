@@ -1,0 +1,158 @@
+package datapath
+
+import (
+	"bytes"
+	"flag"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tare-dev/tare/internal/output"
+	"github.com/tare-dev/tare/internal/session"
+	"github.com/tare-dev/tare/internal/warning"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+// goldenNet is a net run with what each part of the table and the page shows: copies, a cross-node
+// baseline, vxlan against pod-cross-node, an MTU, a skipped path, a failed trial, failed transactions, a
+// warning and the CPU's groups. Its figures come from a seeded generator, not from the code under test.
+func goldenNet() Report {
+	paths, err := ParsePaths("host,host,pod-same-node,host-cross-node,pod-cross-node,vxlan")
+	if err != nil {
+		panic(err)
+	}
+	lanes := Plan(paths, []Mode{TCPStream, TCPRR, TCPCRR, StorageRead}, []int{1 << 10, 16 << 10}, []int{1500})
+	rng := rand.New(rand.NewPCG(7, 8))
+	var trials []Trial
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for i, sl := range Order(lanes, 4, rng) {
+		t := Trial{Seq: i + 1, Slot: sl, Start: start.Add(time.Duration(i) * time.Second), End: start.Add(time.Duration(i+1) * time.Second),
+			NodeBusy: 500 + 1000*rng.Float64(), PathMTU: 1500, Groups: map[string]float64{"kubelet": 10 * rng.Float64(), "pod": 200 * rng.Float64(), "other": 50 * rng.Float64(), "containerd": 5, "kube-proxy": 3, "system": 1}}
+		f := 1 + rng.Float64()
+		if sl.Lane.Path.PodNetwork() {
+			f *= 1.5
+		}
+		switch {
+		case sl.Lane.Mode.Stream():
+			t.Gbps = 20 / f
+		case sl.Lane.Mode.Storage():
+			t.Gbps, t.TPS, t.P50us, t.P99us = 3/f, 3e4/f, 20*f, 90*f
+		default:
+			t.TPS, t.P50us, t.P99us = 5e4/f, 15*f, 60*f
+		}
+		if sl.Lane.Mode == TCPCRR && i%5 == 0 {
+			t.Failed, t.FailedWhy = 3, "connection reset by peer"
+		}
+		if i == 9 || i == 22 {
+			t = Trial{Seq: i + 1, Slot: sl, Error: "iperf3: connection refused"}
+		}
+		if i == 30 {
+			t.Warnings = []session.Warning{{Seq: 3, Kind: "node-busy", Message: "the node was busy"}}
+		}
+		if t.Error == "" {
+			t.CPUPerUnit = t.perUnit(t.NodeBusy)
+		}
+		trials = append(trials, t)
+	}
+	r := Report{Node: "vm", RemoteNode: "vm-2", Baseline: string(Host), Lanes: lanes, PodMTU: 1450, Parallel: 2,
+		Skipped:  map[string]string{"clusterip": "not asked", "hostnet-pod": "no pod"},
+		Schedule: Schedule{Rounds: 4, Duration: "2s", Seed: 7, Started: start, Took: "3m4s"},
+		Warnings: []warning.Warning{{Code: WarnOtherNode, Figure: "cpu_per_unit", Subject: "vm", Message: "measured another machine", Cause: "--node"}}}
+	r.Trials = trials
+	return mustFinish(finish(r, nil))
+}
+
+func mustFinish(r Report, err error) Report {
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// goldenDisk is a disk run with a copy of the host, a buffered target, a target on another device and a
+// failed trial.
+func goldenDisk() DiskReport {
+	targets, err := ParseTargets("host,host,rootfs,hostpath")
+	if err != nil {
+		panic(err)
+	}
+	lanes := DiskPlan(targets, []RW{RandRead, SeqWrite}, []int{4096, 1 << 20}, []int{1, 32})
+	rng := rand.New(rand.NewPCG(9, 10))
+	var trials []DiskTrial
+	for i, sl := range Order(lanes, 3, rng) {
+		f := 1 + rng.Float64()
+		if sl.Lane.Target == TargetRootFS {
+			f *= 2
+		}
+		t := DiskTrial{Seq: i + 1, DiskSlot: sl, Usage: Usage{NodeBusy: 200 + 100*rng.Float64(), Groups: map[string]float64{"pod": 3}},
+			FioOutcome: FioOutcome{Seconds: 1.6, IOs: 1000, IOPS: 1e4 / f, MBps: 1e4 / f * float64(sl.Lane.BS) / 1e6, P50us: 80 * f, P99us: 300 * f}}
+		if i == 5 {
+			t = DiskTrial{Seq: i + 1, DiskSlot: sl, Error: "fio: exit status 1: open failed"}
+		}
+		if t.Error == "" {
+			t.CPUPer10k = t.NodeBusy / 1000 / (t.IOPS / 1e4)
+		}
+		trials = append(trials, t)
+	}
+	r := DiskReport{Node: "vm", Baseline: string(TargetHost), Dir: "/var/tmp/tare", Size: 64 << 20, Lanes: lanes,
+		Targets: []TargetInfo{
+			{Target: "host", File: "/var/tmp/tare/host/host.fio", Seen: "/var/tmp/tare/host", FSType: "ext4", Device: "254:1", SameDevice: true, Free: 1 << 30, Direct: true},
+			{Target: "host#2", File: "/var/tmp/tare/host/host-2.fio", Seen: "/var/tmp/tare/host", FSType: "ext4", Device: "254:1", SameDevice: true, Free: 1 << 30, Direct: true},
+			{Target: "rootfs", File: "/tare/rootfs.fio", Seen: "/proc/9/root/tare", FSType: "overlay", Device: "0:77", SameDevice: true, Free: 1 << 30},
+			{Target: "hostpath", File: "/hostpath/hostpath.fio", Seen: "/proc/9/root/hostpath", FSType: "ext4", Device: "254:2", Free: 1 << 30, Direct: true},
+		},
+		Schedule: Schedule{Rounds: 3, Duration: "2s", Seed: 9, Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Took: "1m2s"}}
+	r.Trials = trials
+	r, err = finishDisk(r, nil)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// TestGolden: the table, the JSON and the page's view (htmlreport's tests cover the page it makes) of a fixed net and disk run are those the code
+// wrote before the verbs shared their core (go test -update rewrites them).
+func TestGolden(t *testing.T) {
+	net, disk := goldenNet(), goldenDisk()
+	net.Took, disk.Took = "3m4s", "1m2s" // finish timed the building
+	for _, c := range []struct {
+		name  string
+		write func(*bytes.Buffer) error
+	}{
+		{"net.txt", func(b *bytes.Buffer) error { return Table(b, net) }},
+		{"net.json", func(b *bytes.Buffer) error { return output.JSON(b, net) }},
+		{"net-view.json", func(b *bytes.Buffer) error { return output.JSON(b, net.Result().View()) }},
+		{"disk.txt", func(b *bytes.Buffer) error { return DiskTable(b, disk) }},
+		{"disk.json", func(b *bytes.Buffer) error { return output.JSON(b, disk) }},
+		{"disk-view.json", func(b *bytes.Buffer) error { return output.JSON(b, disk.Result().View()) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := c.write(&b); err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join("testdata", "golden", c.name)
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want), b.String()); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", file, diff)
+			}
+		})
+	}
+}

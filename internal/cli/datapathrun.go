@@ -28,9 +28,14 @@ import (
 // and the measuring session's options for trials of length d.
 func datapathSession(s streams, g *globalOptions, d time.Duration) (say func(string, ...any), host string, opts session.Options) {
 	say = func(format string, a ...any) { fmt.Fprintf(s.err, format+"\n", a...) }
-	interval := min(time.Second, max(250*time.Millisecond, d/5))
-	opts = session.Options{Sampler: g.sampleOptions(sample.Options{Interval: interval, Detail: 5 * time.Second}), Version: Version}
+	opts = session.Options{Sampler: g.sampleOptions(sample.Options{Interval: datapathInterval(d), Detail: 5 * time.Second}), Version: Version}
 	return say, sample.HostName(g.procRoot), opts
+}
+
+// datapathInterval is the sampling interval of trials of length d: five samples a trial, between 250 ms
+// and 1 s.
+func datapathInterval(d time.Duration) time.Duration {
+	return min(time.Second, max(250*time.Millisecond, d/5))
 }
 
 // clusterAccess is what a datapath run needs of its cluster: a client, exec into its pods, and the

@@ -108,7 +108,12 @@ func (pt *podTrace) stop(t *testing.T) *testload.UsageTrace {
 // the pod 0-6% less than the cgroup in most trials, 15% less in a few, and once, in four trials in a row
 // on a busy machine, 65% less (a loss the old check, any CPU at all, let pass). So each trial must be
 // within 25% and 5 millicores (a window's ends read apart, the trace's 10 ms polls), and the trials
-// together within 10%.
+// together within 10%. A trial may also differ by what the pod used within one sampling interval
+// outside either end of its window (edge): tare credits a process's CPU at the sample after its exit
+// (taskstats) and all of a process born after the previous sample to the interval it was born in, so a
+// load that starts or stops near a window's end lands on either side of it. Against 1 s trials sampled
+// every 250 ms that edge is a quarter of the window: one trial in 70 was then credited 547m for the
+// cgroup's 363m, on a machine loaded 2.7.
 func checkPodCPU(t *testing.T, group string, trace *testload.UsageTrace, out string) {
 	t.Helper()
 	var r struct {
@@ -136,14 +141,30 @@ func checkPodCPU(t *testing.T, group string, trace *testload.UsageTrace, out str
 		}
 		credited, used = credited+got, used+want
 		lane := strings.TrimSpace(tr.Lane.Path + " " + tr.Lane.Mode + tr.Lane.Target)
-		t.Logf("trial %d (%s): tare credits %s %.1fm, its cgroup used %.1fm", tr.Seq, lane, group, got, want)
-		if math.Abs(got-want) > 0.25*want+5 {
-			t.Errorf("trial %d (%s): tare credits %s %.1fm, its cgroup used %.1fm over the same window: want within 25%% + 5m (groups %v)",
-				tr.Seq, lane, group, got, want, tr.Groups)
+		edge := edgeCPU(trace, tr.Start, tr.End)
+		t.Logf("trial %d (%s): tare credits %s %.1fm, its cgroup used %.1fm (%.1fm within an interval of its ends)", tr.Seq, lane, group, got, want, edge)
+		if math.Abs(got-want) > 0.25*want+5+edge {
+			t.Errorf("trial %d (%s): tare credits %s %.1fm, its cgroup used %.1fm over the same window and %.1fm within an interval of its ends: want within 25%% + 5m + that (groups %v)",
+				tr.Seq, lane, group, got, want, edge, tr.Groups)
 		}
 	}
 	t.Logf("all trials: tare credits %s %.0fm, its cgroup used %.0fm (%+.1f%%)", group, credited, used, 100*(credited-used)/used)
 	if used == 0 || math.Abs(credited-used) > 0.1*used {
 		t.Errorf("over all trials tare credits %s %.0fm, its cgroup used %.0fm: want within 10%%", group, credited, used)
 	}
+}
+
+// edgeCPU is what the trace says the pod used within one sampling interval (datapathInterval of the
+// window's length) before start and after end, in millicores of the window: the most a trial can gain or
+// lose by where its ends fall (checkPodCPU). A side the trace does not cover counts as nothing.
+func edgeCPU(trace *testload.UsageTrace, start, end time.Time) float64 {
+	window := end.Sub(start)
+	iv := datapathInterval(window)
+	var cpuNs float64
+	for _, span := range [][2]time.Time{{start.Add(-iv), start}, {end, end.Add(iv)}} {
+		if mc, ok := trace.Between(span[0], span[1]); ok {
+			cpuNs += mc / 1000 * float64(iv)
+		}
+	}
+	return cpuNs / float64(window) * 1000
 }

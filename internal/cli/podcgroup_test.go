@@ -108,12 +108,12 @@ func (pt *podTrace) stop(t *testing.T) *testload.UsageTrace {
 // the pod 0-6% less than the cgroup in most trials, 15% less in a few, and once, in four trials in a row
 // on a busy machine, 65% less (a loss the old check, any CPU at all, let pass). So each trial must be
 // within 25% and 5 millicores (a window's ends read apart, the trace's 10 ms polls), and the trials
-// together within 10%. A trial may also differ by what the pod used within one sampling interval
-// outside either end of its window (edge): tare credits a process's CPU at the sample after its exit
-// (taskstats) and all of a process born after the previous sample to the interval it was born in, so a
-// load that starts or stops near a window's end lands on either side of it. Against 1 s trials sampled
-// every 250 ms that edge is a quarter of the window: one trial in 70 was then credited 547m for the
-// cgroup's 363m, on a machine loaded 2.7.
+// together within 10%. A trial may also be credited more, by at most what the pod used within one
+// sampling interval outside either end of its window (edge): a load that starts or stops near a window's
+// end lands on either side of it (against 1 s trials sampled every 250 ms, one trial in 70 was credited
+// 547m for the cgroup's 363m, on a machine loaded 2.7). Not less: a loss stays held to 25% and 5m, the
+// direction of the bug this check caught, and for a load that runs across the ends the edge is most of
+// the window.
 func checkPodCPU(t *testing.T, group string, trace *testload.UsageTrace, out string) {
 	t.Helper()
 	var r struct {
@@ -143,8 +143,8 @@ func checkPodCPU(t *testing.T, group string, trace *testload.UsageTrace, out str
 		lane := strings.TrimSpace(tr.Lane.Path + " " + tr.Lane.Mode + tr.Lane.Target)
 		edge := edgeCPU(trace, tr.Start, tr.End)
 		t.Logf("trial %d (%s): tare credits %s %.1fm, its cgroup used %.1fm (%.1fm within an interval of its ends)", tr.Seq, lane, group, got, want, edge)
-		if math.Abs(got-want) > 0.25*want+5+edge {
-			t.Errorf("trial %d (%s): tare credits %s %.1fm, its cgroup used %.1fm over the same window and %.1fm within an interval of its ends: want within 25%% + 5m + that (groups %v)",
+		if got < want-(0.25*want+5) || got > want+0.25*want+5+edge {
+			t.Errorf("trial %d (%s): tare credits %s %.1fm, its cgroup used %.1fm over the same window and %.1fm within an interval of its ends: want no less than 25%% + 5m below, no more than 25%% + 5m + that above (groups %v)",
 				tr.Seq, lane, group, got, want, edge, tr.Groups)
 		}
 	}

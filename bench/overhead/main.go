@@ -45,7 +45,7 @@ type config struct {
 func main() {
 	var c config
 	flag.StringVar(&c.tare, "tare", "bin/tare", "tare binary to measure")
-	flag.StringVar(&c.compare, "compare", "", "another tare binary (an older build, say) measured at 1 s in the same interleaved runs")
+	flag.StringVar(&c.compare, "compare", "", "another tare binary (an older build, say) measured at 1 s in the same interleaved runs, each -passes pass forced as for -tare")
 	passes := flag.String("passes", "open-coded,bpf-iter,proc", "task passes to force (TARE_TASK_PASS), comma-separated; \"\" for none")
 	flag.DurationVar(&c.window, "window", 30*time.Second, "length of each run with ~300 processes")
 	flag.DurationVar(&c.idleWindow, "idle-window", time.Minute, "length of each run with the idle sleepers")
@@ -229,7 +229,9 @@ func firstLine(s string) string {
 	return s
 }
 
-// withCompare adds a run of the -compare binary with args, when one is given.
+// withCompare adds runs of the -compare binary with args, when one is given: one for each pass of
+// c.passes, forced as tare's own runs are (TARE_TASK_PASS), so that before and after compare the same
+// pass; one with no pass forced when -passes is empty.
 func withCompare(runs []job, c config, args []string) []job {
 	if c.compare == "" {
 		return runs
@@ -237,5 +239,11 @@ func withCompare(runs []job, c config, args []string) []job {
 	name := "[" + filepath.Base(c.compare) + "] tare " + strings.Join(slices.DeleteFunc(slices.Clone(args), func(a string) bool {
 		return a == "-o" || a == "json"
 	}), " ")
-	return append(runs, job{name: name, argv: append([]string{c.compare}, args...)})
+	if len(c.passes) == 0 {
+		return append(runs, job{name: name, argv: append([]string{c.compare}, args...)})
+	}
+	for _, p := range c.passes {
+		runs = append(runs, job{name: name + " [" + p + "]", argv: append([]string{c.compare}, args...), env: []string{"TARE_TASK_PASS=" + p}})
+	}
+	return runs
 }

@@ -202,7 +202,8 @@ func testActivityFilterGroundTruth(t *testing.T) {
 
 // TestActivityLoadsOncePaidFor: the iterator is not loaded for a few samples of a small node (its load
 // costs more than it would save), and is loaded once the sampler has made as many reads as it would have
-// saved; from then on the sampler says it uses it. Close releases it with every file it held.
+// saved; from then on the sampler says it uses it. On a machine with 2,000 processes or more it is loaded
+// at the baseline instead. Close releases it with every file it held.
 func TestActivityLoadsOncePaidFor(t *testing.T) {
 	testenv.NeedRoot(t, "taskstats and the BPF task iterator need root")
 	if err := taskiter.Check(); err != nil {
@@ -223,6 +224,13 @@ func TestActivityLoadsOncePaidFor(t *testing.T) {
 		if _, err := s.Sample(); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if 5*len(s.procs) >= loadAfterReads { // a big node (or a busy machine): loaded at once (activity.expect)
+		if s.act.it == nil {
+			t.Fatalf("iterator not loaded after the baseline of %d processes: %v", len(s.procs), s.Meta().Limitations)
+		}
+		t.Logf("%d processes: the iterator was loaded at the baseline; a small node's wait is not checked here", len(s.procs))
+		return
 	}
 	if s.act.it != nil {
 		t.Fatalf("iterator loaded after 3 samples of %d processes (%d reads)", len(s.procs), s.act.reads)

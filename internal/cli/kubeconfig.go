@@ -41,10 +41,13 @@ func (g *globalOptions) cluster(s streams, labDir string) kubeTarget {
 		return t
 	}
 	l, err := lab.Open(labDir)
-	if err != nil || !l.State.Ready || l.Kubeconfig() == "" {
+	if err != nil {
 		return t
 	}
 	st := l.State
+	if !st.Ready || st.Kubeconfig == "" {
+		return t
+	}
 	if _, err := os.Stat(st.Kubeconfig); err != nil {
 		return t
 	}

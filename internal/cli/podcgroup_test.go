@@ -155,8 +155,8 @@ func checkPodCPU(t *testing.T, group string, trace *testload.UsageTrace, out str
 }
 
 // edgeCPU is what the trace says the pod used within one sampling interval (datapathInterval of the
-// window's length) before start and after end, in millicores of the window: the most a trial can gain or
-// lose by where its ends fall (checkPodCPU). A side the trace does not cover counts as nothing.
+// window's length) before start and after end, in millicores of the window: the most a trial can gain by
+// where its ends fall (checkPodCPU). A side the trace does not cover counts as nothing.
 func edgeCPU(trace *testload.UsageTrace, start, end time.Time) float64 {
 	window := end.Sub(start)
 	iv := datapathInterval(window)

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/lab/labtest"
 )
 
@@ -71,32 +70,4 @@ func stopSharedLab(t testing.TB) error {
 		fmt.Fprintf(os.Stderr, "stopping the shared lab: %v\n", err)
 	}
 	return err
-}
-
-// labState is the state of the lab in dir (lab.Open's), for tests that look into it.
-func labState(dir string) (*lab.State, error) {
-	l, err := lab.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	return l.State, nil
-}
-
-// mustOpen opens the lab in dir, failing the test without one.
-func mustOpen(t *testing.T, dir string) *lab.Lab {
-	t.Helper()
-	l, err := lab.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-// statusOf is the status of the lab in dir.
-func statusOf(ctx context.Context, dir string) (*lab.StatusReport, error) {
-	l, err := lab.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	return l.Status(ctx)
 }

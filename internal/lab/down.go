@@ -61,11 +61,7 @@ func Down(ctx context.Context, dir string, keep bool) (*DownReport, error) {
 	if st == nil { // corrupt state, or lab programs without one: clean what can be found
 		st = &State{Dir: dir}
 		if os.Geteuid() == 0 {
-			if hier, err := machine.CgroupMounts(); err == nil {
-				for _, h := range hier {
-					st.Cgroups = append(st.Cgroups, filepath.Join(h, cgroupRootName))
-				}
-			}
+			st.Cgroups, _ = machine.CgroupRoots(cgroupRootName)
 		}
 	}
 	r := &DownReport{Dir: dir, Kept: keep}
@@ -241,16 +237,10 @@ func Leftovers(dir string, node bool) []string {
 	if !node {
 		return out
 	}
-	if _, err := os.Stat("/sys/class/net/" + bridgeName); err == nil {
+	if machine.HasLink(bridgeName) {
 		out = append(out, "bridge "+bridgeName)
 	}
-	if hier, err := machine.CgroupMounts(); err == nil {
-		for _, h := range hier {
-			if _, err := os.Stat(filepath.Join(h, cgroupRootName)); err == nil {
-				out = append(out, "cgroup "+filepath.Join(h, cgroupRootName))
-			}
-		}
-	}
+	out = append(out, machine.CgroupRootLeftovers(cgroupRootName)...)
 	out = append(out, machine.NodeNetworkLeftovers()...)
 	out = append(out, machine.VTEPLeftovers()...)
 	for _, c := range machine.RuleChains() {

@@ -362,13 +362,13 @@ const leaseWaitAfter = 20 * time.Second
 // thawLeftovers thaws any paused tree of a lab under the machine's cgroup hierarchies, for a down that
 // has no state to say whether the lab was paused (a frozen process on cgroup v1 cannot die until thawed).
 func thawLeftovers() {
-	hier, err := machine.CgroupMounts()
+	roots, err := machine.CgroupRoots(cgroupRootName)
 	if err != nil {
 		return
 	}
-	for _, mount := range hier {
-		dirs, _ := filepath.Glob(filepath.Join(mount, cgroupRootName, pausedGroup, "*"))
-		for _, d := range append(dirs, filepath.Join(mount, cgroupRootName, pausedGroup)) {
+	for _, root := range roots {
+		dirs, _ := filepath.Glob(filepath.Join(root, pausedGroup, "*"))
+		for _, d := range append(dirs, filepath.Join(root, pausedGroup)) {
 			for _, v2 := range []bool{false, true} {
 				if _, err := readFreezeState(d, v2); err == nil {
 					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

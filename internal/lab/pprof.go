@@ -21,10 +21,10 @@ import (
 // containerd's debug socket.
 func (l *Lab) PprofTargets() ([]pprof.Target, error) {
 	st, err := l.fresh()
-	dir := l.Dir
 	if err != nil {
 		return nil, err
 	}
+	dir := st.Dir
 	pki, err := LoadPKI(filepath.Join(dir, "pki"))
 	if err != nil {
 		return nil, err

@@ -30,17 +30,42 @@ func CgroupMounts() ([]string, error) {
 	return out, nil
 }
 
-// MakeCgroupRoot makes the cgroup name (the kubelet's cgroupRoot) at the top of every hierarchy, copying
-// cpuset.cpus and cpuset.mems from the parent (a v1 cpuset cgroup without them cannot hold tasks). It
-// returns the directories it created.
-func MakeCgroupRoot(name string) ([]string, error) {
+// CgroupRoots are the directories of the cgroup name at the top of every hierarchy, those MakeCgroupRoot
+// makes, whether they exist or not.
+func CgroupRoots(name string) ([]string, error) {
 	hier, err := CgroupMounts()
 	if err != nil {
 		return nil, err
 	}
-	var made []string
+	out := make([]string, 0, len(hier))
 	for _, h := range hier {
-		d := filepath.Join(h, name)
+		out = append(out, filepath.Join(h, name))
+	}
+	return out, nil
+}
+
+// CgroupRootLeftovers lists the directories of the cgroup name still at the top of a hierarchy.
+func CgroupRootLeftovers(name string) []string {
+	roots, _ := CgroupRoots(name)
+	var out []string
+	for _, d := range roots {
+		if _, err := os.Stat(d); err == nil {
+			out = append(out, "cgroup "+d)
+		}
+	}
+	return out
+}
+
+// MakeCgroupRoot makes the cgroup name (the kubelet's cgroupRoot) at the top of every hierarchy, copying
+// cpuset.cpus and cpuset.mems from the parent (a v1 cpuset cgroup without them cannot hold tasks). It
+// returns the directories it created.
+func MakeCgroupRoot(name string) ([]string, error) {
+	roots, err := CgroupRoots(name)
+	if err != nil {
+		return nil, err
+	}
+	var made []string
+	for _, d := range roots {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			if errors.Is(err, os.ErrExist) {
 				made = append(made, d)
@@ -50,7 +75,7 @@ func MakeCgroupRoot(name string) ([]string, error) {
 		}
 		made = append(made, d)
 		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
-			if b, err := os.ReadFile(filepath.Join(h, f)); err == nil {
+			if b, err := os.ReadFile(filepath.Join(filepath.Dir(d), f)); err == nil {
 				_ = os.WriteFile(filepath.Join(d, f), b, 0o644)
 			}
 		}

@@ -4,8 +4,9 @@
 // anything still there (lab's Leftovers). A change of the machine that a new component of the lab makes
 // gets its do, its undo and its check here.
 //
-//   - cgroups.go: the kubelet's cgroup root in every hierarchy (MakeCgroupRoot; RemoveCgroups after
-//     KillCgroupTree; CgroupPIDs and CgroupDirs, which pause and down also read).
+//   - cgroups.go: the kubelet's cgroup root in every hierarchy (CgroupRoots; MakeCgroupRoot; RemoveCgroups
+//     after KillCgroupTree; CgroupRootLeftovers; CgroupPIDs and CgroupDirs, which pause and down also
+//     read).
 //   - mounts.go: the kubelet's and containerd's mounts under the lab directory and the pod network
 //     namespaces in /run/netns (NetnsNames before up; Unmount).
 //   - nodenet.go: the extra nodes' network (MakeNodesBridge, MakeNodeNetwork: the tare-nodes bridge,
@@ -19,7 +20,7 @@
 //     RestoreSysctls).
 //   - residue.go: what the components leave outside the lab directory whatever they are told: machine
 //     directories (AbsentDirs of Dirs at up; RemoveDirs), container log links, shim sockets, libcni's
-//     cached results, the pod bridge (RemoveLink).
+//     cached results, the pod bridge (RemoveLink; HasLink).
 //
 // Everything here needs root, and is checked on the real machine by internal/lab's tests (a lab up and
 // down, then no leftovers); the pure parts (iptables-save scripts, which mounts are the lab's) have unit

@@ -95,6 +95,12 @@ func RemoveShimSockets(tasks, socket, ns string) {
 	}
 }
 
+// HasLink says whether the machine has a link named name.
+func HasLink(name string) bool {
+	_, err := os.Stat(filepath.Join("/sys/class/net", name))
+	return err == nil
+}
+
 // RemoveLink deletes the link name (the lab's pod bridge: its veths went with the pods' network
 // namespaces), if there is one.
 func RemoveLink(name string) error {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 
 	"github.com/vishvananda/netlink"
@@ -215,7 +214,7 @@ func RemoveMachineVTEP() error {
 
 // VTEPLeftovers lists the machine's VTEP if it is still there.
 func VTEPLeftovers() []string {
-	if _, err := os.Stat("/sys/class/net/" + VTEPName); err == nil {
+	if HasLink(VTEPName) {
 		return []string{"link " + VTEPName}
 	}
 	return nil

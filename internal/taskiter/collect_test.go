@@ -1,6 +1,7 @@
 package taskiter
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,20 +9,29 @@ import (
 	"os/exec"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 )
 
-// TestSlotsAndCollect: the bpf-iter pass keeps a group's state in its slot of slots (tgid % nslots), and
-// in its groups map when another live group holds that slot: a process started at the PID one slot-array
+// TestSlotsAndCollect: each BPF pass keeps a group's state in its slot of slots (tgid % nslots), and in
+// its groups map when another live group holds that slot: a process started at the PID one slot-array
 // length above a live one (chosen through ns_last_pid) goes to groups, and within collectEvery passes of
 // its end its entry there is gone while the live one keeps its slot; the slot of a process that ended is
 // taken over by the next process that needs it, here one started at the PID one slot-array length above.
+// Both processes are reported by the first pass after their start and not by the next (their state works
+// wherever it is).
 func TestSlotsAndCollect(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("loading a BPF program and choosing PIDs need root")
 	}
-	it, err := OpenPass(PassBPFIter)
+	for _, p := range []Pass{PassOpenCoded, PassBPFIter} {
+		t.Run(string(p), func(t *testing.T) { testSlotsAndCollect(t, p) })
+	}
+}
+
+func testSlotsAndCollect(t *testing.T, p Pass) {
+	it, err := OpenPass(p)
 	if errors.Is(err, ErrNotSupported) {
 		t.Skip(err)
 	}
@@ -29,19 +39,29 @@ func TestSlotsAndCollect(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = it.Close() }()
-	pass := func() {
+	pass := func() []Group {
 		t.Helper()
-		if _, err := it.Changed(nil); err != nil && !errors.Is(err, ErrIncomplete) {
+		gs, err := it.Changed(nil)
+		if err != nil && !errors.Is(err, ErrIncomplete) {
 			t.Fatal(err)
 		}
+		return gs
+	}
+	reported := func(gs []Group, pid int) bool {
+		for _, g := range gs {
+			if g.TGID == pid {
+				return true
+			}
+		}
+		return false
 	}
 	where := func(pid int) string {
 		t.Helper()
-		val := make([]byte, stateSize)
+		val := make([]byte, it.layout.size)
 		if err := it.slots.Lookup(uint32(pid%nslots), &val); err != nil {
 			t.Fatal(err)
 		}
-		if int(binary.NativeEndian.Uint32(val[stateTGID:])) == pid {
+		if int(binary.NativeEndian.Uint32(val[it.layout.tgid:])) == pid {
 			return "slot"
 		}
 		switch err := it.groups.Lookup(uint32(pid), &val); {
@@ -54,27 +74,38 @@ func TestSlotsAndCollect(t *testing.T) {
 			return ""
 		}
 	}
+	// A live process whose PID has room for another one slot-array length above it, both chosen.
 	pidMax := readPIDMax(t)
-	// A live process whose PID has room for another one slot-array length above it.
-	var first *exec.Cmd
-	for range 50 {
-		c := sleeper(t)
-		if c.Process.Pid+nslots < pidMax {
-			first = c
-			break
-		}
+	if pidMax <= nslots+1000 {
+		t.Skipf("pid_max %d leaves no room for two PIDs %d apart", pidMax, nslots)
 	}
-	if first == nil {
-		t.Skipf("no PID below pid_max %d less %d came up", pidMax, nslots)
+	base := freePair(1000, pidMax-nslots)
+	if base == 0 {
+		t.Skip("no free pair of PIDs one slot-array length apart")
 	}
+	first, err := startAt(base)
+	if err != nil {
+		t.Skipf("could not start a process at PID %d: %v", base, err)
+	}
+	t.Cleanup(func() { stop(first) })
 	twin, err := startAt(first.Process.Pid + nslots)
 	if err != nil {
 		t.Skipf("could not start a process at PID %d: %v", first.Process.Pid+nslots, err)
 	}
-	pass()
+	waitAsleep(t, first.Process.Pid)
+	waitAsleep(t, twin.Process.Pid)
+	gs := pass()
 	if w1, w2 := where(first.Process.Pid), where(twin.Process.Pid); w1 != "slot" || w2 != "groups" {
 		t.Fatalf("after a pass: process %d's state in %s, want its slot; process %d's (the same slot) in %s, want groups",
 			first.Process.Pid, w1, twin.Process.Pid, w2)
+	}
+	if !reported(gs, twin.Process.Pid) {
+		t.Errorf("process %d, started before the pass, was not reported by it", twin.Process.Pid)
+	}
+	for _, pid := range []int{first.Process.Pid, twin.Process.Pid} {
+		if reported(pass(), pid) {
+			t.Errorf("process %d, asleep, was reported again by the next pass", pid)
+		}
 	}
 	stop(twin)
 	for range collectEvery {
@@ -102,14 +133,33 @@ func TestSlotsAndCollect(t *testing.T) {
 	}
 }
 
-func sleeper(t *testing.T) *exec.Cmd {
+// waitAsleep waits until process pid sleeps (state S: sleep(1) in nanosleep, past its start-up), so that
+// it does not run between two passes.
+func waitAsleep(t *testing.T, pid int) {
 	t.Helper()
-	c := exec.Command("sleep", "3600")
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
+	for range 200 {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := bytes.LastIndexByte(b, ')'); i > 0 && i+2 < len(b) && b[i+2] == 'S' {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	t.Cleanup(func() { stop(c) })
-	return c
+	t.Fatalf("process %d did not fall asleep within 2 s", pid)
+}
+
+// freePair returns a PID in [lo, hi) such that neither it nor the PID nslots above it is taken, 0 when none
+// is found.
+func freePair(lo, hi int) int {
+	taken := func(pid int) bool { _, err := os.Stat("/proc/" + strconv.Itoa(pid)); return err == nil }
+	for pid := lo; pid < hi; pid += 97 {
+		if !taken(pid) && !taken(pid+nslots) {
+			return pid
+		}
+	}
+	return 0
 }
 
 func stop(c *exec.Cmd) {

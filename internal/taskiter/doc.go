@@ -13,13 +13,20 @@
 //     BPF_TASK_ITER_ALL_THREADS, 6.7), which goes process by process, a leader then its other threads, along
 //     the kernel's lists: no PID lookup per task, no program call per task. It adds up each group's threads
 //     as it goes and writes the group when the walk leaves it, if its total moved since the previous read:
-//     the last total is kept in task storage (BPF_MAP_TYPE_TASK_STORAGE, 5.11) on the leader, so it goes
-//     with the process. The records go into a memory-mapped array map (BPF_F_MMAPABLE, 5.5; 65,536
-//     records, 2 MiB) that user space reads after the read(2) returns; a pass with more moved groups than
-//     that says it is incomplete (ErrIncomplete), and the groups left out come in the next pass. It also
-//     uses bpf_get_current_task_btf (5.11). Its verifier walks about 2,900 instructions. Before, the kernel
-//     walked the tasks by PID and called the program for each (get_pid_task and pid_nr_ns for every task,
-//     half the pass's cost); a pass at 3,000 idle processes took 0.93 ms of CPU in a tight loop, now 0.17 ms.
+//     the last total is kept, as bpf-iter keeps it, in the group's slot of an array indexed by TGID modulo
+//     16,384, or in a hash map when another live group holds that slot (the leader's start time tells a
+//     reused TGID). It kept it in task storage on the leader (BPF_MAP_TYPE_TASK_STORAGE, 5.11) before:
+//     once a second, with the task's storage, its cache and the value cold, bpf_task_storage_get was a
+//     quarter of tare's steady CPU at 3,000 idle processes. The records go into a memory-mapped array map
+//     (BPF_F_MMAPABLE, 5.5; 65,536 records, 2 MiB) that user space reads after the read(2) returns; a pass
+//     with more moved groups than that says it is incomplete (ErrIncomplete), and the groups left out come
+//     in the next pass. It also uses bpf_get_current_task_btf (5.11). Entries of ended groups in either
+//     pass's hash map are removed from user space every 64 passes (iter.go's collect). Its verifier walks
+//     about 1,800 instructions (45 ms on 6.18; 2,900 and 73 ms with task storage): the state's lookups are
+//     two global functions (moved, remember), verified once each, since inlined into the walk's loop they
+//     made it 9,700 and 150 ms. Before, the kernel walked the tasks by PID and called the program for each
+//     (get_pid_task and pid_nr_ns for every task, half the pass's cost); a pass at 3,000 idle processes
+//     took 0.93 ms of CPU in a tight loop, now 0.17 ms.
 //   - bpf-iter (bpfiter.bpf.c, Linux 5.8 or later): for kernels before 6.7 (AL2023 and Bottlerocket 6.1,
 //     COS and Flatcar 6.6, Ubuntu 22.04 5.15, RHEL 9 5.14). The kernel shows it every thread, in the order
 //     of their IDs, so a group's threads come scattered; it adds them up in its slot of an array indexed by
@@ -39,7 +46,7 @@
 //     rlimit.RemoveMemlock, which needs CAP_SYS_RESOURCE there and does nothing on 5.11 or later; tested
 //     only on 6.18, where the pass loads under a 64 KiB limit that tare leaves as it was). A
 //     group comes once a pass: a thread born behind the walk after its group was written is left to the
-//     next pass. Its verifier processes about 750 instructions (6.6 ms on 6.18):
+//     next pass. Its verifier processes about 1,500 instructions (37 ms on 6.18, 2026-11-29; 750 before the array):
 //     writing the open groups from the program's last call, in a loop of 512, cost some 50,000 (80-140 ms)
 //     at every load.
 //

@@ -28,22 +28,26 @@ type Iter struct {
 	nOut, overflow *ebpf.Variable
 	room           uint32 // the records a pass may write (max_out)
 
-	// PassBPFIter only: the groups it left open in the last pass, that pass's session, its state (slots,
-	// and groups for those whose slot another group holds), and the passes since the state of ended groups
-	// was last removed from groups.
-	unfinished, session *ebpf.Variable
-	nopen, openKeys     *ebpf.Variable // the groups left open by the last pass (openGroups)
-	slots, groups       *ebpf.Map
-	sinceCollect        int
-	seen                map[int]int // onceEach's index, kept between passes
-	duplicates          int         // records onceEach dropped, all passes (the tests' check that none is)
+	// Both passes: the state of each group (slots, and groups for those whose slot another live group
+	// holds), laid out as layout says, the variable that numbers the passes (session), and the passes
+	// since the state of ended groups was last removed from groups.
+	slots, groups *ebpf.Map
+	layout        stateLayout
+	session       *ebpf.Variable
+	sinceCollect  int
+
+	// PassBPFIter only: the groups it left open in the last pass.
+	unfinished      *ebpf.Variable
+	nopen, openKeys *ebpf.Variable // the groups left open by the last pass (openGroups)
+	seen            map[int]int    // onceEach's index, kept between passes
+	duplicates      int            // records onceEach dropped, all passes (the tests' check that none is)
 }
 
 // readSize is the buffer of one read(2) of the iterator: the kernel fills up to its own 32 KiB buffer per
 // call, so a larger one saves nothing.
 const readSize = 32 << 10
 
-// collectEvery is how many passes of PassBPFIter go between removals of the state of ended groups: each
+// collectEvery is how many passes go between removals of the state of ended groups from groups: each
 // costs two system calls per group, and until then an ended group holds about 100 bytes of its map.
 const collectEvery = 64
 
@@ -106,17 +110,20 @@ func (it *Iter) read(dst []Group, all bool) ([]Group, error) {
 		dst, dropped = onceEach(dst, from, it.seen)
 		it.duplicates += dropped
 	}
+	if err != nil && !errors.Is(err, ErrIncomplete) {
+		return dst, err
+	}
+	if it.sinceCollect++; it.sinceCollect >= collectEvery {
+		if cerr := it.collect(); cerr != nil {
+			return dst, cerr
+		}
+	}
 	if err != nil || it.unfinished == nil {
 		return dst, err
 	}
 	var open uint32
 	if err := it.unfinished.Get(&open); err != nil {
 		return dst, fmt.Errorf("reading the task pass's open groups: %w", err)
-	}
-	if it.sinceCollect++; it.sinceCollect >= collectEvery {
-		if err := it.collect(); err != nil {
-			return dst, err
-		}
 	}
 	if open > 0 {
 		return dst, fmt.Errorf("%w: %d thread groups did not add up (threads born or ended during the walk)", ErrIncomplete, open)
@@ -170,7 +177,16 @@ const (
 	stateTGID    = 84
 )
 
-// nslots is NSLOTS in bpfiter.bpf.c: a group's state is in slots at tgid % nslots when it holds the group.
+// stateLayout is where user space finds what it reads in a pass's state of a group: its size, and the
+// offsets of the group's TGID and of the pass that last visited it.
+type stateLayout struct{ size, tgid, session int }
+
+var (
+	bpfIterState   = stateLayout{size: stateSize, tgid: stateTGID, session: stateSession}
+	openCodedState = stateLayout{size: 32, tgid: 0, session: 24} // struct last in taskiter.bpf.c
+)
+
+// nslots is NSLOTS in both programs: a group's state is in slots at tgid % nslots when it holds the group.
 const nslots = 1 << 14
 
 // maxOpen is MAX_OPEN in bpfiter.bpf.c, the length of open_keys.
@@ -196,7 +212,7 @@ func (it *Iter) openGroups(dst []Group) ([]Group, error) {
 	if err := it.openKeys.Get(&keys); err != nil {
 		return dst, fmt.Errorf("reading the task pass's open groups: %w", err)
 	}
-	val := make([]byte, stateSize)
+	val := make([]byte, it.layout.size)
 	for _, key := range keys[:min(n, maxOpen)] {
 		found, err := it.state(key, val)
 		if err != nil {
@@ -218,7 +234,7 @@ func (it *Iter) state(key uint32, val []byte) (bool, error) {
 	if err := it.slots.Lookup(key%nslots, &val); err != nil {
 		return false, err
 	}
-	if binary.NativeEndian.Uint32(val[stateTGID:]) == key {
+	if binary.NativeEndian.Uint32(val[it.layout.tgid:]) == key {
 		return true, nil
 	}
 	err := it.groups.Lookup(key, &val)
@@ -247,9 +263,8 @@ func openGroup(val []byte, session uint64, dst []Group) ([]Group, error) {
 	return dst, nil
 }
 
-// collect removes from PassBPFIter's groups map the groups the last pass did not visit: they ended. Every
-// live group is visited by every pass. (A slot of a group that ended is taken over by the next group that
-// needs it.)
+// collect removes from the groups map the groups the last pass did not visit: they ended. Every live group
+// is visited by every pass. (A slot of a group that ended is taken over by the next group that needs it.)
 func (it *Iter) collect() error {
 	it.sinceCollect = 0
 	var last uint64
@@ -258,10 +273,10 @@ func (it *Iter) collect() error {
 	}
 	var ended []uint32
 	var key uint32
-	val := make([]byte, stateSize)
+	val := make([]byte, it.layout.size)
 	entries := it.groups.Iterate()
 	for entries.Next(&key, &val) {
-		if binary.NativeEndian.Uint64(val[stateSession:]) != last {
+		if binary.NativeEndian.Uint64(val[it.layout.session:]) != last {
 			ended = append(ended, key)
 		}
 	}

@@ -20,10 +20,10 @@ type Pass string
 const (
 	PassAuto Pass = "" // the first of the chain that loads
 	// PassOpenCoded is taskiter.bpf.c: a task iterator that walks each group's threads from its leader with
-	// open-coded task iterators and keeps its state in task storage. Linux 6.7 or later.
+	// open-coded task iterators and keeps its state in an array by TGID. Linux 6.7 or later.
 	PassOpenCoded Pass = "open-coded"
 	// PassBPFIter is bpfiter.bpf.c: a task iterator that adds up the threads of each group as the kernel
-	// shows them, one by one, with its state in a hash map. Linux 5.8 or later.
+	// shows them, one by one, with its state in an array by TGID. Linux 5.8 or later.
 	PassBPFIter Pass = "bpf-iter"
 	// PassProc is no task pass: the caller reads every process each sample.
 	PassProc Pass = "proc"
@@ -48,7 +48,7 @@ func PassFromEnv() (Pass, error) {
 func (p Pass) kernelNeeds() string {
 	switch p {
 	case PassOpenCoded:
-		return "Linux 6.7 or later (open-coded task iterators, task storage)"
+		return "Linux 6.7 or later (open-coded task iterators)"
 	case PassBPFIter:
 		return "Linux 5.8 or later (bpf_iter task programs)"
 	}
@@ -139,7 +139,8 @@ func loadOpenCodedRoom(room uint32) (*Iter, error) {
 		return nil, loadError(PassOpenCoded, fmt.Errorf("mapping the task pass's records: %w", err))
 	}
 	return &Iter{pass: PassOpenCoded, objs: &objs, prog: objs.ThreadGroups, link: l, emitAll: objs.EmitAll, buf: make([]byte, readSize),
-		out: mem, nOut: objs.N_out, overflow: objs.Overflow, room: room}, nil
+		out: mem, nOut: objs.N_out, overflow: objs.Overflow, room: room,
+		slots: objs.Slots, groups: objs.Groups, layout: openCodedState, session: objs.PassSeq}, nil
 }
 
 // loadBPFIter loads bpfiter.bpf.c.
@@ -157,7 +158,7 @@ func loadBPFIter() (*Iter, error) {
 	if err != nil {
 		return nil, err
 	}
-	it.unfinished, it.session, it.slots, it.groups = objs.Unfinished, objs.PassSession, objs.Slots, objs.Groups
+	it.unfinished, it.session, it.slots, it.groups, it.layout = objs.Unfinished, objs.PassSession, objs.Slots, objs.Groups, bpfIterState
 	it.nopen, it.openKeys = objs.Nopen, objs.OpenKeys
 	return it, nil
 }

@@ -4,7 +4,7 @@
 //
 // thread_groups is a BPF task iterator attached to tare's own process (a TGID filter), so that one read
 // calls it once, at tare's leader thread; from that call it walks every process of the machine with the
-// open-coded task iterator (BPF_TASK_ITER_ALL_PROCS: the process list, no PID lookups) and writes a struct
+// open-coded task iterator (BPF_TASK_ITER_ALL_THREADS: the process list, no PID lookups) and writes a struct
 // group into out[] for each thread group whose CPU time moved since the previous read (every group when
 // emit_all is set); n_out is how many. Generated into Go by bpf2go (see doc.go); needs Linux 6.7
 // (open-coded task iterators) and kernel BTF for CO-RE.
@@ -22,11 +22,11 @@ typedef unsigned long long __u64;
 #define CORE __attribute__((preserve_access_index))
 
 // From include/uapi/linux/bpf.h, include/linux/sched.h and kernel/bpf/task_iter.c.
+#define BPF_MAP_TYPE_HASH 1
 #define BPF_MAP_TYPE_ARRAY 2
-#define BPF_MAP_TYPE_TASK_STORAGE 29
 #define BPF_F_MMAPABLE 1024
 #define BPF_F_NO_PREALLOC 1
-#define BPF_LOCAL_STORAGE_GET_F_CREATE 1
+#define BPF_NOEXIST 1
 #define BPF_TASK_ITER_ALL_THREADS 1
 #define PF_KTHREAD 0x00200000
 
@@ -84,9 +84,9 @@ struct bpf_iter_task {
 } __attribute__((aligned(8)));
 
 static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)1;
+static long (*bpf_map_update_elem)(void *map, const void *key, const void *value, __u64 flags) = (void *)2;
 static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *unsafe_ptr) = (void *)113;
 static struct task_struct *(*bpf_get_current_task_btf)(void) = (void *)158;
-static void *(*bpf_task_storage_get)(void *map, struct task_struct *task, void *value, __u64 flags) = (void *)156;
 
 extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task, unsigned int flags) __ksym;
 extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __ksym;
@@ -102,19 +102,105 @@ struct group {
 	__u32 flags;
 };
 
-// last is what the previous read reported for a thread group, kept on the group leader's task_struct, so
-// that it goes when the process goes and a reused PID starts afresh.
+// last is what the previous read reported for a thread group, for its TGID in the initial PID namespace:
+// in slots at the index tgid & SLOT_MASK, or, when another live group holds that slot, in groups. A slot
+// of a group that ended is taken over by the next group that needs it; entries of groups that ended stay
+// in groups until user space removes those the last pass did not visit (iter.go's collect).
 struct last {
-	__u64 cpu_ns;
-	__u64 seen;
+	__u32 tgid;     // the group whose state this is (0: none)
+	__u32 seen;     // cpu_ns and start_ns hold a reported value
+	__u64 cpu_ns;   // CPU time last reported
+	__u64 start_ns; // the leader's start when last reported: a reused TGID is another process
+	__u64 pass;     // the pass that last visited the group
 };
 
+// slots holds the state of most groups: an array, whose lookups the verifier inlines, 32 bytes a group in
+// one block of memory (processes started one after another have neighbouring slots). It replaced task
+// storage on the leader (bpf_task_storage_get), whose lookups were a quarter of tare's steady CPU at 3,000
+// idle processes: a pass once a second finds the task's storage, its cache and the value cold.
+#define NSLOTS (1 << 14)
+#define SLOT_MASK (NSLOTS - 1)
 struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NSLOTS);
+	__type(key, __u32);
 	__type(value, struct last);
-} last_cpu SEC(".maps");
+} slots SEC(".maps");
+
+// groups holds the state of the groups whose slot another live group holds.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1 << 14);
+	__type(key, __u32);
+	__type(value, struct last);
+} groups SEC(".maps");
+
+// pass_seq counts the passes: the current one, while it runs.
+volatile __u64 pass_seq;
+
+// emit_all makes a read report every thread group, moved or not; user space sets it between reads.
+volatile __u32 emit_all;
+
+// find returns the state of the group key, or 0 when it has none yet.
+static __attribute__((always_inline)) struct last *find(__u32 key)
+{
+	__u32 idx = key & SLOT_MASK;
+	struct last *st = bpf_map_lookup_elem(&slots, &idx);
+
+	if (st && st->tgid == key)
+		return st;
+	return bpf_map_lookup_elem(&groups, &key);
+}
+
+// place gives a group that has no state yet its slot, when no group visited in this pass or the one before
+// holds it (a group that ended: every live group is visited by every pass), or else an entry of groups; it
+// returns 0 when groups is full.
+static __attribute__((always_inline)) struct last *place(__u32 key, __u64 pass)
+{
+	__u32 idx = key & SLOT_MASK;
+	struct last fresh = {}, *st = bpf_map_lookup_elem(&slots, &idx);
+
+	if (st && (!st->tgid || st->pass + 1 < pass)) {
+		__builtin_memset(st, 0, sizeof(*st));
+		st->tgid = key;
+		return st;
+	}
+	fresh.tgid = key;
+	bpf_map_update_elem(&groups, &key, &fresh, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&groups, &key);
+}
+
+// moved says whether the group key, whose leader started at start_ns and whose threads ran cpu_ns, moved
+// since the previous read (or was not reported yet, or emit_all, or has no state because groups is full),
+// and marks it visited by this pass. It and remember are global functions, verified once each with their
+// arguments unknown: inlined into emit, which the verifier walks again at every turn of the walk's loop,
+// their branches made the program's verification 9,700 instructions and 150 ms, where 2,900 suffice.
+__attribute__((noinline)) int moved(__u32 key, __u64 start_ns, __u64 cpu_ns)
+{
+	__u64 pass = pass_seq;
+	struct last *st = find(key);
+
+	if (!st)
+		st = place(key, pass);
+	if (!st)
+		return 1;
+	st->pass = pass;
+	return !st->seen || st->start_ns != start_ns || st->cpu_ns != cpu_ns || emit_all;
+}
+
+// remember keeps what this read reported for the group key.
+__attribute__((noinline)) int remember(__u32 key, __u64 start_ns, __u64 cpu_ns)
+{
+	struct last *st = find(key);
+
+	if (!st)
+		return 0;
+	st->cpu_ns = cpu_ns;
+	st->start_ns = start_ns;
+	st->seen = 1;
+	return 0;
+}
 
 // upid_at returns a task's PID as seen from the PID namespace at level (0 for the initial namespace),
 // with that namespace; nr is 0 when the task is not in a namespace that deep.
@@ -128,9 +214,6 @@ static __attribute__((always_inline)) struct upid upid_at(struct task_struct *t,
 	bpf_probe_read_kernel(&u, sizeof(u), &p->numbers[level]);
 	return u;
 }
-
-// emit_all makes a read report every thread group, moved or not; user space sets it between reads.
-volatile __u32 emit_all;
 
 // The records of a read: out[0:n_out]. overflow counts the groups left out for want of room (their state
 // is not updated, so the next read reports them). MAX_OUT records take 2 MiB, memory-mapped by user space.
@@ -153,20 +236,20 @@ struct {
 static __attribute__((noinline)) int emit(struct task_struct *leader, __u64 cpu_ns, __u32 threads, __u64 dead, unsigned int level)
 {
 	struct group g = {};
-	struct last *last;
 	struct upid self, parent;
 	struct group *slot;
-	__u32 i, inexact;
+	__u32 i, inexact, key;
 
 	if (!leader)
 		return 0;
 	g.cpu_ns = cpu_ns + dead;
 	g.threads = threads;
+	g.start_ns = leader->start_boottime;
 	// A thread that exits during the walk moves its runtime into sum_sched_runtime and leaves the thread
 	// list together: the sum was read first, so the walk can miss it but never count it twice.
 	inexact = leader->signal->sum_sched_runtime != dead;
-	last = bpf_task_storage_get(&last_cpu, leader, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (last && last->seen && last->cpu_ns == g.cpu_ns && !emit_all)
+	key = leader->tgid;
+	if (!moved(key, g.start_ns, g.cpu_ns))
 		return 0;
 	// PIDs as the reader sees them, as /proc shows them: a process outside the reader's PID namespace
 	// has no number there and is left out.
@@ -177,7 +260,6 @@ static __attribute__((noinline)) int emit(struct task_struct *leader, __u64 cpu_
 	g.tgid = self.nr;
 	if (parent.ns == self.ns)
 		g.ppid = parent.nr; // 0 when the parent is outside the namespace, as getppid(2) says
-	g.start_ns = leader->start_boottime;
 	g.flags = (leader->flags & PF_KTHREAD ? GROUP_KERNEL : 0) | (inexact ? GROUP_INEXACT : 0);
 	i = n_out;
 	if (i >= max_out || i >= MAX_OUT) {
@@ -189,10 +271,8 @@ static __attribute__((noinline)) int emit(struct task_struct *leader, __u64 cpu_
 		return 0;
 	*slot = g;
 	n_out = i + 1;
-	if (last && !inexact) {
-		last->cpu_ns = g.cpu_ns;
-		last->seen = 1;
-	}
+	if (!inexact)
+		remember(key, g.start_ns, g.cpu_ns);
 	return 0;
 }
 
@@ -212,6 +292,7 @@ int thread_groups(struct bpf_iter__task *ctx)
 		return 0;
 	n_out = 0;
 	overflow = 0;
+	pass_seq++;
 	level = bpf_get_current_task_btf()->thread_pid->level;
 	// Every thread of the machine, process by process: a process's leader, then its other threads. A
 	// group is written when the walk leaves it.

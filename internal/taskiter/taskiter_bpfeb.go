@@ -16,13 +16,15 @@ import (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	taskiterMapLastCpu       = "last_cpu"
+	taskiterMapGroups        = "groups"
 	taskiterMapOut           = "out"
+	taskiterMapSlots         = "slots"
 	taskiterProgThreadGroups = "thread_groups"
 	taskiterVarEmitAll       = "emit_all"
 	taskiterVarMaxOut        = "max_out"
 	taskiterVarN_out         = "n_out"
 	taskiterVarOverflow      = "overflow"
+	taskiterVarPassSeq       = "pass_seq"
 )
 
 // loadTaskiter returns the embedded CollectionSpec for taskiter.
@@ -74,8 +76,9 @@ type taskiterProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type taskiterMapSpecs struct {
-	LastCpu *ebpf.MapSpec `ebpf:"last_cpu"`
-	Out     *ebpf.MapSpec `ebpf:"out"`
+	Groups *ebpf.MapSpec `ebpf:"groups"`
+	Out    *ebpf.MapSpec `ebpf:"out"`
+	Slots  *ebpf.MapSpec `ebpf:"slots"`
 }
 
 // taskiterVariableSpecs contains global variables before they are loaded into the kernel.
@@ -86,6 +89,7 @@ type taskiterVariableSpecs struct {
 	MaxOut   *ebpf.VariableSpec `ebpf:"max_out"`
 	N_out    *ebpf.VariableSpec `ebpf:"n_out"`
 	Overflow *ebpf.VariableSpec `ebpf:"overflow"`
+	PassSeq  *ebpf.VariableSpec `ebpf:"pass_seq"`
 }
 
 // taskiterObjects contains all objects after they have been loaded into the kernel.
@@ -108,14 +112,16 @@ func (o *taskiterObjects) Close() error {
 //
 // It can be passed to loadTaskiterObjects or ebpf.CollectionSpec.LoadAndAssign.
 type taskiterMaps struct {
-	LastCpu *ebpf.Map `ebpf:"last_cpu"`
-	Out     *ebpf.Map `ebpf:"out"`
+	Groups *ebpf.Map `ebpf:"groups"`
+	Out    *ebpf.Map `ebpf:"out"`
+	Slots  *ebpf.Map `ebpf:"slots"`
 }
 
 func (m *taskiterMaps) Close() error {
 	return _TaskiterClose(
-		m.LastCpu,
+		m.Groups,
 		m.Out,
+		m.Slots,
 	)
 }
 
@@ -127,6 +133,7 @@ type taskiterVariables struct {
 	MaxOut   *ebpf.Variable `ebpf:"max_out"`
 	N_out    *ebpf.Variable `ebpf:"n_out"`
 	Overflow *ebpf.Variable `ebpf:"overflow"`
+	PassSeq  *ebpf.Variable `ebpf:"pass_seq"`
 }
 
 // taskiterPrograms contains all programs after they have been loaded into the kernel.

@@ -267,6 +267,24 @@ func readBlocking(path string, oneRecord bool) ([]byte, error) {
 	return readFull(fd, unix.Read, maxBlockingRead, path, oneRecord)
 }
 
+// readQuiet reads as read does when quiet is false. When it is true (the caller knows the process was
+// Quiet at a stat reading and has not run since), it reads in the caller's goroutine, without the deadline:
+// such a process cannot hold its memory map's lock, and the goroutine and timer of read cost as much CPU as
+// the read itself (cmdline of a sleeper: 17 against 9 µs). A process with a read still stuck is skipped as
+// read skips it.
+func (r *BlockingReader) readQuiet(pid int, comm, name string, quiet bool) ([]byte, error) {
+	if !quiet {
+		return r.read(pid, comm, name)
+	}
+	r.mu.Lock()
+	_, stuck := r.stuck[pid]
+	r.mu.Unlock()
+	if stuck {
+		return r.read(pid, comm, name)
+	}
+	return readBlocking(r.root+"/"+strconv.Itoa(pid)+"/"+name, oneRecordFiles[name])
+}
+
 // StuckView is what one sampler reports of the shared reader: the reads that did not answer, and those that
 // were skipped, since the view was taken. The zero value reports nothing.
 type StuckView struct {

@@ -3,6 +3,7 @@ package kernel
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -202,4 +203,57 @@ func benchmarkBlockingRead(b *testing.B, name string) {
 			}
 		}
 	})
+}
+
+// TestReadQuiet: a read of a Quiet process is read in the caller's goroutine and gives what read gives; a
+// process with a read still stuck is skipped at once even when the caller says it is quiet; a read that is
+// not quiet keeps the deadline. The peers of Quiet are real processes: sleep(1), one thread asleep, is
+// quiet; this test's own process, many threads, is not.
+func TestReadQuiet(t *testing.T) {
+	t.Parallel()
+	const timeout = 150 * time.Millisecond
+	f := newFIFORoot(t)
+	r := newBlockingReader(f.root, timeout, 2)
+	t.Cleanup(func() {
+		f.release(20, "cmdline")
+		waitAnswered(t, r, 0, 5*time.Second)
+	})
+	f.write(21, "smaps_rollup", "Rss: 4 kB\n")
+	a, errA := r.read(21, "x", "smaps_rollup")
+	b, errB := r.readQuiet(21, "x", "smaps_rollup", true)
+	if errA != nil || errB != nil || string(a) != string(b) {
+		t.Errorf("quiet read %q (%v), read %q (%v): want the same", b, errB, a, errA)
+	}
+	f.stall(20, "cmdline")
+	start := time.Now()
+	if _, err := r.readQuiet(20, "stalled", "cmdline", false); !errors.Is(err, ErrStuck) || time.Since(start) < timeout {
+		t.Fatalf("a read that is not quiet of a blocked file: %v after %v, want ErrStuck after %v", err, time.Since(start), timeout)
+	}
+	start = time.Now()
+	if _, err := r.readQuiet(20, "stalled", "cmdline", true); !errors.Is(err, ErrStuck) || time.Since(start) > timeout/2 {
+		t.Errorf("a quiet read of a process whose read is stuck: %v after %v, want it skipped at once", err, time.Since(start))
+	}
+
+	c := exec.Command("sleep", "30")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, err := ReadProcStat("/proc", c.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Quiet() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sleep(1) not quiet after 5 s: state %c, %d threads", st.State, st.NumThreads)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st, err := ReadProcStat("/proc", os.Getpid()); err != nil || st.Quiet() {
+		t.Errorf("the test process (%d threads, %v) is quiet", st.NumThreads, err)
+	}
 }

@@ -43,7 +43,7 @@ func ReadIdentity(procRoot string, pid int) (Identity, error) {
 	id := Identity{Stat: st, Kernel: st.KernelThread()}
 	// A kernel thread has no memory map, hence no command line: not worth a goroutine.
 	if !id.Kernel {
-		if b, err := BlockingReads(procRoot).read(pid, st.Comm, "cmdline"); err == nil {
+		if b, err := BlockingReads(procRoot).readQuiet(pid, st.Comm, "cmdline", st.Quiet()); err == nil {
 			id.Cmdline = redact.Join(splitCmdline(b))
 		}
 	}
@@ -133,6 +133,9 @@ type Detail struct {
 	StatmOnly bool
 	// SmapsErr and IOErr say why smaps_rollup or io could not be read (nil when they were).
 	SmapsErr, IOErr error
+	// Quiet is ProcStat.Quiet at this reading's stat. ReadMemory of a copy of this reading for a process that
+	// has not run since (a refresh) reads smaps_rollup without the deadline when it is set.
+	Quiet bool
 }
 
 // Smaps says whether a detail reading reads smaps_rollup.
@@ -157,7 +160,7 @@ func ReadDetail(procRoot string, pid int, stat *ProcStat, prev *Detail, smaps Sm
 	}
 	comm := ""
 	if stat != nil {
-		d.Threads, comm = stat.NumThreads, stat.Comm
+		d.Threads, comm, d.Quiet = stat.NumThreads, stat.Comm, stat.Quiet()
 	}
 	if smaps == SmapsNot {
 		readStatm(procRoot, pid, &d)
@@ -186,7 +189,9 @@ func smapsDrift(statm uint64) uint64 { return max(statm/50, 64) }
 // says the resident size moved by more than smapsDrift since smaps_rollup was last read, or when refresh is
 // set; in between, the figures follow statm's change (Estimated).
 //
-// smaps_rollup waits for the process's memory-map lock, so it is read with a deadline (blockingread.go).
+// smaps_rollup waits for the process's memory-map lock, so it is read with a deadline (blockingread.go),
+// unless d.Quiet says the process cannot hold it: the caller sets it from a stat reading after which the
+// process has not run (ReadDetail's own, or the one of the reading a refresh copies).
 // When it does not answer, smapsErr matches ErrStuck, RSS comes from statm, and PSS and private memory are
 // carried over from prev, or 0 without it; the next detail reading tries again.
 func ReadMemory(procRoot string, pid int, comm string, prev *Detail, refresh bool, d *Detail) {
@@ -200,7 +205,7 @@ func ReadMemory(procRoot string, pid int, comm string, prev *Detail, refresh boo
 		page := int64(os.Getpagesize())
 		moved := (int64(d.StatmRSS) - int64(prev.StatmRSS)) * page
 		d.RSS, d.PSS, d.Private = addClamped(prev.RSS, moved), addClamped(prev.PSS, moved), addClamped(prev.Private, moved)
-	} else if b, err := BlockingReads(procRoot).read(pid, comm, "smaps_rollup"); err != nil {
+	} else if b, err := BlockingReads(procRoot).readQuiet(pid, comm, "smaps_rollup", d.Quiet); err != nil {
 		d.SmapsErr = err
 		if errors.Is(err, ErrStuck) {
 			d.RSS = d.StatmRSS * uint64(os.Getpagesize())

@@ -102,6 +102,15 @@ func ReadProcStat(procRoot string, pid int) (ProcStat, error) {
 // KernelThread says whether the process is a kernel thread (PF_KTHREAD).
 func (s ProcStat) KernelThread() bool { return s.Flags&pfKthread != 0 }
 
+// Quiet reports a process none of whose own threads can hold its memory map's lock (mmap_lock), or wait
+// for it, for as long as it does not run: one thread, asleep interruptibly (S). A thread in a page fault
+// or an mmap that waits sleeps uninterruptibly or killably (D), and a process's only thread cannot queue
+// an mmap behind a fault of its own. So until it runs again, a read of its cmdline or smaps_rollup can wait
+// only for a brief writer from outside (khugepaged, uprobes), and is read without the deadline's goroutine
+// and timer (BlockingReader's readQuiet): about half the CPU of such a read, paid at the baseline and at the
+// end of a run for every idle process of the node.
+func (s ProcStat) Quiet() bool { return s.NumThreads == 1 && s.State == 'S' }
+
 // Ended says whether the process has ended: dead, or a zombie whose other threads have ended too. The
 // stat shows the thread-group leader, a zombie as soon as its own thread exits while the others may still
 // be ending, and the process's files, listening sockets too, close only with the last of them; the thread

@@ -42,6 +42,10 @@ func TestSamplerLockedProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	locked := startLockedProcess(t)
+	// Its reads wait (below): it must not be one whose reads skip the deadline (kernel.ProcStat.Quiet).
+	if st, err := kernel.ReadProcStat("/proc", locked.pid); err != nil || st.Quiet() {
+		t.Errorf("the locked process (state %c, %d threads, %v) is quiet: its reads would skip the deadline", st.State, st.NumThreads, err)
+	}
 
 	samples := append([]Sample{base}, sampleFor(t, s, 2*time.Second, interval, locked.release)...)
 	lockedSamples := samples

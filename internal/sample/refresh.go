@@ -22,7 +22,8 @@ const (
 func (st *procState) turn(n int) bool { return (st.details+int(st.info.ID%int64(n)))%n == 0 }
 
 // refreshMemory re-reads the memory of a process that did not run since its last detail reading, on its
-// turn; its I/O and thread count are carried over.
+// turn; its I/O and thread count are carried over, and so is Quiet: a process Quiet at that reading's stat
+// that has not run since still is, and its smaps_rollup is read without the deadline.
 func (s *Sampler) refreshMemory(st *procState, boot uint64) {
 	if st.kernel || st.detail == nil {
 		return

@@ -287,7 +287,7 @@ func finish(rep Report, err error) (Report, error) {
 // loopbackMTU is the MTU of this machine's loopback, which the host path and a hostNetwork pod's run over
 // (0 when unreadable).
 func loopbackMTU() int {
-	n, _ := kernel.LinkMTU("/sys", "lo")
+	n, _ := kernel.LinkMTU(kernel.HostSys, "lo")
 	return n
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"path/filepath"
 
+	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/lab"
 )
 
@@ -18,7 +19,7 @@ const (
 
 // ownProc is this process's own /proc: run commands are tare's children, signalled by PID in tare's PID
 // namespace, whatever /proc the measurement reads (Runner.Roots).
-const ownProc = "/proc"
+const ownProc = kernel.HostProc
 
 // newRunID is a run's TARE_RUN_ID: random, so that no other start's processes carry it.
 func newRunID() string {

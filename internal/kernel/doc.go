@@ -4,8 +4,9 @@
 // (internal/sample) is its main caller; the readers of recordings (record, explain) use its resource types,
 // and taskiter tests against its taskstats client.
 //
-// Every reader of a file takes an injected root (a /proc, /sys or cgroup directory, never a fixed path) and
-// is split into a read and a pure parse of the bytes read (ParseProcStat, ParseCgroupUsage, ...). Parse
+// Every reader of a file takes an injected root (a /proc, /sys or cgroup directory, never a fixed path;
+// root.go's HostProc and HostSys are the one home of the machine's own, which the packages that import
+// this one name) and is split into a read and a pure parse of the bytes read (ParseProcStat, ParseCgroupUsage, ...). Parse
 // errors of files tare could read but not understand wrap ErrMalformed; a process that exited while it was
 // read gives ErrGone; a feature the kernel lacks, ErrNotSupported (errors.go, malformed.go).
 //
@@ -15,7 +16,7 @@
 //     (listing /proc), cmdline.go (finding a process by its command line), listener.go (the process
 //     listening on a TCP port: /proc/net/tcp and /proc/PID/fd).
 //   - node.go (/proc/stat, loadavg, pressure), resources.go (meminfo, vmstat, diskstats, net/dev and their
-//     sysfs facts), linkmtu.go (a link's MTU), cpulist.go (online CPUs), kernelconfig.go (CONFIG_HZ, IRQ
+//     sysfs facts), linkmtu.go (a link's MTU, and whether a link is there), sysctl.go (/proc/sys settings), cpulist.go (online CPUs), kernelconfig.go (CONFIG_HZ, IRQ
 //     time accounting, host name and release).
 //   - cgroupv2.go (the exact task time of a cgroup v2 hierarchy), cgroupusage.go (cpuacct.usage and
 //     cpu.stat), cgroupmounts.go (which cgroup hierarchies are mounted where, from mountinfo), workingset.go
@@ -25,7 +26,8 @@
 //     accounting), connector.go (exec and fork events).
 //   - rawio.go (raw system calls for reads that cannot block, and ReadBounded), pinned.go (files kept
 //     open and re-read), blockingread.go (files whose read can block behind the process, such as cmdline
-//     and smaps_rollup, read with ordinary system calls and a deadline).
+//     and smaps_rollup, read with ordinary system calls and a deadline, or without it for a process that is
+//     Quiet: one thread asleep, which cannot hold its memory map's lock while it does not run).
 //
 // It imports nothing of tare's but internal/redact, which the command-line reader uses so that no secret
 // leaves it. A new reader goes in a file named for the kernel file it reads: a read that takes the root, a

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,6 +22,12 @@ func LinkMTU(sysRoot, name string) (int, error) {
 		return 0, fmt.Errorf("%s: %w", path, err)
 	}
 	return n, nil
+}
+
+// HasLink says whether this network namespace has a link named name (<sysRoot>/class/net/<name>).
+func HasLink(sysRoot, name string) bool {
+	_, err := os.Stat(filepath.Join(sysRoot, "class", "net", name))
+	return err == nil
 }
 
 // ParseLinkMTU parses a link's sysfs mtu file: one decimal number of bytes and a newline.

@@ -189,7 +189,7 @@ func setLinkMTU(m mtuLink) error {
 // linkMTU reads one link's MTU: from sysfs in this network namespace (ns ""), over netlink in ns.
 func linkMTU(ns, name string) (int, error) {
 	if ns == "" {
-		return kernel.LinkMTU("/sys", name)
+		return kernel.LinkMTU(kernel.HostSys, name)
 	}
 	h, err := machine.NetnsHandle(ns)
 	if err != nil {

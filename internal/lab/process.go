@@ -97,7 +97,7 @@ func waitGone(p Process, d time.Duration) bool {
 
 // procRoot is where the lab reads processes (kernel's readers take it): the machine's own, as the lab
 // starts its processes on this machine.
-const procRoot = "/proc"
+const procRoot = kernel.HostProc
 
 // labPrograms are the executables a lab runs (and containerd's shims).
 var labPrograms = component.LabPrograms(func(e component.Entry) bool { return e.Lab.Daemon })

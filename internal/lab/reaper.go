@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
 // A reaper is a child process of tare that cleans up after tare when tare dies without doing so itself
@@ -163,7 +165,7 @@ func reap(jobJSON string, in io.Reader, out, log io.Writer) int {
 
 // ownProc is this process's own /proc: the processes a reaper ends are tare's children's, signalled by
 // PID in tare's PID namespace.
-const ownProc = "/proc"
+const ownProc = kernel.HostProc
 
 // lockReaper takes DIR/reaper.lock (flock, exclusive): it waits for the reaper of an earlier tare on the
 // same directory to finish.

@@ -3,11 +3,11 @@ package profile
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
 // ErrPermission is returned when the kernel refuses perf events: callers can tell it from other failures
@@ -101,12 +101,9 @@ func openError(err error, cpu int, procRoot string) error {
 // permissionError says what to set so that perf events are allowed: tare samples every process on every
 // CPU, which needs perf_event_paranoid -1 or CAP_PERFMON (CAP_SYS_ADMIN on kernels before 5.8).
 func permissionError(err error, procRoot string) error {
-	if procRoot == "" {
-		procRoot = "/proc"
-	}
 	paranoid := "unknown"
-	if b, rerr := os.ReadFile(procRoot + "/sys/kernel/perf_event_paranoid"); rerr == nil {
-		paranoid = strings.TrimSpace(string(b))
+	if v, rerr := kernel.ReadSysctl(kernel.ProcRootOr(procRoot), "kernel/perf_event_paranoid"); rerr == nil {
+		paranoid = v
 	}
 	return fmt.Errorf("%w (%w): sampling every CPU needs CAP_PERFMON (or CAP_SYS_ADMIN), or kernel.perf_event_paranoid=-1 "+
 		"(now %s): run as root, grant the capability (setcap cap_perfmon,cap_syslog+ep tare), or sysctl -w kernel.perf_event_paranoid=-1",

@@ -60,9 +60,7 @@ func Record(ctx context.Context, o Options) (*Raw, error) {
 	if o.Frequency <= 0 || o.Frequency > 10000 {
 		return nil, fmt.Errorf("frequency %d Hz is out of range: use 1 to 10000", o.Frequency)
 	}
-	if o.ProcRoot == "" {
-		o.ProcRoot = "/proc"
-	}
+	o.ProcRoot = kernel.ProcRootOr(o.ProcRoot)
 	if o.CPUs <= 0 {
 		o.CPUs = runtime.NumCPU()
 	}

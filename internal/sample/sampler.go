@@ -109,12 +109,7 @@ type Sampler struct {
 // New opens every source this host and privilege level allow and says what it could not open.
 // warn receives one-line warnings (nil discards them).
 func New(ctx context.Context, opts Options, warn func(string)) (*Sampler, error) {
-	if opts.ProcRoot == "" {
-		opts.ProcRoot = "/proc"
-	}
-	if opts.SysRoot == "" {
-		opts.SysRoot = "/sys"
-	}
+	opts.ProcRoot, opts.SysRoot = kernel.ProcRootOr(opts.ProcRoot), kernel.SysRootOr(opts.SysRoot)
 	if opts.SelfPID == 0 {
 		opts.SelfPID = os.Getpid()
 	}

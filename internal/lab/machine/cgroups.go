@@ -19,7 +19,7 @@ import (
 
 // CgroupMounts returns the mount points of every cgroup hierarchy (v1 controllers and the v2 tree).
 func CgroupMounts() ([]string, error) {
-	hier, err := kernel.ReadCgroupHierarchies("/proc")
+	hier, err := kernel.ReadCgroupHierarchies(kernel.HostProc)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
 // The network of a lab with more than one node. Node 1 is the machine itself, as in a one-node lab; node N
@@ -113,7 +115,7 @@ func MakeNodesBridge(podCIDR, clusterCIDR string) error {
 			return fmt.Errorf("creating the %s bridge: %w", NodesBridge, err)
 		}
 	}
-	if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644); err != nil {
+	if err := kernel.WriteSysctl(kernel.HostProc, "net/ipv4/ip_forward", "1"); err != nil {
 		return fmt.Errorf("turning on ip_forward: %w", err)
 	}
 	for _, s := range PodMasquerade(podCIDR, clusterCIDR) {

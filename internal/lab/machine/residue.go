@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
 // Residue is what the components leave on the machine outside the lab directory whatever they are told:
@@ -96,10 +98,7 @@ func RemoveShimSockets(tasks, socket, ns string) {
 }
 
 // HasLink says whether the machine has a link named name.
-func HasLink(name string) bool {
-	_, err := os.Stat(filepath.Join("/sys/class/net", name))
-	return err == nil
-}
+func HasLink(name string) bool { return kernel.HasLink(kernel.HostSys, name) }
 
 // RemoveLink deletes the link name (the lab's pod bridge: its veths went with the pods' network
 // namespaces), if there is one.

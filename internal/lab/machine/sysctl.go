@@ -3,9 +3,8 @@ package machine
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
+
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
 // labSysctls are the kernel settings kubelet, kube-proxy and the bridge plugin change; up records them
@@ -20,8 +19,8 @@ var labSysctls = []string{
 func ReadSysctls() map[string]string {
 	out := map[string]string{}
 	for _, k := range labSysctls {
-		if b, err := os.ReadFile(filepath.Join("/proc/sys", k)); err == nil {
-			out[k] = strings.TrimSpace(string(b))
+		if v, err := kernel.ReadSysctl(kernel.HostProc, k); err == nil {
+			out[k] = v
 		}
 	}
 	return out
@@ -31,12 +30,11 @@ func ReadSysctls() map[string]string {
 func RestoreSysctls(saved map[string]string) error {
 	var errs []error
 	for k, v := range saved {
-		p := filepath.Join("/proc/sys", k)
-		if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == v {
+		if now, err := kernel.ReadSysctl(kernel.HostProc, k); err == nil && now == v {
 			continue
 		}
-		if err := os.WriteFile(p, []byte(v), 0o644); err != nil {
-			errs = append(errs, fmt.Errorf("restoring %s=%s: %w", k, v, err))
+		if err := kernel.WriteSysctl(kernel.HostProc, k, v); err != nil {
+			errs = append(errs, fmt.Errorf("restoring: %w", err))
 		}
 	}
 	return errors.Join(errs...)

@@ -139,6 +139,15 @@ type readResult struct {
 // answers, every read of that process fails at once with such an error. comm names the process in the
 // limitations the reader reports ("" if unknown).
 func (r *BlockingReader) read(pid int, comm, name string) ([]byte, error) {
+	return r.readQuiet(pid, comm, name, false)
+}
+
+// readQuiet reads as read does when quiet is false. When it is true (the caller knows the process was
+// Quiet at a stat reading and has not run since), it reads in the caller's goroutine, without the deadline:
+// such a process cannot hold its memory map's lock, and the goroutine and timer cost as much CPU as the
+// read itself (cmdline of a sleeper: 17 against 9 µs). A process with a read still stuck is skipped either
+// way; the bound on reads left waiting does not hold back a quiet read, which cannot become one.
+func (r *BlockingReader) readQuiet(pid int, comm, name string, quiet bool) ([]byte, error) {
 	path := r.root + "/" + strconv.Itoa(pid) + "/" + name
 	r.mu.Lock()
 	if p, ok := r.stuck[pid]; ok {
@@ -146,12 +155,15 @@ func (r *BlockingReader) read(pid int, comm, name string) ([]byte, error) {
 		r.mu.Unlock()
 		return nil, &stuckError{path: path, pending: p.path, since: time.Since(p.start)}
 	}
-	if n := len(r.stuck); n >= r.limit {
+	if n := len(r.stuck); n >= r.limit && !quiet {
 		r.skipped++
 		r.mu.Unlock()
 		return nil, &stuckError{path: path, busy: n}
 	}
 	r.mu.Unlock()
+	if quiet {
+		return readBlocking(path, oneRecordFiles[name])
+	}
 	p := &pendingRead{path: path, start: time.Now()}
 	done := make(chan readResult, 1)
 	go func() {
@@ -265,24 +277,6 @@ func readBlocking(path string, oneRecord bool) ([]byte, error) {
 	}
 	defer unix.Close(fd)
 	return readFull(fd, unix.Read, maxBlockingRead, path, oneRecord)
-}
-
-// readQuiet reads as read does when quiet is false. When it is true (the caller knows the process was
-// Quiet at a stat reading and has not run since), it reads in the caller's goroutine, without the deadline:
-// such a process cannot hold its memory map's lock, and the goroutine and timer of read cost as much CPU as
-// the read itself (cmdline of a sleeper: 17 against 9 µs). A process with a read still stuck is skipped as
-// read skips it.
-func (r *BlockingReader) readQuiet(pid int, comm, name string, quiet bool) ([]byte, error) {
-	if !quiet {
-		return r.read(pid, comm, name)
-	}
-	r.mu.Lock()
-	_, stuck := r.stuck[pid]
-	r.mu.Unlock()
-	if stuck {
-		return r.read(pid, comm, name)
-	}
-	return readBlocking(r.root+"/"+strconv.Itoa(pid)+"/"+name, oneRecordFiles[name])
 }
 
 // StuckView is what one sampler reports of the shared reader: the reads that did not answer, and those that

@@ -6,8 +6,8 @@
 //
 // Every reader of a file takes an injected root (a /proc, /sys or cgroup directory, never a fixed path;
 // root.go's HostProc and HostSys are the one home of the machine's own, which the packages that import
-// this one name) and is split into a read and a pure parse of the bytes read (ParseProcStat, ParseCgroupUsage, ...). Parse
-// errors of files tare could read but not understand wrap ErrMalformed; a process that exited while it was
+// this one name) and is split into a read and a pure parse of the bytes read (ParseProcStat,
+// ParseCgroupUsage, ...). Parse errors of files tare could read but not understand wrap ErrMalformed; a process that exited while it was
 // read gives ErrGone; a feature the kernel lacks, ErrNotSupported (errors.go, malformed.go).
 //
 // Where things live, one file per kernel file or source:
@@ -16,8 +16,9 @@
 //     (listing /proc), cmdline.go (finding a process by its command line), listener.go (the process
 //     listening on a TCP port: /proc/net/tcp and /proc/PID/fd).
 //   - node.go (/proc/stat, loadavg, pressure), resources.go (meminfo, vmstat, diskstats, net/dev and their
-//     sysfs facts), linkmtu.go (a link's MTU, and whether a link is there), sysctl.go (/proc/sys settings), cpulist.go (online CPUs), kernelconfig.go (CONFIG_HZ, IRQ
-//     time accounting, host name and release).
+//     sysfs facts), linkmtu.go (a link's MTU, and whether a link is there), sysctl.go (/proc/sys
+//     settings), cpulist.go (online CPUs), kernelconfig.go (CONFIG_HZ, IRQ time accounting, host name and
+//     release).
 //   - cgroupv2.go (the exact task time of a cgroup v2 hierarchy), cgroupusage.go (cpuacct.usage and
 //     cpu.stat), cgroupmounts.go (which cgroup hierarchies are mounted where, from mountinfo), workingset.go
 //     (a memory cgroup's working set as the kubelet's eviction manager counts it).

@@ -175,7 +175,7 @@ static __attribute__((always_inline)) struct last *place(__u32 key, __u64 pass)
 // since the previous read (or was not reported yet, or emit_all, or has no state because groups is full),
 // and marks it visited by this pass. It and remember are global functions, verified once each with their
 // arguments unknown: inlined into emit, which the verifier walks again at every turn of the walk's loop,
-// their branches made the program's verification 9,700 instructions and 150 ms, where 2,900 suffice.
+// their branches made the program's verification 9,700 instructions and 150 ms (1,800 and 45 ms now).
 __attribute__((noinline)) int moved(__u32 key, __u64 start_ns, __u64 cpu_ns)
 {
 	__u64 pass = pass_seq;

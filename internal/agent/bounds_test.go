@@ -107,7 +107,7 @@ func liveProcesses(t *testing.T) int {
 // and once the burner has ended and a window has passed they are gone.
 func TestAgentPodSeriesExpire(t *testing.T) {
 	testenv.NeedRoot(t, "a pod cgroup needs root")
-	const uid = "0d6f2c1e-3b4a-4c5d-8e9f-a0b1c2d3e4f5"
+	uid := testload.PodUID(0x0d6f2c1e)
 	burner := testload.Launch(t, "burn", "100")
 	if line := burner.Line(t, 10*time.Second); line != "ready" {
 		t.Fatalf("the burner printed %q", line)

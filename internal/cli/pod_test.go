@@ -13,7 +13,7 @@ import (
 func TestMeasurePodGroups(t *testing.T) {
 	requireTiming(t)
 	requireRoot(t)
-	uid := "5e1f9c1a-0b7d-4a44-9a63-7f2d9f1d3c10"
+	uid := testload.PodUID(0x5e1f9c1a)
 	container := strings.Repeat("c0ffee", 10) + "abcd"
 	h := startHelper(t, "burn", "100")
 	h.line(t, 10*time.Second)

@@ -29,7 +29,7 @@ func TestReportPrometheusRealAgent(t *testing.T) {
 	requireTiming(t)
 	requireRoot(t)
 	t.Parallel()
-	const uid = "7a1d2c3b-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+	uid := testload.PodUID(0x7a1d2c3b)
 	ctr := strings.Repeat("feed", 16)
 	pid := testload.StartBurner(t, 250)
 	testload.KubepodsCgroup(t, uid, ctr, pid)

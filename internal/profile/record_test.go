@@ -212,7 +212,7 @@ func checkPprofTop(t *testing.T, p *profile.Profile, pid int, kernelFunc string)
 // pod and container labels.
 func TestRecordPodGroup(t *testing.T) {
 	testenv.NeedRoot(t, "sampling every CPU and making cgroups need root")
-	const uid, ctr = "7a1c0e52-5d1f-4c6b-9a0e-3f2b1c4d5e6f", "ab12cd34ef56ab12cd34ef56ab12cd34ef56ab12cd34ef56ab12cd34ef56ab12"
+	uid, ctr := testload.PodUID(0x7a1c0e52), "ab12cd34ef56ab12cd34ef56ab12cd34ef56ab12cd34ef56ab12cd34ef56ab12"
 	pid := startBurner(t, buildBurner(t))
 	testload.KubepodsCgroup(t, uid, ctr, pid)
 	raw, sym := record(t, context.Background(), 2*time.Second)

@@ -1,6 +1,7 @@
 package testload
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -59,4 +60,11 @@ func removeCgroupTree(root, rel string) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+}
+
+// PodUID is a pod UID of this test process's own (its PID in the last group), for KubepodsCgroup: two test
+// binaries that run at once (make test's full and race passes) never make or remove each other's pod
+// cgroups. tag (hex, up to 8 digits) tells one test's pod from another's in the same binary.
+func PodUID(tag uint32) string {
+	return fmt.Sprintf("%08x-7a2e-4c1d-9b3f-%012x", tag, os.Getpid())
 }

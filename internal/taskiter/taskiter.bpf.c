@@ -230,10 +230,15 @@ struct {
 	__type(value, struct group);
 } out SEC(".maps");
 
+// The reader's PID namespace, set at the start of each pass: its depth (0 for the initial namespace), and
+// the namespace itself. The open-coded iterator walks every task of the machine, in every namespace.
+volatile __u32 reader_level;
+volatile __u64 reader_ns;
+
 // emit writes the record of the thread group led by leader, whose live threads ran cpu_ns and number
-// threads, when its CPU time moved since the previous read (or emit_all); level is the reader's PID
-// namespace level. dead is signal->sum_sched_runtime as read before its threads were added up.
-static __attribute__((noinline)) int emit(struct task_struct *leader, __u64 cpu_ns, __u32 threads, __u64 dead, unsigned int level)
+// threads, when its CPU time moved since the previous read (or emit_all). dead is
+// signal->sum_sched_runtime as read before its threads were added up.
+static __attribute__((noinline)) int emit(struct task_struct *leader, __u64 cpu_ns, __u32 threads, __u64 dead)
 {
 	struct group g = {};
 	struct upid self, parent;
@@ -252,11 +257,15 @@ static __attribute__((noinline)) int emit(struct task_struct *leader, __u64 cpu_
 	if (!moved(key, g.start_ns, g.cpu_ns))
 		return 0;
 	// PIDs as the reader sees them, as /proc shows them: a process outside the reader's PID namespace
-	// has no number there and is left out.
-	self = upid_at(leader, level);
-	if (!self.nr)
+	// has no number there and is left out. A process of another namespace as deep (another container's)
+	// has a number at that depth, in its own namespace: the namespace must be the reader's. Such a
+	// process is remembered, so that the next pass passes it by unless it moved.
+	self = upid_at(leader, reader_level);
+	if (!self.nr || (__u64)self.ns != reader_ns) {
+		remember(key, g.start_ns, g.cpu_ns);
 		return 0;
-	parent = upid_at(leader->real_parent->group_leader, level); // the parent may be a thread
+	}
+	parent = upid_at(leader->real_parent->group_leader, reader_level); // the parent may be a thread
 	g.tgid = self.nr;
 	if (parent.ns == self.ns)
 		g.ppid = parent.nr; // 0 when the parent is outside the namespace, as getppid(2) says
@@ -282,7 +291,7 @@ int thread_groups(struct bpf_iter__task *ctx)
 	struct task_struct *task = ctx->task;
 	struct task_struct *t, *leader = 0;
 	struct bpf_iter_task it;
-	unsigned int level;
+	struct task_struct *self;
 	__u64 cpu_ns = 0, dead = 0;
 	__u32 threads = 0;
 	int tgid = -1;
@@ -293,13 +302,15 @@ int thread_groups(struct bpf_iter__task *ctx)
 	n_out = 0;
 	overflow = 0;
 	pass_seq++;
-	level = bpf_get_current_task_btf()->thread_pid->level;
+	self = bpf_get_current_task_btf();
+	reader_level = self->thread_pid->level;
+	reader_ns = (__u64)upid_at(self, reader_level).ns;
 	// Every thread of the machine, process by process: a process's leader, then its other threads. A
 	// group is written when the walk leaves it.
 	bpf_iter_task_new(&it, 0, BPF_TASK_ITER_ALL_THREADS);
 	while ((t = bpf_iter_task_next(&it))) {
 		if (t->tgid != tgid) {
-			emit(leader, cpu_ns, threads, dead, level);
+			emit(leader, cpu_ns, threads, dead);
 			leader = t->pid == t->tgid ? t : 0; // a process's walk starts at its leader
 			tgid = t->tgid;
 			dead = t->signal->sum_sched_runtime;
@@ -310,7 +321,7 @@ int thread_groups(struct bpf_iter__task *ctx)
 		threads++;
 	}
 	bpf_iter_task_destroy(&it);
-	emit(leader, cpu_ns, threads, dead, level);
+	emit(leader, cpu_ns, threads, dead);
 	return 0;
 }
 

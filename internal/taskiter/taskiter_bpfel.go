@@ -25,6 +25,8 @@ const (
 	taskiterVarN_out         = "n_out"
 	taskiterVarOverflow      = "overflow"
 	taskiterVarPassSeq       = "pass_seq"
+	taskiterVarReaderLevel   = "reader_level"
+	taskiterVarReaderNs      = "reader_ns"
 )
 
 // loadTaskiter returns the embedded CollectionSpec for taskiter.
@@ -85,11 +87,13 @@ type taskiterMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type taskiterVariableSpecs struct {
-	EmitAll  *ebpf.VariableSpec `ebpf:"emit_all"`
-	MaxOut   *ebpf.VariableSpec `ebpf:"max_out"`
-	N_out    *ebpf.VariableSpec `ebpf:"n_out"`
-	Overflow *ebpf.VariableSpec `ebpf:"overflow"`
-	PassSeq  *ebpf.VariableSpec `ebpf:"pass_seq"`
+	EmitAll     *ebpf.VariableSpec `ebpf:"emit_all"`
+	MaxOut      *ebpf.VariableSpec `ebpf:"max_out"`
+	N_out       *ebpf.VariableSpec `ebpf:"n_out"`
+	Overflow    *ebpf.VariableSpec `ebpf:"overflow"`
+	PassSeq     *ebpf.VariableSpec `ebpf:"pass_seq"`
+	ReaderLevel *ebpf.VariableSpec `ebpf:"reader_level"`
+	ReaderNs    *ebpf.VariableSpec `ebpf:"reader_ns"`
 }
 
 // taskiterObjects contains all objects after they have been loaded into the kernel.
@@ -129,11 +133,13 @@ func (m *taskiterMaps) Close() error {
 //
 // It can be passed to loadTaskiterObjects or ebpf.CollectionSpec.LoadAndAssign.
 type taskiterVariables struct {
-	EmitAll  *ebpf.Variable `ebpf:"emit_all"`
-	MaxOut   *ebpf.Variable `ebpf:"max_out"`
-	N_out    *ebpf.Variable `ebpf:"n_out"`
-	Overflow *ebpf.Variable `ebpf:"overflow"`
-	PassSeq  *ebpf.Variable `ebpf:"pass_seq"`
+	EmitAll     *ebpf.Variable `ebpf:"emit_all"`
+	MaxOut      *ebpf.Variable `ebpf:"max_out"`
+	N_out       *ebpf.Variable `ebpf:"n_out"`
+	Overflow    *ebpf.Variable `ebpf:"overflow"`
+	PassSeq     *ebpf.Variable `ebpf:"pass_seq"`
+	ReaderLevel *ebpf.Variable `ebpf:"reader_level"`
+	ReaderNs    *ebpf.Variable `ebpf:"reader_ns"`
 }
 
 // taskiterPrograms contains all programs after they have been loaded into the kernel.

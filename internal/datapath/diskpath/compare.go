@@ -1,4 +1,4 @@
-package datapath
+package diskpath
 
 import (
 	"cmp"

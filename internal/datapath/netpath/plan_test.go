@@ -1,4 +1,4 @@
-package datapath
+package netpath
 
 import (
 	"math/rand/v2"

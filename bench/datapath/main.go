@@ -18,6 +18,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/tare-dev/tare/internal/datapath"
+	"github.com/tare-dev/tare/internal/datapath/netpath"
 	"github.com/tare-dev/tare/internal/stats"
 )
 
@@ -50,7 +51,7 @@ func run(tare string) error {
 		return fmt.Errorf("tare datapath net: %w", err)
 	}
 	took := time.Since(start)
-	var r datapath.Report
+	var r netpath.Report
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 		return err
 	}
@@ -70,11 +71,11 @@ func run(tare string) error {
 	groups := map[string][]float64{}
 	var keys []string
 	for _, t := range r.Trials {
-		if t.Error != "" || t.Lane.Path != datapath.Host || t.Lane.Copy > 1 {
+		if t.Error != "" || t.Lane.Path != netpath.Host || t.Lane.Copy > 1 {
 			continue
 		}
 		v := t.Gbps
-		if t.Lane.Mode == datapath.TCPRR {
+		if t.Lane.Mode == netpath.TCPRR {
 			v = t.P50us
 		}
 		if v > 0 {

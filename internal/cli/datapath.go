@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tare-dev/tare/internal/datapath"
+	"github.com/tare-dev/tare/internal/datapath/netpath"
 	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/lab/images"
 )
@@ -108,11 +109,11 @@ like tare measure, and runs on the node it measures.` + figuresHelp,
 }
 
 func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapathNetOptions) error {
-	lanes, err := datapath.ParsePaths(o.paths)
+	lanes, err := netpath.ParsePaths(o.paths)
 	if err != nil {
 		return usageError("--paths: %w", err)
 	}
-	modes, err := datapath.ParseModes(o.modes)
+	modes, err := netpath.ParseModes(o.modes)
 	if err != nil {
 		return usageError("--modes: %w", err)
 	}
@@ -122,11 +123,11 @@ func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapat
 	}
 	var mtus []int
 	if o.mtus != "" {
-		if mtus, err = datapath.ParseMTUs(o.mtus, lab.MinPodMTU, lab.MaxPodMTU); err != nil {
+		if mtus, err = netpath.ParseMTUs(o.mtus, lab.MinPodMTU, lab.MaxPodMTU); err != nil {
 			return usageError("--mtu: %w", err)
 		}
 		for _, m := range mtus {
-			if m-lab.VTEPOverhead < lab.MinPodMTU && slices.ContainsFunc(lanes, func(l datapath.Lane) bool { return l.Path == datapath.HostCrossNode }) {
+			if m-lab.VTEPOverhead < lab.MinPodMTU && slices.ContainsFunc(lanes, func(l netpath.Lane) bool { return l.Path == netpath.HostCrossNode }) {
 				return usageError("--mtu %d: host-cross-node runs with the node network at the MTU and the pod network %d below it, at least %d: want %d or more", m, lab.VTEPOverhead, lab.MinPodMTU, lab.MinPodMTU+lab.VTEPOverhead)
 			}
 		}
@@ -141,7 +142,7 @@ func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapat
 	case o.namespace == "":
 		return usageError("--namespace: give one")
 	}
-	if err := datapath.CheckLanes(datapath.Plan(lanes, modes, sizes, mtus)); err != nil {
+	if err := netpath.CheckLanes(netpath.Plan(lanes, modes, sizes, mtus)); err != nil {
 		return usageError("%w", err)
 	}
 	if err := checkHTML(o.html); err != nil {
@@ -152,15 +153,15 @@ func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapat
 		return err
 	}
 	say, host, sopts := datapathSession(s, g, o.duration)
-	do := datapath.Options{Node: o.node, Host: host, Namespace: o.namespace, Image: image, PullNever: pullNever,
+	do := netpath.Options{Node: o.node, Host: host, Namespace: o.namespace, Image: image, PullNever: pullNever,
 		Paths: lanes, Modes: modes, Sizes: sizes, MTUs: mtus, Rounds: o.trials, Duration: o.duration, Parallel: o.parallel, Seed: runSeed(o.seed), Say: say,
 		Session: sopts}
 	onlyHost, anyHost := true, false
 	for _, l := range lanes {
-		onlyHost = onlyHost && l.Path == datapath.Host
-		anyHost = anyHost || l.Path == datapath.Host || l.Path == datapath.HostCrossNode
+		onlyHost = onlyHost && l.Path == netpath.Host
+		anyHost = anyHost || l.Path == netpath.Host || l.Path == netpath.HostCrossNode
 	}
-	if slices.ContainsFunc(modes, datapath.Mode.UsesCRR) {
+	if slices.ContainsFunc(modes, netpath.Mode.UsesCRR) {
 		do.CRR.Pod = images.CRRName
 		if anyHost {
 			if do.CRR.Host, err = images.CRRProgram(ctx); err != nil {
@@ -203,6 +204,6 @@ func runDatapathNet(ctx context.Context, s streams, g *globalOptions, o *datapat
 	if len(mtus) > 0 && do.SetPodMTU == nil {
 		return usageError("--mtu sets the tare lab's pod network MTU: measure on a lab (tare lab up; --lab-dir), or without --mtu")
 	}
-	rep, err := datapath.Run(ctx, cs, do)
-	return datapathResult(s, g, viewOf(rep, datapath.Table), o.html, rep.Result(), source, err)
+	rep, err := netpath.Run(ctx, cs, do)
+	return datapathResult(s, g, viewOf(rep, netpath.Table), o.html, rep.Result(), source, err)
 }

@@ -16,10 +16,8 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tare-dev/tare/internal/datapath"
+	"github.com/tare-dev/tare/internal/datapath/netpath"
 	"github.com/tare-dev/tare/internal/lab"
 	"github.com/tare-dev/tare/internal/testload"
 )
@@ -46,22 +44,22 @@ func procStatBusy(t testing.TB) func() time.Duration {
 	}
 }
 
-func decodeDatapath(t *testing.T, out string) datapath.Report {
+func decodeDatapath(t *testing.T, out string) netpath.Report {
 	t.Helper()
-	var r datapath.Report
+	var r netpath.Report
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("decoding: %v\n%.2000s", err, out)
 	}
 	return r
 }
 
-func ratioOf(r datapath.Report, path, against string, mode datapath.Mode, metric string) (datapath.Ratio, bool) {
+func ratioOf(r netpath.Report, path, against string, mode netpath.Mode, metric string) (netpath.Ratio, bool) {
 	for _, x := range r.Ratios {
 		if x.Path == path && x.Against == against && x.Mode == mode && x.Metric == metric {
 			return x, true
 		}
 	}
-	return datapath.Ratio{}, false
+	return netpath.Ratio{}, false
 }
 
 // noToolsLeft: no iperf3, sockperf or tare-crr server of tare's is left running on the machine. A deleted pod's
@@ -102,6 +100,7 @@ func TestDatapathHost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs iperf3 and sockperf for a minute")
 	}
+	_ = stopSharedLab(t) // the host's own paths, with no lab's control plane beside them
 	if _, errOut, err := run(context.Background(), "lab", "install", "--datapath"); err != nil {
 		t.Fatalf("lab install --datapath: %v\n%s", err, errOut)
 	}
@@ -143,7 +142,7 @@ func TestDatapathHost(t *testing.T) {
 		}
 		// The tools' own figures: iperf3's bytes over its own time, sockperf's round trips per second.
 		units := tr.Bytes * 8 / 1e9 / tr.Seconds
-		if tr.Lane.Mode == datapath.TCPRR {
+		if tr.Lane.Mode == netpath.TCPRR {
 			units = tr.TPS / 1e4
 		}
 		want := busy / 1000 / units
@@ -166,9 +165,9 @@ func TestDatapathHost(t *testing.T) {
 	// A/A. Mann–Whitney with 6 against 6 flags a difference at α = 0.05 in 5% of A/A runs, by definition;
 	// this check fails only on complete separation (p = 2/924), 0.2% of them for each figure.
 	for _, c := range []struct {
-		mode   datapath.Mode
+		mode   netpath.Mode
 		metric string
-	}{{datapath.TCPStream, "gbps"}, {datapath.TCPRR, "p50_us"}} {
+	}{{netpath.TCPStream, "gbps"}, {netpath.TCPRR, "p50_us"}} {
 		x, ok := ratioOf(r, "host#2", "host", c.mode, c.metric)
 		if !ok || x.N != 6 || x.P <= 2.0/924+1e-9 {
 			t.Errorf("A/A %s: %+v", c.metric, x)
@@ -233,9 +232,9 @@ func TestDatapathOnLab(t *testing.T) {
 		if r.Baselines[p] != base {
 			t.Errorf("%s's baseline is %q, want %s", p, r.Baselines[p], base)
 		}
-		for _, m := range []datapath.Mode{datapath.TCPStream, datapath.TCPRR} {
+		for _, m := range []netpath.Mode{netpath.TCPStream, netpath.TCPRR} {
 			metric := "gbps"
-			if m == datapath.TCPRR {
+			if m == netpath.TCPRR {
 				metric = "p50_us"
 			}
 			x, ok := ratioOf(r, p, base, m, metric)
@@ -246,7 +245,7 @@ func TestDatapathOnLab(t *testing.T) {
 			t.Logf("%s %s %s ÷ %s: %.3f [%.3f, %.3f] p=%.4f", p, m, metric, base, x.Ratio, x.Lo, x.Hi, x.P)
 		}
 	}
-	if x, _ := ratioOf(r, "vxlan", "host-cross-node", datapath.TCPStream, "gbps"); !x.Significant || x.Hi >= 1 {
+	if x, _ := ratioOf(r, "vxlan", "host-cross-node", netpath.TCPStream, "gbps"); !x.Significant || x.Hi >= 1 {
 		t.Errorf("vxlan against host networking across nodes: %+v, want a significant drop", x)
 	}
 	// host-cross-node runs over the node network (the lab's bridge tare-nodes): every stream's segment
@@ -257,12 +256,12 @@ func TestDatapathOnLab(t *testing.T) {
 	}
 	underlay, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	for _, tr := range r.Trials {
-		if tr.Lane.Path == datapath.HostCrossNode && tr.Lane.Mode == datapath.TCPStream && (tr.PathMTU != underlay || tr.MSS != underlay-52) {
+		if tr.Lane.Path == netpath.HostCrossNode && tr.Lane.Mode == netpath.TCPStream && (tr.PathMTU != underlay || tr.MSS != underlay-52) {
 			t.Errorf("host-cross-node trial %d: path MTU %d, MSS %d; want the node network's %d and %d", tr.Seq, tr.PathMTU, tr.MSS, underlay, underlay-52)
 		}
 	}
 	// The same pods, only the encapsulation changed: a third of the throughput here, in every trial.
-	if x, ok := ratioOf(r, "vxlan", "pod-cross-node", datapath.TCPStream, "gbps"); !ok || !x.Significant || x.Hi >= 1 {
+	if x, ok := ratioOf(r, "vxlan", "pod-cross-node", netpath.TCPStream, "gbps"); !ok || !x.Significant || x.Hi >= 1 {
 		t.Errorf("vxlan against pod-cross-node: %+v, want a significant drop", x)
 	} else {
 		t.Logf("vxlan against routed: %.3f [%.3f, %.3f] p=%.4f", x.Ratio, x.Lo, x.Hi, x.P)
@@ -381,13 +380,13 @@ func datapathMTU(ctx context.Context, t *testing.T, dir, kc string) {
 	vxlan := map[int][]float64{}
 	for _, tr := range r.Trials {
 		want := tr.Lane.MTU
-		if tr.Lane.Path == datapath.Host {
+		if tr.Lane.Path == netpath.Host {
 			continue // loopback's 65536: Linux caps the loopback's first segment size lower
 		}
 		if tr.Error != "" || tr.MSS != want-52 {
 			t.Errorf("trial %d %s: MSS %d (want %d) %s", tr.Seq, tr.Lane.Label(), tr.MSS, want-52, tr.Error)
 		}
-		if tr.Lane.Path == datapath.VXLAN {
+		if tr.Lane.Path == netpath.VXLAN {
 			vxlan[want] = append(vxlan[want], tr.Gbps)
 		}
 	}
@@ -400,8 +399,8 @@ func datapathMTU(ctx context.Context, t *testing.T, dir, kc string) {
 		if p != "pod-same-node" {
 			base = "host-cross-node"
 		}
-		lo, ok1 := ratioOf(r, p+"@mtu1500", mtuLabel(base, 1500), datapath.TCPStream, "gbps")
-		hi, ok2 := ratioOf(r, p+"@mtu9000", mtuLabel(base, 9000), datapath.TCPStream, "gbps")
+		lo, ok1 := ratioOf(r, p+"@mtu1500", mtuLabel(base, 1500), netpath.TCPStream, "gbps")
+		hi, ok2 := ratioOf(r, p+"@mtu9000", mtuLabel(base, 9000), netpath.TCPStream, "gbps")
 		if !ok1 || !ok2 || r.Baselines[p+"@mtu9000"] != mtuLabel(base, 9000) {
 			t.Errorf("%s@mtu9000: baseline %q, ratios against %s found %v %v", p, r.Baselines[p+"@mtu9000"], mtuLabel(base, 9000), ok1, ok2)
 		}
@@ -413,71 +412,4 @@ func datapathMTU(ctx context.Context, t *testing.T, dir, kc string) {
 	if b, err := os.ReadFile("/sys/class/net/tare-nodes/mtu"); err != nil || strings.TrimSpace(string(b)) != "1550" {
 		t.Errorf("underlay MTU after the run: %q %v", b, err)
 	}
-}
-
-// TestDatapathOneNode: on a one-node lab the paths that need a second node are named with why and what to
-// do, the other paths still run (here tcp-crr on host, pod-same-node and clusterip), and a run of only such
-// paths is refused before anything is created in the cluster; Ctrl-C during a lab run prints the trials
-// measured and removes the pods and the namespace.
-func TestDatapathOneNode(t *testing.T) {
-	requireLab(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if _, errOut, err := run(ctx, "lab", "install", "--datapath"); err != nil {
-		t.Fatalf("lab install --datapath: %v\n%s", err, errOut)
-	}
-	dir, kc, _ := labUp(ctx, t)
-	cs := clientsetOf(t, kc)
-	const why = "needs a second node that takes pods (a lab with tare lab up --nodes 2)"
-	_, errOut, err := run(ctx, "datapath", "net", "--kubeconfig", kc, "--lab-dir", dir, "--paths", "pod-cross-node,vxlan")
-	if err == nil || !strings.Contains(errOut, "no path can be measured") ||
-		!strings.Contains(errOut, "pod-cross-node "+why) || !strings.Contains(errOut, "vxlan "+why) {
-		t.Errorf("only cross-node paths: %v, stderr %q", err, errOut)
-	}
-	if _, err := cs.CoreV1().Namespaces().Get(ctx, "tare-datapath", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("a refused run left namespace tare-datapath (%v)", err)
-	}
-	out, errOut, err := run(ctx, "datapath", "net", "--kubeconfig", kc, "--lab-dir", dir, "--paths", "host,pod-same-node,clusterip,pod-cross-node",
-		"--modes", "tcp-crr", "--sizes", "1k", "--trials", "3", "--duration", "1s", "-o", "json")
-	if err != nil {
-		t.Fatalf("host, pod-same-node, clusterip and pod-cross-node: %v\n%s", err, errOut)
-	}
-	if !strings.Contains(errOut, "skipping path pod-cross-node: "+why) {
-		t.Errorf("stderr does not name the skipped path: %q", errOut)
-	}
-	r := decodeDatapath(t, out)
-	if r.Skipped["pod-cross-node"] != why || len(r.Skipped) != 1 || len(r.Trials) != 9 {
-		t.Errorf("skipped %v, %d trials (want pod-cross-node skipped, 3 trials of each other path)", r.Skipped, len(r.Trials))
-	}
-	// tcp-crr in pods: a connection per transaction through the bridge, and through kube-proxy's DNAT.
-	for _, tr := range r.Trials {
-		if tr.Error != "" || tr.TPS <= 0 || tr.Failed != 0 || tr.P99us < tr.P50us {
-			t.Errorf("trial %d (%s): %+v", tr.Seq, tr.Lane.Path, tr.Outcome)
-		}
-	}
-	for _, p := range []string{"pod-same-node", "clusterip"} {
-		x, ok := ratioOf(r, p, "host", datapath.TCPCRR, "transactions_per_s")
-		if !ok || x.N != 3 {
-			t.Errorf("%s tcp-crr against host: %+v", p, x)
-		}
-		t.Logf("%s tcp-crr connections/s ÷ host: %.3f [%.3f, %.3f] p=%.3f", p, x.Ratio, x.Lo, x.Hi, x.P)
-	}
-	waitNamespaceGone(ctx, t, cs, "tare-datapath")
-
-	// Ctrl-C once the third trial has begun: the trials measured are printed, the pods and the namespace go.
-	cctx, cancelRun := context.WithCancel(ctx)
-	defer cancelRun()
-	var stdout strings.Builder
-	progress := &cancelOn{marker: "trial 2/", cancel: cancelRun}
-	err = Execute(cctx, []string{"datapath", "net", "--kubeconfig", kc, "--lab-dir", dir, "--paths", "host,pod-same-node",
-		"--modes", "tcp-stream", "--sizes", "16k", "--trials", "5", "--duration", "1s", "-o", "json"}, strings.NewReader(""), &stdout, progress)
-	if err == nil {
-		t.Fatalf("cancelled run succeeded\n%s", progress.buf.String())
-	}
-	r = decodeDatapath(t, stdout.String())
-	if len(r.Trials) == 0 || len(r.Trials) >= 10 || !r.Cancelled {
-		t.Errorf("cancelled run kept %d trials, cancelled %v\n%s", len(r.Trials), r.Cancelled, progress.buf.String())
-	}
-	waitNamespaceGone(ctx, t, cs, "tare-datapath")
-	noToolsLeft(t)
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tare-dev/tare/internal/datapath"
+	"github.com/tare-dev/tare/internal/datapath/netpath"
 	"github.com/tare-dev/tare/internal/testenv"
 )
 
@@ -58,7 +58,7 @@ func TestDatapathCRR(t *testing.T) {
 	if float64(active) < sum-0.5 || float64(active) > sum+100 || passive > active || float64(passive) < sum-0.5 {
 		t.Errorf("tare-crr reports %.0f transactions, the kernel opened %d connections and accepted %d", sum, active, passive)
 	}
-	x, ok := ratioOf(r, "host#2", "host", datapath.TCPCRR, "transactions_per_s")
+	x, ok := ratioOf(r, "host#2", "host", netpath.TCPCRR, "transactions_per_s")
 	t.Logf("A/A connections per second: %.3f [%.3f, %.3f] p=%.3f", x.Ratio, x.Lo, x.Hi, x.P)
 	if !ok || x.N != 3 {
 		t.Errorf("A/A ratio: %+v", x)
@@ -113,7 +113,7 @@ func TestDatapathStorage(t *testing.T) {
 	if !inOwnNetns(t) {
 		return
 	}
-	for _, mode := range []datapath.Mode{datapath.StorageRead, datapath.StorageWrite} {
+	for _, mode := range []netpath.Mode{netpath.StorageRead, netpath.StorageWrite} {
 		active0, _ := tcpOpens(t)
 		lo0 := rxBytes(t, "/proc", isLoopback)
 		out, errOut, err := run(context.Background(), "datapath", "net", "--paths", "host,host", "--modes", string(mode), "--sizes", "64k",
@@ -136,7 +136,7 @@ func TestDatapathStorage(t *testing.T) {
 			t.Errorf("%s: %d trials, want 4", mode, len(r.Trials))
 		}
 		opened, carried := active1-active0, float64(rxGrowth(lo0, lo1))
-		floor := ops*(64<<10) + ops*(datapath.StorageCommand+8)
+		floor := ops*(64<<10) + ops*(netpath.StorageCommand+8)
 		t.Logf("%s: %.0f transactions, %.0f MB of blocks; the kernel: %d connections opened, loopback %.0f MB (%.3f× the payload)",
 			mode, ops, blocks/1e6, opened, carried/1e6, carried/floor)
 		// 4 trials × 2 streams, and the servers' listening checks (every 50 ms until each listens).

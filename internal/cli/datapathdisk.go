@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tare-dev/tare/internal/datapath"
+	"github.com/tare-dev/tare/internal/datapath/diskpath"
 	"github.com/tare-dev/tare/internal/lab/images"
 )
 
@@ -87,22 +88,22 @@ runs on the node it measures.` + figuresHelp,
 }
 
 // diskOptionsOf checks the flags and turns them into a run's options (without its cluster access).
-func diskOptionsOf(o *datapathDiskOptions) (datapath.DiskOptions, error) {
-	var d datapath.DiskOptions
+func diskOptionsOf(o *datapathDiskOptions) (diskpath.Options, error) {
+	var d diskpath.Options
 	var err error
-	if d.Targets, err = datapath.ParseTargets(o.targets); err != nil {
+	if d.Targets, err = diskpath.ParseTargets(o.targets); err != nil {
 		return d, usageError("--targets: %w", err)
 	}
-	if d.RWs, err = datapath.ParseRWs(o.rw); err != nil {
+	if d.RWs, err = diskpath.ParseRWs(o.rw); err != nil {
 		return d, usageError("--rw: %w", err)
 	}
-	if d.BSs, err = datapath.ParseBlockSizes(o.bs); err != nil {
+	if d.BSs, err = diskpath.ParseBlockSizes(o.bs); err != nil {
 		return d, usageError("--bs: %w", err)
 	}
-	if d.Depths, err = datapath.ParseDepths(o.depths); err != nil {
+	if d.Depths, err = diskpath.ParseDepths(o.depths); err != nil {
 		return d, usageError("--iodepth: %w", err)
 	}
-	if d.Size, err = datapath.ParseFileSize(o.size); err != nil {
+	if d.Size, err = diskpath.ParseFileSize(o.size); err != nil {
 		return d, usageError("--size: %w", err)
 	}
 	switch {
@@ -152,6 +153,6 @@ func runDatapathDisk(ctx context.Context, s streams, g *globalOptions, o *datapa
 		source, cs, do.Exec = c.source, c.cs, c.exec
 		do.Session.Sampler.PodNames = c.podNames
 	}
-	rep, err := datapath.RunDisk(ctx, cs, do)
-	return datapathResult(s, g, viewOf(rep, datapath.DiskTable), o.html, rep.Result(), source, err)
+	rep, err := diskpath.Run(ctx, cs, do)
+	return datapathResult(s, g, viewOf(rep, diskpath.Table), o.html, rep.Result(), source, err)
 }

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tare-dev/tare/internal/datapath"
+	"github.com/tare-dev/tare/internal/datapath/diskpath"
 	"github.com/tare-dev/tare/internal/stats"
 	"github.com/tare-dev/tare/internal/testload"
 )
@@ -46,22 +46,22 @@ func diskReads(t *testing.T, dir string) func() time.Duration {
 	}
 }
 
-func decodeDisk(t *testing.T, out string) datapath.DiskReport {
+func decodeDisk(t *testing.T, out string) diskpath.Report {
 	t.Helper()
-	var r datapath.DiskReport
+	var r diskpath.Report
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("decoding: %v\n%.2000s", err, out)
 	}
 	return r
 }
 
-func diskRatio(r datapath.DiskReport, target, metric string) (datapath.DiskRatio, bool) {
+func diskRatio(r diskpath.Report, target, metric string) (diskpath.Ratio, bool) {
 	for _, x := range r.Ratios {
 		if x.Target == target && x.Metric == metric {
 			return x, true
 		}
 	}
-	return datapath.DiskRatio{}, false
+	return diskpath.Ratio{}, false
 }
 
 // gone fails the test when path exists.
@@ -120,7 +120,7 @@ func TestDatapathDiskHost(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = unix.Unmount(small, unix.MNT_DETACH) })
 		_, _, err := run(context.Background(), "datapath", "disk", "--targets", "host", "--size", "64m", "--dir", filepath.Join(small, "disk"))
-		if !errors.Is(err, datapath.ErrNoSpace) || !strings.Contains(err.Error(), "target host") || !strings.Contains(err.Error(), "MiB free") {
+		if !errors.Is(err, diskpath.ErrNoSpace) || !strings.Contains(err.Error(), "target host") || !strings.Contains(err.Error(), "MiB free") {
 			t.Errorf("64m on a 96m tmpfs (with a 64m margin): %v", err)
 		}
 		if ents, err := os.ReadDir(small); err != nil || len(ents) != 0 {

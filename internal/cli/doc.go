@@ -14,5 +14,5 @@
 // (--kubeconfig, --context, $KUBECONFIG, ~/.kube/config), else a running lab's kubeconfig, and connects
 // with kube.NewClient. Run as kubectl-tare, tare is kubectl's plugin (ExecuteAs, plugin.go).
 //
-// Imports: agent, cluster/agents, compare, datapath, density, deploy, experiment, explain, explain/collect, export, fit, htmlreport, kube, lab, lab/images, output, profile, progress, promconf, promread, record, redact, sample, session, summary, userfile
+// Imports: agent, cluster/agents, compare, datapath, datapath/diskpath, datapath/netpath, density, deploy, experiment, explain, explain/collect, export, fit, htmlreport, kube, lab, lab/images, output, profile, progress, promconf, promread, record, redact, sample, session, summary, userfile
 package cli

@@ -32,11 +32,11 @@ func Order[L any](lanes []L, rounds int, rng *rand.Rand) []SlotOf[L] {
 	return out
 }
 
-// planLanes is every lane of a run: for each setting of the sweep (a mode and size, a pattern, block size
+// PlanLanes is every lane of a run: for each setting of the sweep (a mode and size, a pattern, block size
 // and depth: the lanes compared with each other), in the order given, each place the run compares (a
 // path, a target), in the order given, as lanes makes them (several for a place measured at several
 // settings of its own, such as a path's MTUs).
-func planLanes[S, P, L any](settings []S, places []P, lanes func(s S, p P) []L) []L {
+func PlanLanes[S, P, L any](settings []S, places []P, lanes func(s S, p P) []L) []L {
 	var out []L
 	for _, s := range settings {
 		for _, p := range places {
@@ -46,8 +46,8 @@ func planLanes[S, P, L any](settings []S, places []P, lanes func(s S, p P) []L) 
 	return out
 }
 
-// cross is every pair of a and b, a's outer: the settings of a sweep over two of them.
-func cross[A, B, C any](as []A, bs []B, pair func(A, B) C) []C {
+// Cross is every pair of a and b, a's outer: the settings of a sweep over two of them.
+func Cross[A, B, C any](as []A, bs []B, pair func(A, B) C) []C {
 	out := make([]C, 0, len(as)*len(bs))
 	for _, a := range as {
 		for _, b := range bs {
@@ -57,10 +57,10 @@ func cross[A, B, C any](as []A, bs []B, pair func(A, B) C) []C {
 	return out
 }
 
-// parsePlaces reads a flag that names the places a run compares (paths, targets): known names,
+// ParsePlaces reads a flag that names the places a run compares (paths, targets): known names,
 // comma-separated, what they name saying which in an error. A name may repeat (host,host: an A/A check):
 // lane makes each place's lane with its copy number, 1 for its first, 2 for its second, ….
-func parsePlaces[P ~string, L any](s, what string, known []P, lane func(p P, n int) L) ([]L, error) {
+func ParsePlaces[P ~string, L any](s, what string, known []P, lane func(p P, n int) L) ([]L, error) {
 	ps, err := parseNames(s, what, known)
 	if err != nil {
 		return nil, err
@@ -72,10 +72,10 @@ func parsePlaces[P ~string, L any](s, what string, known []P, lane func(p P, n i
 	return out, nil
 }
 
-// parseSet reads a flag of settings swept (modes, patterns): known names, comma-separated, each kept once.
-func parseSet[T ~string](s, what string, known []T) ([]T, error) {
+// ParseSet reads a flag of settings swept (modes, patterns): known names, comma-separated, each kept once.
+func ParseSet[T ~string](s, what string, known []T) ([]T, error) {
 	xs, err := parseNames(s, what, known)
-	return unique(xs), err
+	return Unique(xs), err
 }
 
 // parseNames reads a comma-separated list of known names, what they name saying which in an error.
@@ -102,8 +102,8 @@ func copies[T comparable](xs []T) []int {
 	return out
 }
 
-// unique keeps the first of each item, in order.
-func unique[T comparable](xs []T) []T {
+// Unique keeps the first of each item, in order.
+func Unique[T comparable](xs []T) []T {
 	var out []T
 	for _, x := range xs {
 		if !slices.Contains(out, x) {
@@ -155,8 +155,8 @@ func join[T ~string](xs []T) string {
 	return strings.Join(s, ", ")
 }
 
-// runsOf splits xs into runs of neighbours that same puts together.
-func runsOf[T any](xs []T, same func(a, b T) bool) [][]T {
+// RunsOf splits xs into runs of neighbours that same puts together.
+func RunsOf[T any](xs []T, same func(a, b T) bool) [][]T {
 	var out [][]T
 	for _, x := range xs {
 		if n := len(out); n > 0 && same(out[n-1][0], x) {
@@ -168,8 +168,8 @@ func runsOf[T any](xs []T, same func(a, b T) bool) [][]T {
 	return out
 }
 
-// keep returns the items ok keeps, in order.
-func keep[T any](xs []T, ok func(T) bool) []T {
+// Keep returns the items ok keeps, in order.
+func Keep[T any](xs []T, ok func(T) bool) []T {
 	var out []T
 	for _, x := range xs {
 		if ok(x) {

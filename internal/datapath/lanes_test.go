@@ -11,11 +11,11 @@ import (
 // lanes of a setting.
 func TestPlanLanes(t *testing.T) {
 	t.Parallel()
-	settings := cross([]string{"r", "w"}, []int{1, 2}, func(s string, n int) string { return s + string(rune('0'+n)) })
+	settings := Cross([]string{"r", "w"}, []int{1, 2}, func(s string, n int) string { return s + string(rune('0'+n)) })
 	if !cmp.Equal(settings, []string{"r1", "r2", "w1", "w2"}) {
 		t.Fatalf("settings %v", settings)
 	}
-	got := planLanes(settings[:2], []string{"a", "b"}, func(s, p string) []string {
+	got := PlanLanes(settings[:2], []string{"a", "b"}, func(s, p string) []string {
 		if p == "b" {
 			return []string{p + s + "x", p + s + "y"}
 		}

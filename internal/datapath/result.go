@@ -13,9 +13,9 @@ type Result struct {
 	// DatapathHead is what the run is: its verb, what it compares, the node, the baseline, how the trials
 	// ran, how long it took, whether Ctrl-C cut it short, what a chart's groups sweep.
 	htmlreport.DatapathHead
-	PathMTU string       // net: each path's MTU as its trials ran ("host 65536, vxlan 1450"); "" when unknown
-	Skipped []string     // net: the paths not measured, each "path: why"
-	Targets []TargetInfo // disk: where each target's file lives (non-nil: the table lists them)
+	PathMTU string                      // net: each path's MTU as its trials ran ("host 65536, vxlan 1450"); "" when unknown
+	Skipped []string                    // net: the paths not measured, each "path: why"
+	Targets []htmlreport.DatapathTarget // disk: where each target's file lives (non-nil: the table lists them)
 	// Failed lists the failed trials, left out of the figures; FailedTransactions (net) the trials some
 	// of whose transactions failed, left out of the trials' figures. "" when none.
 	Failed, FailedTransactions string
@@ -96,51 +96,51 @@ type GroupCPU struct {
 	Value float64
 }
 
-// resultRows is what a run's result lists, whichever tool ran it (T its trial, L its lane): the groups
+// Rows is what a run's result lists, whichever tool ran it (T its trial, L its lane): the groups
 // of lanes and every trial.
-type resultRows[T resultTrial[L], L resultLane] struct {
-	groups [][]L
-	head   func(g []L) Group // the group without its lanes
-	trials []T
+type Rows[T RowTrial[L], L RowLane] struct {
+	Groups [][]L
+	Head   func(g []L) Group // the group without its lanes
+	Trials []T
 }
 
-// resultTrial is a trial a result lists (Trial, DiskTrial).
-type resultTrial[L comparable] interface{ row() trialRow[L] }
+// RowTrial is a trial a result lists (Trial, DiskTrial).
+type RowTrial[L comparable] interface{ Row() TrialFigures[L] }
 
-// resultLane is a lane a result lists (Lane, DiskLane).
-type resultLane interface {
+// RowLane is a lane a result lists (Lane, DiskLane).
+type RowLane interface {
 	comparable
 	Label() string
 }
 
-// trialRow is what the result says of one trial.
-type trialRow[L comparable] struct {
-	seq, round int
-	lane       L
-	nodeBusy   float64 // millicores
-	err        string
-	warnings   []session.Warning
-	figures    []float64 // in the order of its group's figures (shown only when the trial finished)
+// TrialFigures is what the result says of one trial.
+type TrialFigures[L comparable] struct {
+	Seq, Round int
+	Lane       L
+	NodeBusy   float64 // millicores
+	Err        string
+	Warnings   []session.Warning
+	Figures    []float64 // in the order of its group's figures (shown only when the trial finished)
 }
 
-// fill adds to r each group (as head makes it) with a row per lane: each figure's values over the
+// Fill adds to r each group (as head makes it) with a row per lane: each figure's values over the
 // lane's finished trials, in the order run; then every trial in the order run, with its group's index
 // (-1 when its lane is in no group), a finished trial's figures and its warnings.
-func (p resultRows[T, L]) fill(r *Result) {
-	rows := make([]trialRow[L], len(p.trials))
-	for i, t := range p.trials {
-		rows[i] = t.row()
+func (p Rows[T, L]) Fill(r *Result) {
+	rows := make([]TrialFigures[L], len(p.Trials))
+	for i, t := range p.Trials {
+		rows[i] = t.Row()
 	}
 	group := map[L]int{}
-	for _, g := range p.groups {
-		rg := p.head(g)
+	for _, g := range p.Groups {
+		rg := p.Head(g)
 		for _, l := range g {
 			group[l] = len(r.Groups)
 			rl := LaneRow{Label: l.Label(), Values: make([][]float64, len(rg.Figures))}
 			for _, t := range rows {
-				if t.err == "" && t.lane == l {
+				if t.Err == "" && t.Lane == l {
 					rl.N++
-					for i, x := range t.figures {
+					for i, x := range t.Figures {
 						rl.Values[i] = append(rl.Values[i], x)
 					}
 				}
@@ -150,22 +150,22 @@ func (p resultRows[T, L]) fill(r *Result) {
 		r.Groups = append(r.Groups, rg)
 	}
 	for _, t := range rows {
-		rt := TrialRow{Seq: t.seq, Round: t.round, Lane: t.lane.Label(), Group: -1, NodeBusy: t.nodeBusy, Error: t.err}
-		if i, ok := group[t.lane]; ok {
+		rt := TrialRow{Seq: t.Seq, Round: t.Round, Lane: t.Lane.Label(), Group: -1, NodeBusy: t.NodeBusy, Error: t.Err}
+		if i, ok := group[t.Lane]; ok {
 			rt.Group = i
 		}
-		if t.err == "" {
-			rt.Values = t.figures
+		if t.Err == "" {
+			rt.Values = t.Figures
 		}
-		for _, w := range t.warnings {
+		for _, w := range t.Warnings {
 			rt.Warnings = append(rt.Warnings, w.String())
 		}
 		r.Trials = append(r.Trials, rt)
 	}
 }
 
-// headsOf are the heads of figures fs, none without its ratio.
-func headsOf[T any](fs []Figure[T]) []FigureHead {
+// HeadsOf are the heads of figures fs, none without its ratio.
+func HeadsOf[T any](fs []Figure[T]) []FigureHead {
 	out := make([]FigureHead, len(fs))
 	for i, f := range fs {
 		out[i] = FigureHead{Name: f.Name, Title: f.Title, Unit: f.Unit}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/tare-dev/tare/internal/htmlreport"
 	"github.com/tare-dev/tare/internal/output"
 	"github.com/tare-dev/tare/internal/stats"
 )
@@ -136,7 +137,7 @@ func Words(r Result) []string {
 
 // targetsTable lists a disk run's targets: file, file system, device (and whether it is the host
 // target's), direct or buffered I/O.
-func targetsTable(w io.Writer, targets []TargetInfo) error {
+func targetsTable(w io.Writer, targets []htmlreport.DatapathTarget) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TARGET\tFILE\tFS\tDEVICE\tI/O")
 	for _, t := range targets {
@@ -148,7 +149,7 @@ func targetsTable(w io.Writer, targets []TargetInfo) error {
 		if !t.SameDevice {
 			same = "NOT the host's"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s %s\t%s\n", t.Target, t.File, t.FSType, dev, same, t.IO())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s %s\t%s\n", t.Target, t.File, t.FSType, dev, same, t.IO)
 	}
 	return tw.Flush()
 }

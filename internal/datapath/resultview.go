@@ -11,9 +11,7 @@ import (
 // besides (paths not measured, the paths' MTU, failed trials and transactions, warnings) as notes.
 func (r Result) View() htmlreport.DatapathRun {
 	v := htmlreport.DatapathRun{DatapathHead: r.DatapathHead}
-	for _, t := range r.Targets {
-		v.Targets = append(v.Targets, htmlreport.DatapathTarget{Target: t.Target, File: t.File, FSType: t.FSType, Device: t.Device, SameDevice: t.SameDevice, IO: t.IO()})
-	}
+	v.Targets = r.Targets
 	for _, g := range r.Groups {
 		vg := htmlreport.DatapathGroup{Name: g.Name, Chart: g.Chart, Value: g.Value}
 		for _, f := range g.Figures {

@@ -32,39 +32,39 @@ type Schedule struct {
 	Cancelled bool      `json:"cancelled,omitempty"`
 }
 
-// scheduleOf starts a run's schedule now.
-func scheduleOf(rounds int, d time.Duration, seed uint64) Schedule {
+// ScheduleOf starts a run's schedule now.
+func ScheduleOf(rounds int, d time.Duration, seed uint64) Schedule {
 	return Schedule{Rounds: rounds, Duration: d.String(), Seed: seed, Started: time.Now()}
 }
 
-// finished records how long the run took.
-func (s *Schedule) finished() { s.Took = time.Since(s.Started).Round(time.Second).String() }
+// Finished records how long the run took.
+func (s *Schedule) Finished() { s.Took = time.Since(s.Started).Round(time.Second).String() }
 
-// rounds is how a run goes through its plan: every lane n times, in the order seed gives (Order), each
+// Rounds is how a run goes through its plan: every lane n times, in the order seed gives (Order), each
 // slot in turn with trial (seq counts from 1), saying each result: "trial 3/20 (round 1): <its lane's
 // name>: <its line>".
-type rounds[L, T any] struct {
-	lanes []L
-	n     int
-	seed  uint64
-	trial func(seq int, sl SlotOf[L]) (T, error)
-	name  func(l L) string // the lane as the progress lines name it
-	line  func(t T) string // the trial's result in one line
-	say   func(format string, a ...any)
+type Rounds[L, T any] struct {
+	Lanes []L
+	N     int
+	Seed  uint64
+	Trial func(seq int, sl SlotOf[L]) (T, error)
+	Name  func(l L) string // the lane as the progress lines name it
+	Line  func(t T) string // the trial's result in one line
+	Say   func(format string, a ...any)
 }
 
-// run runs the trials. A cancel cuts the trial under way short: its window is not whole, so it is dropped,
-// and run returns the trials before it with ctx's error. An error from trial ends the run the same way.
-func (r rounds[L, T]) run(ctx context.Context) ([]T, error) {
-	slots := Order(r.lanes, r.n, rand.New(rand.NewPCG(r.seed, r.seed+1)))
+// Run runs the trials. A cancel cuts the trial under way short: its window is not whole, so it is dropped,
+// and Run returns the trials before it with ctx's error. An error from trial ends the Run the same way.
+func (r Rounds[L, T]) Run(ctx context.Context) ([]T, error) {
+	slots := Order(r.Lanes, r.N, rand.New(rand.NewPCG(r.Seed, r.Seed+1)))
 	var out []T
 	for i, sl := range slots {
-		t, err := r.trial(i+1, sl)
+		t, err := r.Trial(i+1, sl)
 		if err != nil {
 			return out, err
 		}
 		cut := ctx.Err() != nil // before saying anything: a cancel from here on is the next trial's
-		r.say("trial %d/%d (round %d): %s: %s", i+1, len(slots), sl.Round, r.name(sl.Lane), r.line(t))
+		r.Say("trial %d/%d (round %d): %s: %s", i+1, len(slots), sl.Round, r.Name(sl.Lane), r.Line(t))
 		if cut {
 			return out, ctx.Err()
 		}
@@ -73,8 +73,8 @@ func (r rounds[L, T]) run(ctx context.Context) ([]T, error) {
 	return out, nil
 }
 
-// cancelled says whether err is ctx's own: the run was cut short, not failed.
-func cancelled(ctx context.Context, err error) bool {
+// Cancelled says whether err is ctx's own: the run was cut short, not failed.
+func Cancelled(ctx context.Context, err error) bool {
 	return ctx.Err() != nil && errors.Is(err, ctx.Err())
 }
 
@@ -87,8 +87,8 @@ type Usage struct {
 	Warnings []session.Warning  `json:"warnings,omitempty"`
 }
 
-// usageOf reads a session's result (res, or the error that ended it) into the window's usage.
-func usageOf(res session.Result, err error) (Usage, error) {
+// UsageOf reads a session's result (res, or the error that ended it) into the window's usage.
+func UsageOf(res session.Result, err error) (Usage, error) {
 	switch {
 	case err != nil:
 		return Usage{}, fmt.Errorf("measuring: %w", err)
@@ -105,15 +105,23 @@ func usageOf(res session.Result, err error) (Usage, error) {
 	return u, nil
 }
 
-// nodes are the nodes a run's pods go to: the node measured, and a second node for the cross-node
+// Nodes are the Nodes a run's pods go to: the node measured, and a second node for the cross-node
 // paths ("" when none).
-type nodes struct{ node, remote string }
+type Nodes struct{ Node, Remote string }
 
-// pickNodes chooses the node of the pods (node, else the machine's own node, host, else the only one) and
+// RoleLabel is the label that names a datapath pod's role (client, server, the disk pod) and selects the
+// Service's servers.
+const RoleLabel = "tare.dev/datapath"
+
+// WarnOtherNode marks a run where tare measured a machine other than the node the pods ran on: the CPU figures are not
+// the pods' node's.
+const WarnOtherNode = "other-node"
+
+// PickNodes chooses the node of the pods (node, else the machine's own node, host, else the only one) and
 // a second node for the cross-node paths. When the pods' node is not the machine tare measures, it says
 // so and returns the warning (WarnOtherNode).
-func pickNodes(ctx context.Context, cs kubernetes.Interface, node, host string, say func(string, ...any)) (nodes, []warning.Warning, error) {
-	var picked nodes
+func PickNodes(ctx context.Context, cs kubernetes.Interface, node, host string, say func(string, ...any)) (Nodes, []warning.Warning, error) {
+	var picked Nodes
 	all, err := kube.PodNodes(ctx, cs)
 	if err != nil {
 		return picked, nil, err
@@ -135,27 +143,27 @@ func pickNodes(ctx context.Context, cs kubernetes.Interface, node, host string, 
 	for _, n := range all {
 		switch {
 		case n.Name == want:
-			picked.node = n.Name
-		case picked.remote == "":
-			picked.remote = n.Name
+			picked.Node = n.Name
+		case picked.Remote == "":
+			picked.Remote = n.Name
 		}
 	}
-	if picked.node == "" {
+	if picked.Node == "" {
 		return picked, nil, fmt.Errorf("node %q is not a Ready node that takes pods (kubectl get nodes)", want)
 	}
-	if host == "" || host == picked.node {
+	if host == "" || host == picked.Node {
 		return picked, nil, nil
 	}
-	w := warning.Warning{Code: WarnOtherNode, Figure: "cpu_per_unit", Subject: picked.node,
-		Message: fmt.Sprintf("tare measures this machine (%s) and the pods run on node %s: the CPU figures are this machine's", host, picked.node),
+	w := warning.Warning{Code: WarnOtherNode, Figure: "cpu_per_unit", Subject: picked.Node,
+		Message: fmt.Sprintf("tare measures this machine (%s) and the pods run on node %s: the CPU figures are this machine's", host, picked.Node),
 		Cause:   "--node names another node than the one tare runs on"}
 	say("warning: %s", w.Message)
 	return picked, []warning.Warning{w}, nil
 }
 
-// waitPodsReady waits until every named pod in ns is Ready with an IP, or one cannot start, or the wait
+// WaitPodsReady waits until every named pod in ns is Ready with an IP, or one cannot start, or the wait
 // runs out; it returns their IPs by name.
-func waitPodsReady(ctx context.Context, cs kubernetes.Interface, ns string, names []string, wait time.Duration) (map[string]string, error) {
+func WaitPodsReady(ctx context.Context, cs kubernetes.Interface, ns string, names []string, wait time.Duration) (map[string]string, error) {
 	ips := map[string]string{}
 	deadline := time.Now().Add(wait)
 	for _, name := range names {
@@ -187,7 +195,7 @@ func waitPodsReady(ctx context.Context, cs kubernetes.Interface, ns string, name
 	return ips, nil
 }
 
-func lastLine(b []byte) string {
+func LastLine(b []byte) string {
 	s := strings.TrimSpace(string(b))
 	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
 		s = s[i+1:]

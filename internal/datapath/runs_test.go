@@ -15,18 +15,18 @@ func TestRoundsCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var said []string
-	r := rounds[string, int]{lanes: []string{"a", "b"}, n: 2, seed: 1,
-		trial: func(seq int, sl SlotOf[string]) (int, error) {
+	r := Rounds[string, int]{Lanes: []string{"a", "b"}, N: 2, Seed: 1,
+		Trial: func(seq int, sl SlotOf[string]) (int, error) {
 			if seq == 3 {
 				cancel()
 			}
 			return seq, nil
 		},
-		name: func(l string) string { return "lane " + l },
-		line: func(t int) string { return fmt.Sprint("result ", t) },
-		say:  func(format string, a ...any) { said = append(said, fmt.Sprintf(format, a...)) },
+		Name: func(l string) string { return "lane " + l },
+		Line: func(t int) string { return fmt.Sprint("result ", t) },
+		Say:  func(format string, a ...any) { said = append(said, fmt.Sprintf(format, a...)) },
 	}
-	got, err := r.run(ctx)
+	got, err := r.Run(ctx)
 	if !errors.Is(err, context.Canceled) || len(got) != 2 || got[0] != 1 || got[1] != 2 {
 		t.Fatalf("run: %v, %v", got, err)
 	}
@@ -40,12 +40,12 @@ func TestRoundsError(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("boom")
 	var said int
-	got, err := rounds[string, int]{lanes: []string{"a"}, n: 3, trial: func(seq int, _ SlotOf[string]) (int, error) {
+	got, err := Rounds[string, int]{Lanes: []string{"a"}, N: 3, Trial: func(seq int, _ SlotOf[string]) (int, error) {
 		if seq == 2 {
 			return 0, boom
 		}
 		return seq, nil
-	}, name: func(l string) string { return l }, line: func(t int) string { return fmt.Sprint(t) }, say: func(string, ...any) { said++ }}.run(context.Background())
+	}, Name: func(l string) string { return l }, Line: func(t int) string { return fmt.Sprint(t) }, Say: func(string, ...any) { said++ }}.Run(context.Background())
 	if !errors.Is(err, boom) || len(got) != 1 || said != 1 {
 		t.Errorf("run: %v, %v, said %d", got, err, said)
 	}

@@ -16,14 +16,14 @@ type Figure[T any] struct {
 	Title        string // as the text table heads its column: GBIT/S, P50 µs, IOPS, …
 	Unit         string
 	HigherBetter bool
-	value        func(T) float64
+	Value        func(T) float64
 }
 
-// valuesOf is figure f of each trial, in order.
-func valuesOf[T any](ts []T, f Figure[T]) []float64 {
+// ValuesOf is figure f of each trial, in order.
+func ValuesOf[T any](ts []T, f Figure[T]) []float64 {
 	out := make([]float64, 0, len(ts))
 	for _, t := range ts {
-		out = append(out, f.value(t))
+		out = append(out, f.Value(t))
 	}
 	return out
 }
@@ -49,9 +49,9 @@ type Shift struct {
 // Alpha is the significance level of the comparisons.
 const Alpha = 0.05
 
-// laneTrials groups the trials that key keeps by their key (a lane, or what a lane's trials are compared
+// LaneTrials groups the trials that key keeps by their key (a lane, or what a lane's trials are compared
 // by), the keys in the order first seen.
-func laneTrials[T any, K comparable](trials []T, key func(T) (K, bool)) (order []K, by map[K][]T) {
+func LaneTrials[T any, K comparable](trials []T, key func(T) (K, bool)) (order []K, by map[K][]T) {
 	by = map[K][]T{}
 	for _, t := range trials {
 		k, ok := key(t)
@@ -66,12 +66,12 @@ func laneTrials[T any, K comparable](trials []T, key func(T) (K, bool)) (order [
 	return order, by
 }
 
-// shifts compares trials ts with the baseline's, base, on each of figures in turn (ShiftOf), leaving out a
+// Shifts compares trials ts with the baseline's, base, on each of figures in turn (ShiftOf), leaving out a
 // figure either side has no value of.
-func shifts[T any](figures []Figure[T], base, ts []T) iter.Seq2[Figure[T], Shift] {
+func Shifts[T any](figures []Figure[T], base, ts []T) iter.Seq2[Figure[T], Shift] {
 	return func(yield func(Figure[T], Shift) bool) {
 		for _, f := range figures {
-			if s, ok := ShiftOf(valuesOf(base, f), valuesOf(ts, f)); ok && !yield(f, s) {
+			if s, ok := ShiftOf(ValuesOf(base, f), ValuesOf(ts, f)); ok && !yield(f, s) {
 				return
 			}
 		}

@@ -7,6 +7,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// closeFloats compares floats to 1e-12: a ratio goes through logarithms and back.
+var closeFloats = cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) <= 1e-12*math.Max(1, math.Abs(a)) })
+
 // TestShiftOf compares two samples worked out by hand: base {1, 2, 4} and {3, 6, 12}. The nine pairwise
 // ratios are 0.75, 1.5, 1.5, 3, 3, 3, 6, 6, 12, whose median (Hodges–Lehmann) is 3; every value of the
 // second sample but 3 < 4 lies above every one of the base, U = 8 of 9, and of the C(6,3) = 20 orders
@@ -37,13 +40,13 @@ func TestShifts(t *testing.T) {
 	t.Parallel()
 	type trial struct{ a, b float64 }
 	figs := []Figure[trial]{
-		{Name: "a", value: func(x trial) float64 { return x.a }},
-		{Name: "b", value: func(x trial) float64 { return x.b }},
+		{Name: "a", Value: func(x trial) float64 { return x.a }},
+		{Name: "b", Value: func(x trial) float64 { return x.b }},
 	}
 	base := []trial{{1, 0}, {2, 0}}
 	ts := []trial{{4, 1}, {8, 1}}
 	var got []string
-	for f, s := range shifts(figs, base, ts) {
+	for f, s := range Shifts(figs, base, ts) {
 		got = append(got, f.Name)
 		if math.Abs(s.Ratio-4) > 1e-12 {
 			t.Errorf("%s: ratio %g, want 4", f.Name, s.Ratio)
@@ -57,7 +60,7 @@ func TestShifts(t *testing.T) {
 // TestLaneTrials: the trials key keeps are grouped, their keys in the order first seen.
 func TestLaneTrials(t *testing.T) {
 	t.Parallel()
-	order, by := laneTrials([]int{3, 1, 4, 1, 5, 9, 2, 6}, func(x int) (int, bool) { return x % 3, x != 9 })
+	order, by := LaneTrials([]int{3, 1, 4, 1, 5, 9, 2, 6}, func(x int) (int, bool) { return x % 3, x != 9 })
 	if !cmp.Equal(order, []int{0, 1, 2}) {
 		t.Errorf("order %v", order)
 	}

@@ -3,11 +3,13 @@ package diskpath
 import (
 	"cmp"
 	"slices"
+
+	"github.com/tare-dev/tare/internal/datapath"
 )
 
-// DiskRatio compares one figure of one target with the host's, for the same pattern, block size and
+// Ratio compares one figure of one target with the host's, for the same pattern, block size and
 // queue depth.
-type DiskRatio struct {
+type Ratio struct {
 	Target  string `json:"target"`  // the lane's label (host#2 for a second copy)
 	Against string `json:"against"` // the target it is compared with
 	RW      RW     `json:"rw"`
@@ -15,31 +17,31 @@ type DiskRatio struct {
 	IODepth int    `json:"iodepth"`
 	Metric  string `json:"metric"`
 	Unit    string `json:"unit"` // of median and baseline_median
-	Shift
+	datapath.Shift
 }
 
-// diskMetric is one figure a disk trial yields.
-type diskMetric = Figure[DiskTrial]
+// metric is one figure a disk trial yields.
+type metric = datapath.Figure[Trial]
 
-// diskMetrics are the figures compared, the main one (IOPS) first.
-var diskMetrics = []diskMetric{
-	{Name: "iops", Title: "IOPS", Unit: "1/s", HigherBetter: true, value: func(t DiskTrial) float64 { return t.IOPS }},
-	{Name: "mb_per_s", Title: "MB/s", Unit: "MB/s", HigherBetter: true, value: func(t DiskTrial) float64 { return t.MBps }},
-	{Name: "clat_p50_us", Title: "P50 µs", Unit: "µs", value: func(t DiskTrial) float64 { return t.P50us }},
-	{Name: "clat_p99_us", Title: "P99 µs", Unit: "µs", value: func(t DiskTrial) float64 { return t.P99us }},
-	{Name: "cpu_per_10k_io", Title: "CPU-s/10k IO", Unit: "CPU-s/10k I/Os", value: func(t DiskTrial) float64 { return t.CPUPer10k }},
+// metrics are the figures compared, the main one (IOPS) first.
+var metrics = []metric{
+	{Name: "iops", Title: "IOPS", Unit: "1/s", HigherBetter: true, Value: func(t Trial) float64 { return t.IOPS }},
+	{Name: "mb_per_s", Title: "MB/s", Unit: "MB/s", HigherBetter: true, Value: func(t Trial) float64 { return t.MBps }},
+	{Name: "clat_p50_us", Title: "P50 µs", Unit: "µs", Value: func(t Trial) float64 { return t.P50us }},
+	{Name: "clat_p99_us", Title: "P99 µs", Unit: "µs", Value: func(t Trial) float64 { return t.P99us }},
+	{Name: "cpu_per_10k_io", Title: "CPU-s/10k IO", Unit: "CPU-s/10k I/Os", Value: func(t Trial) float64 { return t.CPUPer10k }},
 }
 
-// CompareDisk sets every lane other than the baseline's against the baseline lane of the same pattern,
+// Compare sets every lane other than the baseline's against the baseline lane of the same pattern,
 // block size and depth, on each figure (ShiftOf). Failed trials and non-positive values are left out.
-func CompareDisk(trials []DiskTrial, baseline string) []DiskRatio {
-	order, by := laneTrials(trials, func(t DiskTrial) (DiskLane, bool) { return t.Lane, t.Error == "" })
+func Compare(trials []Trial, baseline string) []Ratio {
+	order, by := datapath.LaneTrials(trials, func(t Trial) (Lane, bool) { return t.Lane, t.Error == "" })
 	// In the tables' order: by pattern, block size and depth, then target.
-	slices.SortFunc(order, func(a, b DiskLane) int {
+	slices.SortFunc(order, func(a, b Lane) int {
 		return cmp.Or(cmp.Compare(slices.Index(RWs, a.RW), slices.Index(RWs, b.RW)), cmp.Compare(a.BS, b.BS), cmp.Compare(a.IODepth, b.IODepth),
 			cmp.Compare(slices.Index(Targets, a.Target), slices.Index(Targets, b.Target)), cmp.Compare(a.Copy, b.Copy))
 	})
-	var out []DiskRatio
+	var out []Ratio
 	for _, l := range order {
 		base := l
 		base.Target, base.Copy = Target(baseline), 1
@@ -47,8 +49,8 @@ func CompareDisk(trials []DiskTrial, baseline string) []DiskRatio {
 		if !ok || l == base {
 			continue
 		}
-		for m, s := range shifts(diskMetrics, bts, by[l]) {
-			out = append(out, DiskRatio{Target: l.Label(), Against: baseline, RW: l.RW, BS: l.BS, IODepth: l.IODepth, Metric: m.Name, Unit: m.Unit, Shift: s})
+		for m, s := range datapath.Shifts(metrics, bts, by[l]) {
+			out = append(out, Ratio{Target: l.Label(), Against: baseline, RW: l.RW, BS: l.BS, IODepth: l.IODepth, Metric: m.Name, Unit: m.Unit, Shift: s})
 		}
 	}
 	return out

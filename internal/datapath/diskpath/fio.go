@@ -80,7 +80,7 @@ func ParseFio(b []byte, writes bool) (FioOutcome, error) {
 type fioJob struct {
 	File    string
 	Size    int64
-	Lane    DiskLane
+	Lane    Lane
 	Direct  bool
 	Ramp    time.Duration // left out of fio's figures
 	Runtime time.Duration // measured by fio, after Ramp

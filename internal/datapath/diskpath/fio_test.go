@@ -114,7 +114,7 @@ func TestFioFlags(t *testing.T) {
 			t.Error("accepted bad input")
 		}
 	}
-	plan := DiskPlan(lanes[:2], []RW{RandRead, SeqWrite}, []int{4096}, []int{1, 32})
+	plan := Plan(lanes[:2], []RW{RandRead, SeqWrite}, []int{4096}, []int{1, 32})
 	if len(plan) != 8 || plan[0].Label() != "host" || plan[1].Label() != "host#2" || plan[2].IODepth != 32 || plan[4].RW != SeqWrite {
 		t.Errorf("%+v", plan)
 	}
@@ -131,20 +131,20 @@ func TestFioFlags(t *testing.T) {
 // trial is significantly lower, with twice the CPU per 10k I/Os.
 func TestFioCompareHalf(t *testing.T) {
 	t.Parallel()
-	var ts []DiskTrial
+	var ts []Trial
 	for i, v := range []float64{10000, 11000, 12000, 13000, 14000} {
 		for _, c := range []struct {
 			target Target
 			f      float64
 		}{{TargetHost, 1}, {TargetRootFS, 0.5}} {
-			tr := DiskTrial{DiskSlot: DiskSlot{Round: i + 1, Lane: DiskLane{Target: c.target, Copy: 1, RW: RandRead, BS: 4096, IODepth: 1}},
+			tr := Trial{Slot: Slot{Round: i + 1, Lane: Lane{Target: c.target, Copy: 1, RW: RandRead, BS: 4096, IODepth: 1}},
 				FioOutcome: FioOutcome{IOPS: v * c.f, MBps: v * c.f * 4096 / 1e6, P50us: 50 / c.f, P99us: 100 / c.f}}
 			tr.CPUPer10k = 1 / (tr.IOPS / 1e4)
 			ts = append(ts, tr)
 		}
 	}
-	rs := CompareDisk(ts, "host")
-	if len(rs) != len(diskMetrics) {
+	rs := Compare(ts, "host")
+	if len(rs) != len(metrics) {
 		t.Fatalf("%d ratios: %+v", len(rs), rs)
 	}
 	if r := rs[0]; r.Metric != "iops" || r.Target != "rootfs" || math.Abs(r.Ratio-0.5) > 1e-9 || !r.Significant || r.Hi >= 1 {
@@ -155,7 +155,7 @@ func TestFioCompareHalf(t *testing.T) {
 	}
 }
 
-func labels(ls []DiskLane) []string {
+func labels(ls []Lane) []string {
 	var out []string
 	for _, l := range ls {
 		out = append(out, l.Label())

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/tare-dev/tare/internal/datapath"
 )
 
 // Target is where a disk trial's file lives.
@@ -38,9 +40,9 @@ var RWs = []RW{RandRead, RandWrite, SeqRead, SeqWrite}
 // Writes says whether the pattern writes (else it reads).
 func (rw RW) Writes() bool { return rw == RandWrite || rw == SeqWrite }
 
-// DiskLane is one thing a disk run measures: a target, a pattern, a block size and a queue depth. A
+// Lane is one thing a disk run measures: a target, a pattern, a block size and a queue depth. A
 // target given twice (an A/A check) gets a copy number from 2 on.
-type DiskLane struct {
+type Lane struct {
 	Target  Target `json:"target"`
 	Copy    int    `json:"copy,omitempty"`
 	RW      RW     `json:"rw"`
@@ -49,7 +51,7 @@ type DiskLane struct {
 }
 
 // Label names the lane's target: "host", or "host#2" for a second copy.
-func (l DiskLane) Label() string {
+func (l Lane) Label() string {
 	if l.Copy > 1 {
 		return fmt.Sprintf("%s#%d", l.Target, l.Copy)
 	}
@@ -57,29 +59,29 @@ func (l DiskLane) Label() string {
 }
 
 // InPod says whether the lane's fio runs in the run's pod.
-func (l DiskLane) InPod() bool { return l.Target != TargetHost }
+func (l Lane) InPod() bool { return l.Target != TargetHost }
 
 // group is the lane without its target: the trials compared with each other.
-func (l DiskLane) group() DiskLane { return DiskLane{RW: l.RW, BS: l.BS, IODepth: l.IODepth} }
+func (l Lane) group() Lane { return Lane{RW: l.RW, BS: l.BS, IODepth: l.IODepth} }
 
 // ParseTargets reads --targets: known names, comma-separated; a name may repeat (host,host: an A/A check).
-func ParseTargets(s string) ([]DiskLane, error) {
-	return parsePlaces(s, "target", Targets, func(t Target, n int) DiskLane { return DiskLane{Target: t, Copy: n} })
+func ParseTargets(s string) ([]Lane, error) {
+	return datapath.ParsePlaces(s, "target", Targets, func(t Target, n int) Lane { return Lane{Target: t, Copy: n} })
 }
 
 // ParseRWs reads --rw.
-func ParseRWs(s string) ([]RW, error) { return parseSet(s, "pattern", RWs) }
+func ParseRWs(s string) ([]RW, error) { return datapath.ParseSet(s, "pattern", RWs) }
 
 // ParseBlockSizes reads --bs: sizes as ParseSizes reads them, multiples of 512 bytes (direct I/O's unit)
 // up to 64m.
 func ParseBlockSizes(s string) ([]int, error) {
-	out, err := ParseSizes(s)
+	out, err := datapath.ParseSizes(s)
 	if err != nil {
 		return nil, err
 	}
 	for _, n := range out {
 		if n%512 != 0 || n > 64<<20 {
-			return nil, fmt.Errorf("block size %s: want a multiple of 512 bytes, at most 64m", FormatSize(n))
+			return nil, fmt.Errorf("block size %s: want a multiple of 512 bytes, at most 64m", datapath.FormatSize(n))
 		}
 	}
 	return out, nil
@@ -95,7 +97,7 @@ func ParseDepths(s string) ([]int, error) {
 		}
 		out = append(out, n)
 	}
-	return unique(out), nil
+	return datapath.Unique(out), nil
 }
 
 // ParseFileSize reads --size: bytes with a k, m or g suffix (binary), at least 1m and a whole number of
@@ -118,16 +120,16 @@ func ParseFileSize(s string) (int64, error) {
 	return n * mult, nil
 }
 
-// DiskPlan is every lane of a disk run: each target with each pattern, block size and queue depth.
-func DiskPlan(targets []DiskLane, rws []RW, bss, depths []int) []DiskLane {
+// Plan is every lane of a disk run: each target with each pattern, block size and queue depth.
+func Plan(targets []Lane, rws []RW, bss, depths []int) []Lane {
 	// A setting is a lane without its target (group).
-	settings := cross(cross(rws, bss, func(rw RW, bs int) DiskLane { return DiskLane{RW: rw, BS: bs} }), depths,
-		func(g DiskLane, d int) DiskLane { g.IODepth = d; return g })
-	return planLanes(settings, targets, func(g, t DiskLane) []DiskLane {
+	settings := datapath.Cross(datapath.Cross(rws, bss, func(rw RW, bs int) Lane { return Lane{RW: rw, BS: bs} }), depths,
+		func(g Lane, d int) Lane { g.IODepth = d; return g })
+	return datapath.PlanLanes(settings, targets, func(g, t Lane) []Lane {
 		g.Target, g.Copy = t.Target, t.Copy
-		return []DiskLane{g}
+		return []Lane{g}
 	})
 }
 
-// DiskSlot is one trial of a disk run: a lane in a round.
-type DiskSlot = SlotOf[DiskLane]
+// Slot is one trial of a disk run: a lane in a round.
+type Slot = datapath.SlotOf[Lane]

@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tare-dev/tare/internal/datapath"
 	"github.com/tare-dev/tare/internal/htmlreport"
-	"github.com/tare-dev/tare/internal/warning"
 )
 
 // closeFloats compares floats to 1e-12: a ratio goes through logarithms and back.
@@ -20,14 +20,14 @@ func TestViewDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lanes := DiskPlan(targets, []RW{RandRead}, []int{4096}, []int{1})
-	var trials []DiskTrial
+	lanes := Plan(targets, []RW{RandRead}, []int{4096}, []int{1})
+	var trials []Trial
 	for i, iops := range []float64{1000, 1100, 1200, 500, 550, 600} {
 		l := lanes[i/3]
-		trials = append(trials, DiskTrial{Seq: i + 1, DiskSlot: DiskSlot{Round: i%3 + 1, Lane: l}, FioOutcome: FioOutcome{IOPS: iops, MBps: iops * 4096 / 1e6, P50us: 1e6 / iops, P99us: 2e6 / iops},
-			CPUPer10k: 1, Usage: Usage{NodeBusy: 300}})
+		trials = append(trials, Trial{Seq: i + 1, Slot: Slot{Round: i%3 + 1, Lane: l}, FioOutcome: FioOutcome{IOPS: iops, MBps: iops * 4096 / 1e6, P50us: 1e6 / iops, P99us: 2e6 / iops},
+			CPUPer10k: 1, Usage: datapath.Usage{NodeBusy: 300}})
 	}
-	r := DiskReport{Node: "vm", Baseline: "host", Lanes: lanes, Size: 16 << 20, Trials: trials, Ratios: CompareDisk(trials, "host"),
+	r := Report{Node: "vm", Baseline: "host", Lanes: lanes, Size: 16 << 20, Trials: trials, Ratios: Compare(trials, "host"),
 		Targets: []TargetInfo{{Target: "host", File: "/d/host.fio", FSType: "ext4", Device: "254:0", SameDevice: true, Direct: true}}}
 	v := r.Result().View()
 	if len(v.Groups) != 1 || v.Groups[0].Name != "randread 4k qd1" || v.Groups[0].Chart != "" || v.Sweep != "" {

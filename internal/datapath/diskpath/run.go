@@ -16,18 +16,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tare-dev/tare/internal/datapath"
 	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/session"
 )
 
-// DiskOptions say what a disk run measures.
-type DiskOptions struct {
+// Options say what a disk run measures.
+type Options struct {
 	Node      string // the node of the pod; "" for the node named Host, else the only one
 	Host      string // the machine tare measures (sample.HostName)
 	Namespace string // created for the run and deleted after it; it must not exist
 	Image     string // holds fio
 	PullNever bool   // the image is on the nodes already (the lab's)
-	Targets   []DiskLane
+	Targets   []Lane
 	RWs       []RW
 	BSs       []int
 	Depths    []int
@@ -45,57 +46,57 @@ type DiskOptions struct {
 	Say  func(format string, a ...any) // progress lines; nil discards them
 }
 
-// DiskTrial is one fio run on one lane, with what the node spent meanwhile.
-type DiskTrial struct {
+// Trial is one fio run on one lane, with what the node spent meanwhile.
+type Trial struct {
 	Seq int `json:"seq"` // from 1, in the order run
-	DiskSlot
-	Usage
+	Slot
+	datapath.Usage
 	FioOutcome
 	CPUPer10k float64 `json:"cpu_per_10k_io"` // the node's CPU-seconds per 10,000 I/Os
 	Error     string  `json:"error,omitempty"`
 }
 
-// DiskReport is a disk run's result.
-type DiskReport struct {
+// Report is a disk run's result.
+type Report struct {
 	Node     string       `json:"node"`
 	Baseline string       `json:"baseline"`
 	Dir      string       `json:"dir"`
 	Targets  []TargetInfo `json:"targets"`
-	Lanes    []DiskLane   `json:"lanes"`
+	Lanes    []Lane       `json:"lanes"`
 	Size     int64        `json:"size"`
-	Schedule
-	Trials []DiskTrial `json:"trials"`
-	Ratios []DiskRatio `json:"ratios"`
+	datapath.Schedule
+	Trials []Trial `json:"trials"`
+	Ratios []Ratio `json:"ratios"`
 }
 
 // ErrNoFio says fio is not installed on the machine.
 var ErrNoFio = errors.New("fio is not installed on this machine: tare lab install --datapath (or apt-get install fio)")
 
-// diskRun is a run under way: what it made, to use and undo.
-type diskRun struct {
-	o       DiskOptions
+// run is a run under way: what it made, to use and undo.
+type run struct {
+	o       Options
 	pid     int // the pod's process on the machine
 	infos   map[string]*TargetInfo
 	madeDir []string // removed at the end, deepest first
 	files   []string // the files under Dir, removed at the end
 }
 
-// RunDisk measures every lane Rounds times in shuffled order with the same fio job on each target, the
+// Run measures every lane Rounds times in shuffled order with the same fio job on each target, the
 // measuring session running during each trial, and compares every target with the host. Before writing
 // it checks every target's free space; it lays out each target's file once, before the trials, and
 // checks whether the target takes O_DIRECT. Everything it creates is removed before it returns, also on
 // error or Ctrl-C: the namespace (the pod and the claim), the local PersistentVolume and its
 // StorageClass, the files and the directories it made. A run cut short returns the trials finished so
 // far with ctx's error.
-func RunDisk(ctx context.Context, cs kubernetes.Interface, o DiskOptions) (rep DiskReport, err error) {
+func Run(ctx context.Context, cs kubernetes.Interface, o Options) (rep Report, err error) {
 	say := o.Say
 	if say == nil {
 		say = func(string, ...any) {}
 	}
 	o.Say = say
-	rep = DiskReport{Node: o.Host, Baseline: string(TargetHost), Dir: o.Dir, Size: o.Size,
-		Schedule: scheduleOf(o.Rounds, o.Duration, o.Seed)}
-	plan := DiskPlan(o.Targets, o.RWs, o.BSs, o.Depths)
+	rep = Report{Node: o.Host, Baseline: string(TargetHost), Dir: o.Dir, Size: o.Size,
+		Schedule: datapath.ScheduleOf(o.Rounds, o.Duration, o.Seed)}
+	plan := Plan(o.Targets, o.RWs, o.BSs, o.Depths)
 	rep.Lanes = plan
 	used := map[Target]bool{}
 	for _, l := range o.Targets {
@@ -110,18 +111,18 @@ func RunDisk(ctx context.Context, cs kubernetes.Interface, o DiskOptions) (rep D
 	if inPod && (cs == nil || o.Exec == nil) {
 		return rep, errors.New("the pod targets need a cluster: give --kubeconfig (or start one with tare lab up), or measure --targets host only")
 	}
-	r := &diskRun{o: o, infos: map[string]*TargetInfo{}}
+	r := &run{o: o, infos: map[string]*TargetInfo{}}
 	defer r.removeFiles(say)
 	dirs := hostDirs(o.Dir)
 	if err := r.makeDirs(dirs, used); err != nil {
 		return rep, err
 	}
 	if inPod {
-		n, _, err := pickNodes(ctx, cs, o.Node, o.Host, say)
+		n, _, err := datapath.PickNodes(ctx, cs, o.Node, o.Host, say)
 		if err != nil {
 			return rep, err
 		}
-		rep.Node = n.node
+		rep.Node = n.Node
 		vol := localVolume{name: "tare-disk-" + o.Namespace, node: rep.Node, dir: dirs[TargetPVC], size: o.Size}
 		if err := kube.CreateRunNamespace(ctx, cs, o.Namespace, "tare datapath disk"); err != nil {
 			return rep, err
@@ -140,19 +141,19 @@ func RunDisk(ctx context.Context, cs kubernetes.Interface, o DiskOptions) (rep D
 		}()
 		if used[TargetPVC] {
 			if err := vol.create(ctx, cs, o.Namespace); err != nil {
-				return finishDisk(rep, err)
+				return finish(rep, err)
 			}
 		}
 		if err := r.startPod(ctx, cs, rep.Node, dirs, used, vol.name); err != nil {
-			return finishDisk(rep, err)
+			return finish(rep, err)
 		}
 	}
 	if err := r.inspect(o.Targets, dirs); err != nil {
-		return finishDisk(rep, err)
+		return finish(rep, err)
 	}
 	for _, l := range o.Targets {
 		if err := r.layout(ctx, l); err != nil {
-			return finishDisk(rep, err)
+			return finish(rep, err)
 		}
 		t := r.infos[l.Label()]
 		say("target %s: %s on %s (device %s%s), %s I/O", t.Target, t.File, t.FSType, t.Device, sameWord(*t), t.IO())
@@ -160,25 +161,25 @@ func RunDisk(ctx context.Context, cs kubernetes.Interface, o DiskOptions) (rep D
 	for _, l := range o.Targets {
 		rep.Targets = append(rep.Targets, *r.infos[l.Label()])
 	}
-	trials, err := rounds[DiskLane, DiskTrial]{lanes: plan, n: o.Rounds, seed: o.Seed, say: say, line: DiskTrial.line, name: func(l DiskLane) string {
+	trials, err := datapath.Rounds[Lane, Trial]{Lanes: plan, N: o.Rounds, Seed: o.Seed, Say: say, Line: Trial.line, Name: func(l Lane) string {
 		return l.Label() + " " + groupName(l.RW, l.BS, l.IODepth)
-	}, trial: func(seq int, sl DiskSlot) (DiskTrial, error) {
+	}, Trial: func(seq int, sl Slot) (Trial, error) {
 		t := r.trial(ctx, sl)
 		t.Seq = seq
 		return t, nil
-	}}.run(ctx)
-	rep.Trials, rep.Cancelled = trials, cancelled(ctx, err)
-	return finishDisk(rep, err)
+	}}.Run(ctx)
+	rep.Trials, rep.Cancelled = trials, datapath.Cancelled(ctx, err)
+	return finish(rep, err)
 }
 
-func finishDisk(rep DiskReport, err error) (DiskReport, error) {
-	rep.finished()
-	rep.Ratios = CompareDisk(rep.Trials, rep.Baseline)
+func finish(rep Report, err error) (Report, error) {
+	rep.Finished()
+	rep.Ratios = Compare(rep.Trials, rep.Baseline)
 	return rep, err
 }
 
 // makeDirs makes the directories under Dir the targets use, remembering those it made.
-func (r *diskRun) makeDirs(dirs map[Target]string, used map[Target]bool) error {
+func (r *run) makeDirs(dirs map[Target]string, used map[Target]bool) error {
 	if _, err := os.Stat(r.o.Dir); errors.Is(err, os.ErrNotExist) {
 		if err := os.MkdirAll(r.o.Dir, 0o755); err != nil {
 			return fmt.Errorf("making --dir %s: %w", r.o.Dir, err)
@@ -202,7 +203,7 @@ func (r *diskRun) makeDirs(dirs map[Target]string, used map[Target]bool) error {
 
 // removeFiles deletes the targets' files seen from the machine (the pod's own go with it) and the
 // directories the run made.
-func (r *diskRun) removeFiles(say func(string, ...any)) {
+func (r *run) removeFiles(say func(string, ...any)) {
 	for _, f := range r.files {
 		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
 			say("warning: %v", err)
@@ -216,14 +217,14 @@ func (r *diskRun) removeFiles(say func(string, ...any)) {
 }
 
 // startPod creates the run's pod and finds its process on the machine.
-func (r *diskRun) startPod(ctx context.Context, cs kubernetes.Interface, node string, dirs map[Target]string, used map[Target]bool, claim string) error {
+func (r *run) startPod(ctx context.Context, cs kubernetes.Interface, node string, dirs map[Target]string, used map[Target]bool, claim string) error {
 	say := r.o.Say
 	say("starting the fio pod in namespace %s", r.o.Namespace)
 	pod := diskPodSpec(node, r.o.Image, r.o.PullNever, dirs, r.o.Namespace, used, claim)
 	if _, err := cs.CoreV1().Pods(r.o.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating pod %s/%s: %w", r.o.Namespace, diskPod, err)
 	}
-	if _, err := waitPodsReady(ctx, cs, r.o.Namespace, []string{diskPod}, 2*time.Minute); err != nil {
+	if _, err := datapath.WaitPodsReady(ctx, cs, r.o.Namespace, []string{diskPod}, 2*time.Minute); err != nil {
 		return err
 	}
 	// The container runs once the pod is Ready; its process may take a moment to show.
@@ -242,7 +243,7 @@ func (r *diskRun) startPod(ctx context.Context, cs kubernetes.Interface, node st
 
 // inspect reads each target's file system as the machine sees it, checks that every one is on the host
 // target's device, and that each has room for the files the run writes on its file system.
-func (r *diskRun) inspect(targets []DiskLane, dirs map[Target]string) error {
+func (r *run) inspect(targets []Lane, dirs map[Target]string) error {
 	hostDev := ""
 	if _, dev, _, err := fsInfo(dirs[TargetHost]); err == nil {
 		hostDev = dev
@@ -290,7 +291,7 @@ func deviceOfDir(dir string) (string, error) {
 }
 
 // overlayUpperDevice is the device of the pod's root overlay's upper layer, from its mountinfo.
-func (r *diskRun) overlayUpperDevice() (string, error) {
+func (r *run) overlayUpperDevice() (string, error) {
 	fs, err := procfs.NewFS(r.o.ProcRoot)
 	if err != nil {
 		return "", err
@@ -312,7 +313,7 @@ func (r *diskRun) overlayUpperDevice() (string, error) {
 }
 
 // runFio runs fio with args for the lane, on the machine or in the pod, and returns what it printed.
-func (r *diskRun) runFio(ctx context.Context, l DiskLane, args []string) (stdout, stderr []byte, err error) {
+func (r *run) runFio(ctx context.Context, l Lane, args []string) (stdout, stderr []byte, err error) {
 	var out, errb strings.Builder
 	if l.InPod() {
 		err = r.o.Exec(ctx, r.o.Namespace, diskPod, diskContainer, args, &out, &errb)
@@ -325,7 +326,7 @@ func (r *diskRun) runFio(ctx context.Context, l DiskLane, args []string) (stdout
 }
 
 // job is the lane's fio job on its target's file.
-func (r *diskRun) job(l DiskLane) fioJob {
+func (r *run) job(l Lane) fioJob {
 	t := r.infos[l.Label()]
 	head := min(r.o.Duration/5, time.Second)
 	return fioJob{File: t.File, Size: r.o.Size, Lane: l, Direct: t.Direct, Ramp: head, Runtime: r.o.Duration - head}
@@ -333,11 +334,11 @@ func (r *diskRun) job(l DiskLane) fioJob {
 
 // layout writes the target's file and finds whether it takes O_DIRECT: a one-block direct read that
 // fails with EINVAL means buffered I/O for the target's trials.
-func (r *diskRun) layout(ctx context.Context, l DiskLane) error {
+func (r *run) layout(ctx context.Context, l Lane) error {
 	t := r.infos[l.Label()]
 	j := r.job(l)
 	if out, errOut, err := r.runFio(ctx, l, j.layoutArgs()); err != nil {
-		return fmt.Errorf("target %s: laying out %s: %w: %s", t.Target, t.File, err, lastLine(append(out, errOut...)))
+		return fmt.Errorf("target %s: laying out %s: %w: %s", t.Target, t.File, err, datapath.LastLine(append(out, errOut...)))
 	}
 	refused := false // EINVAL: the file system does not take O_DIRECT
 	probe := func() error {
@@ -347,7 +348,7 @@ func (r *diskRun) layout(ctx context.Context, l DiskLane) error {
 			_, err = ParseFio(out, false)
 		}
 		if err != nil {
-			return fmt.Errorf("target %s: reading %s: %w: %s", t.Target, t.File, err, lastLine(append(out, errOut...)))
+			return fmt.Errorf("target %s: reading %s: %w: %s", t.Target, t.File, err, datapath.LastLine(append(out, errOut...)))
 		}
 		return nil
 	}
@@ -360,8 +361,8 @@ func (r *diskRun) layout(ctx context.Context, l DiskLane) error {
 
 // trial runs the lane's job while the session measures its steady part: the session opens first (it
 // takes a while), then fio starts; the window begins after fio's ramp and ends a margin before fio does.
-func (r *diskRun) trial(ctx context.Context, sl DiskSlot) DiskTrial {
-	t := DiskTrial{DiskSlot: sl}
+func (r *run) trial(ctx context.Context, sl Slot) Trial {
+	t := Trial{Slot: sl}
 	j := r.job(sl.Lane)
 	tail := min(r.o.Duration/5, time.Second)
 	sopts := r.o.Session
@@ -387,14 +388,14 @@ func (r *diskRun) trial(ctx context.Context, sl DiskSlot) DiskTrial {
 	case <-ctx.Done():
 	case <-time.After(j.Ramp):
 	}
-	u, uerr := usageOf(ses.Run(ctx))
+	u, uerr := datapath.UsageOf(ses.Run(ctx))
 	res := <-done
 	o, perr := ParseFio(res.out, sl.Lane.RW.Writes())
 	switch {
 	case uerr != nil:
 		t.Error = uerr.Error()
 	case perr != nil && res.err != nil:
-		t.Error = fmt.Sprintf("fio: %v: %s", res.err, lastLine(append(res.out, res.errOut...)))
+		t.Error = fmt.Sprintf("fio: %v: %s", res.err, datapath.LastLine(append(res.out, res.errOut...)))
 	case perr != nil:
 		t.Error = perr.Error()
 	}
@@ -406,7 +407,7 @@ func (r *diskRun) trial(ctx context.Context, sl DiskSlot) DiskTrial {
 }
 
 // line is a trial's one-line summary for the progress output.
-func (t DiskTrial) line() string {
+func (t Trial) line() string {
 	if t.Error != "" {
 		return "failed: " + t.Error
 	}

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tare-dev/tare/internal/datapath"
 	"github.com/tare-dev/tare/internal/kernel"
 )
 
@@ -52,7 +53,7 @@ func (t TargetInfo) IO() string {
 }
 
 // fileName is the lane's file: one per target and copy, named for it.
-func fileName(l DiskLane) string {
+func fileName(l Lane) string {
 	return "tare-disk-" + strings.ReplaceAll(l.Label(), "#", "-") + ".fio"
 }
 
@@ -105,7 +106,7 @@ func diskPodSpec(node, image string, pullNever bool, dirs map[Target]string, ns 
 		add("pvc", mountPVC, corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}})
 	}
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: diskPod, Labels: map[string]string{roleLabel: diskPod}},
+		ObjectMeta: metav1.ObjectMeta{Name: diskPod, Labels: map[string]string{datapath.RoleLabel: diskPod}},
 		Spec: corev1.PodSpec{
 			NodeName: node, TerminationGracePeriodSeconds: &zero, AutomountServiceAccountToken: &no, EnableServiceLinks: &no,
 			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
@@ -131,7 +132,7 @@ func (v localVolume) objects(ns string) (*storagev1.StorageClass, *corev1.Persis
 	keep := corev1.PersistentVolumeReclaimRetain
 	fs := corev1.PersistentVolumeFilesystem
 	qty := *resource.NewQuantity(v.size, resource.BinarySI)
-	labels := map[string]string{"app.kubernetes.io/managed-by": "tare", roleLabel: ns}
+	labels := map[string]string{"app.kubernetes.io/managed-by": "tare", datapath.RoleLabel: ns}
 	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: v.name, Labels: labels},
 		Provisioner: "kubernetes.io/no-provisioner", VolumeBindingMode: &bind}
 	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: v.name, Labels: labels},

@@ -1,15 +1,19 @@
 package netpath
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/tare-dev/tare/internal/datapath"
+)
 
 // Metric is one figure a net trial yields.
-type Metric = Figure[Trial]
+type Metric = datapath.Figure[Trial]
 
 // metricsOf lists the figures a mode compares: throughput or latency and rate, and CPU per unit of work;
 // each titled as the table heads its column.
 func metricsOf(m Mode) []Metric {
-	cpu := Metric{Name: "cpu_per_unit", Title: "CPU-s/" + m.Unit(), Unit: "CPU-s/" + m.Unit(), value: func(t Trial) float64 { return t.CPUPerUnit }}
-	gbps := Metric{Name: "gbps", Title: "GBIT/S", Unit: "Gbit/s", HigherBetter: true, value: func(t Trial) float64 { return t.Gbps }}
+	cpu := Metric{Name: "cpu_per_unit", Title: "CPU-s/" + m.Unit(), Unit: "CPU-s/" + m.Unit(), Value: func(t Trial) float64 { return t.CPUPerUnit }}
+	gbps := Metric{Name: "gbps", Title: "GBIT/S", Unit: "Gbit/s", HigherBetter: true, Value: func(t Trial) float64 { return t.Gbps }}
 	if m.Stream() {
 		return []Metric{gbps, cpu}
 	}
@@ -18,9 +22,9 @@ func metricsOf(m Mode) []Metric {
 		out = append(out, gbps)
 	}
 	return append(out, []Metric{
-		{Name: "transactions_per_s", Title: rateTitle(m), Unit: "1/s", HigherBetter: true, value: func(t Trial) float64 { return t.TPS }},
-		{Name: "p50_us", Title: "P50 µs", Unit: "µs", value: func(t Trial) float64 { return t.P50us }},
-		{Name: "p99_us", Title: "P99 µs", Unit: "µs", value: func(t Trial) float64 { return t.P99us }},
+		{Name: "transactions_per_s", Title: rateTitle(m), Unit: "1/s", HigherBetter: true, Value: func(t Trial) float64 { return t.TPS }},
+		{Name: "p50_us", Title: "P50 µs", Unit: "µs", Value: func(t Trial) float64 { return t.P50us }},
+		{Name: "p99_us", Title: "P99 µs", Unit: "µs", Value: func(t Trial) float64 { return t.P99us }},
 		cpu,
 	}...)
 }
@@ -47,7 +51,7 @@ type Ratio struct {
 	MTU     int    `json:"mtu,omitempty"` // the pod MTU the lane ran with (--mtu)
 	Metric  string `json:"metric"`
 	Unit    string `json:"unit"` // of median and baseline_median
-	Shift
+	datapath.Shift
 }
 
 // Compare sets every lane other than the baseline against the baseline lane of the same mode and size, on
@@ -61,7 +65,7 @@ func Compare(trials []Trial, baseline string) []Ratio {
 		mode  Mode
 		size  int
 	}
-	order, by := laneTrials(trials, func(t Trial) (key, bool) { return key{t.Lane.Label(), t.Lane.Mode, t.Lane.Size}, t.Error == "" })
+	order, by := datapath.LaneTrials(trials, func(t Trial) (key, bool) { return key{t.Lane.Label(), t.Lane.Mode, t.Lane.Size}, t.Error == "" })
 	var out []Ratio
 	for _, k := range order {
 		l := by[k][0].Lane
@@ -74,7 +78,7 @@ func Compare(trials []Trial, baseline string) []Ratio {
 			if !ok || k.label == b {
 				continue
 			}
-			for m, s := range shifts(metricsOf(k.mode), base, by[k]) {
+			for m, s := range datapath.Shifts(metricsOf(k.mode), base, by[k]) {
 				out = append(out, Ratio{Path: k.label, Against: b, Mode: k.mode, Size: k.size, MTU: l.MTU, Metric: m.Name, Unit: m.Unit, Shift: s})
 			}
 		}

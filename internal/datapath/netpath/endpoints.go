@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/tare-dev/tare/internal/datapath"
 )
 
 // The run's pods: the client and the server on the first node, the remote server on a second node, and
@@ -26,7 +28,6 @@ const (
 	hostNetPod = "hostnet"
 	remoteHost = "remote-host" // a hostNetwork pod on the second node: the server of host-cross-node
 	service    = "server"
-	roleLabel  = "tare.dev/datapath"
 )
 
 // endpoint is where a lane's client runs and the server it talks to.
@@ -122,7 +123,7 @@ func toolsPod(name, node, image string, pullNever bool, crr string) *corev1.Pod 
 	}
 	zero, no := int64(0), false
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{roleLabel: name}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{datapath.RoleLabel: name}},
 		Spec: corev1.PodSpec{
 			NodeName: node, HostNetwork: hostNet, TerminationGracePeriodSeconds: &zero, AutomountServiceAccountToken: &no,
 			EnableServiceLinks: &no,
@@ -150,7 +151,7 @@ func toolsPod(name, node, image string, pullNever bool, crr string) *corev1.Pod 
 func serverService() *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: service},
-		Spec: corev1.ServiceSpec{Selector: map[string]string{roleLabel: serverPod}, Ports: []corev1.ServicePort{
+		Spec: corev1.ServiceSpec{Selector: map[string]string{datapath.RoleLabel: serverPod}, Ports: []corev1.ServicePort{
 			{Name: "iperf3", Port: podIperfPort, TargetPort: intstr.FromInt32(podIperfPort)},
 			{Name: "iperf3-udp", Port: podIperfPort, TargetPort: intstr.FromInt32(podIperfPort), Protocol: corev1.ProtocolUDP},
 			{Name: "sockperf", Port: podSockperfPort, TargetPort: intstr.FromInt32(podSockperfPort)},
@@ -175,7 +176,7 @@ func createPods(ctx context.Context, cs kubernetes.Interface, ns, image string, 
 		}
 		e.svcIP = s.Spec.ClusterIP
 	}
-	ips, err := waitPodsReady(ctx, cs, ns, slices.Collect(maps.Keys(pods)), wait)
+	ips, err := datapath.WaitPodsReady(ctx, cs, ns, slices.Collect(maps.Keys(pods)), wait)
 	if err != nil {
 		return nil, err
 	}

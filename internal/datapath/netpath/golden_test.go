@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tare-dev/tare/internal/datapath"
 	"github.com/tare-dev/tare/internal/output"
 	"github.com/tare-dev/tare/internal/session"
 	"github.com/tare-dev/tare/internal/warning"
@@ -30,7 +31,7 @@ func goldenNet() Report {
 	rng := rand.New(rand.NewPCG(7, 8))
 	var trials []Trial
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	for i, sl := range Order(lanes, 4, rng) {
+	for i, sl := range datapath.Order(lanes, 4, rng) {
 		t := Trial{Seq: i + 1, Slot: sl, Start: start.Add(time.Duration(i) * time.Second), End: start.Add(time.Duration(i+1) * time.Second),
 			NodeBusy: 500 + 1000*rng.Float64(), PathMTU: 1500, Groups: map[string]float64{"kubelet": 10 * rng.Float64(), "pod": 200 * rng.Float64(), "other": 50 * rng.Float64(), "containerd": 5, "kube-proxy": 3, "system": 1}}
 		f := 1 + rng.Float64()
@@ -61,8 +62,8 @@ func goldenNet() Report {
 	}
 	r := Report{Node: "vm", RemoteNode: "vm-2", Baseline: string(Host), Lanes: lanes, PodMTU: 1450, Parallel: 2,
 		Skipped:  map[string]string{"clusterip": "not asked", "hostnet-pod": "no pod"},
-		Schedule: Schedule{Rounds: 4, Duration: "2s", Seed: 7, Started: start, Took: "3m4s"},
-		Warnings: []warning.Warning{{Code: WarnOtherNode, Figure: "cpu_per_unit", Subject: "vm", Message: "measured another machine", Cause: "--node"}}}
+		Schedule: datapath.Schedule{Rounds: 4, Duration: "2s", Seed: 7, Started: start, Took: "3m4s"},
+		Warnings: []warning.Warning{{Code: datapath.WarnOtherNode, Figure: "cpu_per_unit", Subject: "vm", Message: "measured another machine", Cause: "--node"}}}
 	r.Trials = trials
 	return mustFinish(finish(r, nil))
 }

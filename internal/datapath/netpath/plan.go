@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/tare-dev/tare/internal/datapath"
 )
 
 // Path is a way from the load generator's client to its server.
@@ -127,18 +129,18 @@ func (p Path) PodNetwork() bool {
 
 // ParsePaths reads --paths: known names, comma-separated; a name may repeat (host,host: an A/A check).
 func ParsePaths(s string) ([]Lane, error) {
-	return parsePlaces(s, "path", Paths, func(p Path, n int) Lane { return Lane{Path: p, Copy: n} })
+	return datapath.ParsePlaces(s, "path", Paths, func(p Path, n int) Lane { return Lane{Path: p, Copy: n} })
 }
 
 // ParseModes reads --modes.
-func ParseModes(s string) ([]Mode, error) { return parseSet(s, "mode", Modes) }
+func ParseModes(s string) ([]Mode, error) { return datapath.ParseSet(s, "mode", Modes) }
 
 // Plan is every lane of a run: each path with each mode and each size, and each path --mtu sets
 // (MTUSet) with each of mtus (none: the network's own MTU only).
 func Plan(paths []Lane, modes []Mode, sizes, mtus []int) []Lane {
 	// A setting is a lane without its path: a mode and a size.
-	settings := cross(modes, sizes, func(m Mode, size int) Lane { return Lane{Mode: m, Size: size} })
-	return planLanes(settings, paths, func(l, p Lane) []Lane {
+	settings := datapath.Cross(modes, sizes, func(m Mode, size int) Lane { return Lane{Mode: m, Size: size} })
+	return datapath.PlanLanes(settings, paths, func(l, p Lane) []Lane {
 		l.Path, l.Copy = p.Path, p.Copy
 		if len(mtus) == 0 || !p.Path.MTUSet() {
 			return []Lane{l}
@@ -168,4 +170,4 @@ func ParseMTUs(s string, minMTU, maxMTU int) ([]int, error) {
 }
 
 // Slot is one trial of a net run: a lane in a round.
-type Slot = SlotOf[Lane]
+type Slot = datapath.SlotOf[Lane]

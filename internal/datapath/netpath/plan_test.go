@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/tare-dev/tare/internal/datapath"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -14,17 +16,17 @@ func TestParseFlags(t *testing.T) {
 	if labels := []string{lanes[0].Label(), lanes[1].Label(), lanes[2].Label()}; !slices.Equal(labels, []string{"host", "vxlan", "host#2"}) {
 		t.Errorf("labels %v", labels)
 	}
-	sizes, err := ParseSizes("64,1k,16K,1m,1k")
+	sizes, err := datapath.ParseSizes("64,1k,16K,1m,1k")
 	if err != nil || !slices.Equal(sizes, []int{64, 1024, 16384, 1 << 20}) {
 		t.Errorf("sizes %v %v", sizes, err)
 	}
 	for _, s := range sizes {
-		if back, err := ParseSizes(FormatSize(s)); err != nil || back[0] != s {
-			t.Errorf("%d → %s → %v %v", s, FormatSize(s), back, err)
+		if back, err := datapath.ParseSizes(datapath.FormatSize(s)); err != nil || back[0] != s {
+			t.Errorf("%d → %s → %v %v", s, datapath.FormatSize(s), back, err)
 		}
 	}
 	for _, bad := range []string{"", "0", "-1", "1g", "k", "2000000m"} {
-		if _, err := ParseSizes(bad); err == nil {
+		if _, err := datapath.ParseSizes(bad); err == nil {
 			t.Errorf("size %q accepted", bad)
 		}
 	}
@@ -48,7 +50,7 @@ func TestParseFlags(t *testing.T) {
 // Every lane runs once per round, and the rounds are not all in one order (the trials interleave paths).
 func TestOrder(t *testing.T) {
 	lanes := Plan([]Lane{{Path: Host, Copy: 1}, {Path: PodSameNode, Copy: 1}, {Path: VXLAN, Copy: 1}}, []Mode{TCPStream, TCPRR}, []int{64, 1024}, nil)
-	slots := Order(lanes, 5, rand.New(rand.NewPCG(1, 2)))
+	slots := datapath.Order(lanes, 5, rand.New(rand.NewPCG(1, 2)))
 	if len(slots) != 5*len(lanes) {
 		t.Fatalf("%d slots", len(slots))
 	}
@@ -59,7 +61,7 @@ func TestOrder(t *testing.T) {
 		for _, s := range slots {
 			if s.Round == r {
 				got = append(got, s.Lane)
-				key += s.Lane.Label() + string(s.Lane.Mode) + FormatSize(s.Lane.Size) + ","
+				key += s.Lane.Label() + string(s.Lane.Mode) + datapath.FormatSize(s.Lane.Size) + ","
 			}
 		}
 		for _, l := range lanes {

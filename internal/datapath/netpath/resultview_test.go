@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tare-dev/tare/internal/datapath"
 	"github.com/tare-dev/tare/internal/htmlreport"
 	"github.com/tare-dev/tare/internal/warning"
 )
@@ -32,7 +33,7 @@ func TestViewNet(t *testing.T) {
 	trials = append(trials, Trial{Seq: len(trials) + 1, Slot: Slot{Round: 2, Lane: lanes[3]}, Error: "iperf3: connection refused"})
 	r := Report{Node: "vm", Baseline: string(Host), Lanes: lanes, Parallel: 1, Trials: trials, Ratios: Compare(trials, string(Host)),
 		Skipped:  map[string]string{"clusterip": "not asked"},
-		Warnings: []warning.Warning{{Code: WarnOtherNode, Message: "measured another machine"}}}
+		Warnings: []warning.Warning{{Code: datapath.WarnOtherNode, Message: "measured another machine"}}}
 	v := r.Result().View()
 
 	type lane struct {

@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tare-dev/tare/internal/datapath"
 	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/kube"
 	"github.com/tare-dev/tare/internal/session"
@@ -68,16 +69,12 @@ type Report struct {
 	PodMTU    int               `json:"pod_mtu,omitempty"`       // the pod network's own MTU, restored after the run
 	Skipped   map[string]string `json:"skipped_paths,omitempty"` // path → why it was not measured
 	Parallel  int               `json:"parallel"`
-	Schedule
+	datapath.Schedule
 	Trials []Trial `json:"trials"`
 	Ratios []Ratio `json:"ratios"`
 	// Warnings qualify the report's figures (a trial's own window warnings are in the trial).
 	Warnings []warning.Warning `json:"warnings,omitempty"`
 }
-
-// WarnOtherNode marks a run where tare measured a machine other than the node the pods ran on: the CPU figures are not
-// the pods' node's.
-const WarnOtherNode = "other-node"
 
 // ErrNoPaths says no path asked for can be measured here.
 var ErrNoPaths = errors.New("no path can be measured")
@@ -91,7 +88,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 	if say == nil {
 		say = func(string, ...any) {}
 	}
-	rep := Report{Node: o.Host, Baseline: string(Host), Parallel: o.Parallel, Schedule: scheduleOf(o.Rounds, o.Duration, o.Seed), Skipped: map[string]string{}}
+	rep := Report{Node: o.Host, Baseline: string(Host), Parallel: o.Parallel, Schedule: datapath.ScheduleOf(o.Rounds, o.Duration, o.Seed), Skipped: map[string]string{}}
 	if o.Duration < time.Second || o.Duration%time.Second != 0 {
 		return rep, fmt.Errorf("--duration %s: trials last whole seconds, at least 1s", o.Duration)
 	}
@@ -116,11 +113,11 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 		if crr && o.CRR.Pod == "" {
 			return rep, errors.New("tcp-crr in pods runs tare-crr from the image: none was named")
 		}
-		n, warns, err := pickNodes(ctx, cs, o.Node, o.Host, say)
+		n, warns, err := datapath.PickNodes(ctx, cs, o.Node, o.Host, say)
 		if err != nil {
 			return rep, err
 		}
-		rep.Node, rep.RemoteNode, rep.Warnings = n.node, n.remote, append(rep.Warnings, warns...)
+		rep.Node, rep.RemoteNode, rep.Warnings = n.Node, n.Remote, append(rep.Warnings, warns...)
 		if rep.RemoteNode == "" {
 			for _, p := range []Path{HostCrossNode, PodCrossNode, VXLAN} {
 				if paths[p] {
@@ -234,9 +231,9 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 	}
 	loopMTU := loopbackMTU()
 	vxlanOn := false
-	trials, err := rounds[Lane, Trial]{lanes: plan, n: o.Rounds, seed: o.Seed, say: say, line: Trial.line, name: func(l Lane) string {
-		return fmt.Sprintf("%s %s %s", l.Label(), l.Mode, FormatSize(l.Size))
-	}, trial: func(seq int, sl Slot) (Trial, error) {
+	trials, err := datapath.Rounds[Lane, Trial]{Lanes: plan, N: o.Rounds, Seed: o.Seed, Say: say, Line: Trial.line, Name: func(l Lane) string {
+		return fmt.Sprintf("%s %s %s", l.Label(), l.Mode, datapath.FormatSize(l.Size))
+	}, Trial: func(seq int, sl Slot) (Trial, error) {
 		if o.SetOverlay != nil && (sl.Lane.Path == VXLAN) != vxlanOn && (sl.Lane.Path == VXLAN || sl.Lane.Path == PodCrossNode) {
 			if err := o.SetOverlay(!vxlanOn); err != nil {
 				return Trial{}, fmt.Errorf("switching the lab's overlay: %w", err)
@@ -265,14 +262,14 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 		}
 		t.Seq = seq
 		return t, nil
-	}}.run(ctx)
-	rep.Trials, rep.Cancelled = trials, cancelled(ctx, err)
+	}}.Run(ctx)
+	rep.Trials, rep.Cancelled = trials, datapath.Cancelled(ctx, err)
 	return finish(rep, err)
 }
 
 // finish completes the report with the comparisons of what was measured.
 func finish(rep Report, err error) (Report, error) {
-	rep.finished()
+	rep.Finished()
 	rep.Ratios = Compare(rep.Trials, rep.Baseline)
 	baseOf := baselines(rep.Trials, rep.Baseline)
 	rep.Baselines = map[string]string{}
@@ -357,7 +354,7 @@ func runTrial(ctx context.Context, o Options, e *endpoints, sl Slot) Trial {
 		finished = true
 	case <-time.After(startWait):
 		stop()
-		t.Error = fmt.Sprintf("%s did not start its load within %s (stopped: %v): %s", argv[0], startWait, <-done, lastLine(stdout.bytes()))
+		t.Error = fmt.Sprintf("%s did not start its load within %s (stopped: %v): %s", argv[0], startWait, <-done, datapath.LastLine(stdout.bytes()))
 		// In a pod, closing the exec stream does not end the tool: it ends by itself (--time), and the
 		// next trial must not find its server busy.
 		if ep.pod != "" {
@@ -395,7 +392,7 @@ func runTrial(ctx context.Context, o Options, e *endpoints, sl Slot) Trial {
 	}
 	switch {
 	case perr != nil && runErr != nil:
-		t.Error = fmt.Sprintf("%s: %v: %v %s", argv[0], runErr, perr, lastLine(stderr.bytes()))
+		t.Error = fmt.Sprintf("%s: %v: %v %s", argv[0], runErr, perr, datapath.LastLine(stderr.bytes()))
 	case perr != nil:
 		t.Error = perr.Error()
 	case finished:
@@ -410,7 +407,7 @@ func runTrial(ctx context.Context, o Options, e *endpoints, sl Slot) Trial {
 
 // measured fills the trial's CPU from the session's result.
 func (t *Trial) measured(res session.Result, err error) {
-	u, err := usageOf(res, err)
+	u, err := datapath.UsageOf(res, err)
 	if err != nil {
 		t.Error = err.Error()
 		return

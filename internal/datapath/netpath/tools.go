@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/tare-dev/tare/internal/datapath"
 )
 
 // Ports the servers listen on: in pods, on the machine (the host path), and in the hostNetwork pod (which
@@ -83,10 +85,10 @@ func clientCommand(l Lane, ep endpoint, crr string, d time.Duration, parallel in
 func CheckLanes(lanes []Lane) error {
 	for _, l := range lanes {
 		if (l.Mode == TCPRR || l.Mode == UDPStream) && l.Size > MaxRRSize {
-			return fmt.Errorf("%s with %s messages: sockperf and UDP carry at most %d bytes; use smaller --sizes (or measure this mode in a run of its own)", l.Mode, FormatSize(l.Size), MaxRRSize)
+			return fmt.Errorf("%s with %s messages: sockperf and UDP carry at most %d bytes; use smaller --sizes (or measure this mode in a run of its own)", l.Mode, datapath.FormatSize(l.Size), MaxRRSize)
 		}
 		if l.Mode.UsesCRR() && l.Size > MaxCRRSize {
-			return fmt.Errorf("%s with %s messages: tare-crr sends at most %s; use smaller --sizes", l.Mode, FormatSize(l.Size), FormatSize(MaxCRRSize))
+			return fmt.Errorf("%s with %s messages: tare-crr sends at most %s; use smaller --sizes", l.Mode, datapath.FormatSize(l.Size), datapath.FormatSize(MaxCRRSize))
 		}
 	}
 	return nil

@@ -8,11 +8,11 @@ import (
 	"go/types"
 	"testing"
 
-	"github.com/tare-dev/tare/internal/datapath"
+	"github.com/tare-dev/tare/internal/datapath/netpath"
 )
 
 // TestCRRMaxSize holds tare-crr's bound on a message (maxSize in crr/main.go, a module of its own
-// built from that one file, so it cannot import tare's packages) equal to datapath.MaxCRRSize, with which
+// built from that one file, so it cannot import tare's packages) equal to netpath.MaxCRRSize, with which
 // tare datapath net refuses larger --sizes before a run.
 func TestCRRMaxSize(t *testing.T) {
 	t.Parallel()
@@ -43,7 +43,7 @@ func TestCRRMaxSize(t *testing.T) {
 	if err != nil {
 		t.Fatalf("maxSize = %s: %v", types.ExprString(expr), err)
 	}
-	if n, exact := constant.Int64Val(tv.Value); !exact || n != datapath.MaxCRRSize {
-		t.Errorf("tare-crr's maxSize is %s, datapath.MaxCRRSize %d: make them equal", tv.Value, datapath.MaxCRRSize)
+	if n, exact := constant.Int64Val(tv.Value); !exact || n != netpath.MaxCRRSize {
+		t.Errorf("tare-crr's maxSize is %s, netpath.MaxCRRSize %d: make them equal", tv.Value, netpath.MaxCRRSize)
 	}
 }

@@ -35,9 +35,11 @@ var chartDir = filepath.Join("..", "..", "deploy", "helm", "tare-agent")
 // accepts both under strict field validation against those CRDs, and the operator, built from its module,
 // turns them into a configuration under which tare's Prometheus scrapes every agent and evaluates the rules. An agent runs on every node and tare
 // cluster measure reads them all, their node's CPUs and boot ID as the kubelet and the kernel tell them;
-// helm upgrade rolls a new setting onto every node; helm uninstall leaves nothing of tare's.
+// helm upgrade rolls a new setting onto every node; helm uninstall leaves nothing of tare's. It runs on
+// the package's shared three-node lab, before TestAgentsOnThreeNodeLab (this file's name sorts first), and
+// leaves it as it found it but for the operator's CRDs.
 func TestHelmChartOnThreeNodeLab(t *testing.T) {
-	requireLab(t)
+	checkLab(t)
 	// Built the first time, before the lab's deadline starts.
 	helm := labtest.Helm(t)
 	operator := labtest.PrometheusOperator(t)
@@ -48,7 +50,7 @@ func TestHelmChartOnThreeNodeLab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, kc, _ := labUp(ctx, t, "--nodes", "3")
+	_, kc := sharedLab(ctx, t, "--nodes", "3")
 	cs := clientsetOf(t, kc)
 
 	// The operator's CRDs (server-side: they are too large for kubectl's last-applied annotation).
@@ -60,7 +62,8 @@ func TestHelmChartOnThreeNodeLab(t *testing.T) {
 	ns := deploy.DefaultNamespace
 	kubectl(t, kc, "create", "namespace", ns)
 	t.Cleanup(func() {
-		_ = exec.Command("kubectl", "--kubeconfig", kc, "delete", "namespace", ns, "--wait=false").Run()
+		// Gone before the next test on the shared lab deploys into the same namespace.
+		_ = exec.Command("kubectl", "--kubeconfig", kc, "delete", "namespace", ns, "--wait", "--timeout=2m").Run()
 	})
 	kubectl(t, kc, "label", "namespace", ns, "pod-security.kubernetes.io/enforce=privileged")
 	// The ServiceAccount of the operator's Prometheus, whose token the PodMonitor scrapes with.

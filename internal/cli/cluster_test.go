@@ -36,13 +36,14 @@ const plantedSecret = "planted-s3cret-4417"
 // view (tare cluster measure) and node 2's /metrics credit it within 5%, on node 2 only: the other nodes,
 // which share the machine's kernel and processes, show it among other nodes' pods. The planted secret
 // appears nowhere. Before the agents are deployed, the cluster view says how to deploy them. Then a real
-// Prometheus discovers and scrapes the agents (checkPrometheusOnLab).
+// Prometheus discovers and scrapes the agents (checkPrometheusOnLab). The lab is the package's shared
+// three-node lab (sharedLab), after TestHelmChartOnThreeNodeLab.
 func TestAgentsOnThreeNodeLab(t *testing.T) {
-	requireLab(t)
+	checkLab(t)
 	prometheus := promtest.Upstream(t, "prometheus") // built the first time: before the lab's deadline starts
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	_, kc, _ := labUp(ctx, t, "--nodes", "3")
+	_, kc := sharedLab(ctx, t, "--nodes", "3")
 	if _, errOut, err := run(ctx, "cluster", "measure", "--kubeconfig", kc, "--duration", "5s"); err == nil ||
 		!strings.Contains(errOut, "tare agent manifest | kubectl apply -f -") {
 		t.Errorf("cluster measure without agents: %v, stderr %q: want an error saying how to deploy them", err, errOut)

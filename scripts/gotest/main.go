@@ -1,7 +1,9 @@
 // Command gotest runs `go test -json` with the given arguments and prints what plain `go test` prints (each
 // package's verdict, and the output of failed tests and failed packages), then where the time went: every
 // package and the slowest tests with their durations, so that each CI log says which tests make CI long.
-// Its exit status is go test's. make test runs the test passes through it.
+// Its exit status is go test's. make test runs the test passes through it. With $TARE_TEST_EVENTS naming a
+// file, every line go test printed is also appended there as it came (each test's log lines with their
+// times: where the time went inside a slow test).
 //
 // Usage: go run ./scripts/gotest [go test flags] [packages]
 package main
@@ -152,10 +154,21 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gotest:", err)
 		os.Exit(2)
 	}
+	var events io.Writer = io.Discard
+	if path := os.Getenv("TARE_TEST_EVENTS"); path != "" {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gotest: $TARE_TEST_EVENTS:", err)
+			os.Exit(2)
+		}
+		defer f.Close()
+		events = f
+	}
 	r := newReport(os.Stdout)
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
+		_, _ = events.Write(append(sc.Bytes(), '\n'))
 		var e event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.Action == "" {
 			fmt.Println(sc.Text()) // not an event (a build error's line): as go test prints it

@@ -195,6 +195,7 @@ func WaitPodsReady(ctx context.Context, cs kubernetes.Interface, ns string, name
 	return ips, nil
 }
 
+// LastLine is the last line of a tool's output, trimmed: what an error says of it.
 func LastLine(b []byte) string {
 	s := strings.TrimSpace(string(b))
 	if i := strings.LastIndexByte(s, '\n'); i >= 0 {

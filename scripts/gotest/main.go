@@ -154,14 +154,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gotest:", err)
 		os.Exit(2)
 	}
-	var events io.Writer = io.Discard
+	events := io.Discard
 	if path := os.Getenv("TARE_TEST_EVENTS"); path != "" {
+		// Unbuffered, and open until the process ends (it exits with go test's status).
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "gotest: $TARE_TEST_EVENTS:", err)
 			os.Exit(2)
 		}
-		defer f.Close()
 		events = f
 	}
 	r := newReport(os.Stdout)

@@ -50,6 +50,7 @@ func (r Report) Result() datapath.Result {
 	return res
 }
 
+// Row is what the run's Result says of the trial.
 func (t Trial) Row() datapath.TrialFigures[Lane] {
 	r := datapath.TrialFigures[Lane]{Seq: t.Seq, Round: t.Round, Lane: t.Lane, NodeBusy: t.NodeBusy, Err: t.Error, Warnings: t.Warnings}
 	for _, m := range metrics {

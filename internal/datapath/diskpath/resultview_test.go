@@ -10,9 +10,6 @@ import (
 	"github.com/tare-dev/tare/internal/htmlreport"
 )
 
-// closeFloats compares floats to 1e-12: a ratio goes through logarithms and back.
-var closeFloats = cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) <= 1e-12*math.Max(1, math.Abs(a)) })
-
 // TestViewDisk: a disk run's view has one group per pattern, block size and depth, in one chart per figure
 // (no Chart, no swept value), hostpath at half the host's IOPS carrying that ratio, and the targets.
 func TestViewDisk(t *testing.T) {

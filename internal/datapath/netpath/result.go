@@ -63,6 +63,7 @@ func (r Report) Result() datapath.Result {
 // subjectOf names the group of mode m and message size: "tcp-stream 16k".
 func subjectOf(m Mode, size int) string { return fmt.Sprintf("%s %s", m, datapath.FormatSize(size)) }
 
+// Row is what the run's Result says of the trial.
 func (t Trial) Row() datapath.TrialFigures[Lane] {
 	r := datapath.TrialFigures[Lane]{Seq: t.Seq, Round: t.Round, Lane: t.Lane, NodeBusy: t.NodeBusy, Err: t.Error, Warnings: t.Warnings}
 	for _, x := range metricsOf(t.Lane.Mode) {

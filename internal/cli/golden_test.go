@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/tare-dev/tare/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -63,20 +63,7 @@ func fixture(t *testing.T, name string) string {
 
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/cli -run Golden -update)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
-	}
+	testenv.Golden(t, filepath.Join("testdata", name+".golden"), []byte(got), *update)
 }
 
 // TestExplainGolden: tare explain on the same recording, with no cluster, lab, audit log or profiles,

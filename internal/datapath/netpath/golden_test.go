@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"flag"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/tare-dev/tare/internal/testenv"
 
 	"github.com/tare-dev/tare/internal/datapath"
 	"github.com/tare-dev/tare/internal/output"
@@ -93,23 +92,7 @@ func TestGolden(t *testing.T) {
 			if err := c.write(&b); err != nil {
 				t.Fatal(err)
 			}
-			file := filepath.Join("testdata", "golden", c.name)
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(string(want), b.String()); diff != "" {
-				t.Errorf("%s (-want +got):\n%s", file, diff)
-			}
+			testenv.Golden(t, filepath.Join("testdata", "golden", c.name), b.Bytes(), *update)
 		})
 	}
 }

@@ -21,8 +21,11 @@
 //     (BPF_F_MMAPABLE, 5.5; 65,536 records, 2 MiB) that user space reads after the read(2) returns; a pass
 //     with more moved groups than that says it is incomplete (ErrIncomplete), and the groups left out come
 //     in the next pass. It also uses bpf_get_current_task_btf (5.11). Entries of ended groups in either
-//     pass's hash map are removed from user space every 64 passes (iter.go's collect). Its verifier walks
-//     about 1,800 instructions (45 ms on 6.18; 2,900 and 73 ms with task storage): the state's lookups are
+//     pass's hash map are removed from user space every 64 passes (iter.go's collect). The iterator walks
+//     every task of the machine, so the pass reports only those of the reader's PID namespace (a task of
+//     another container's namespace has a number at the same depth, in its own namespace). Its verifier
+//     walks about 2,000 instructions (1,800 and 45 ms on 6.18 before that check; 2,900 and 73 ms with task
+//     storage): the state's lookups are
 //     two global functions (moved, remember), verified once each, since inlined into the walk's loop they
 //     made it 9,700 and 150 ms. Before, the kernel walked the tasks by PID and called the program for each
 //     (get_pid_task and pid_nr_ns for every task, half the pass's cost); a pass at 3,000 idle processes

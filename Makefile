@@ -73,17 +73,18 @@ measure:
 		$(MAKE) measure GO="$$(command -v $(GO))" DURATION="$(DURATION)" KEEP="$(KEEP)" LAB_FLAGS="$(LAB_FLAGS)"
 endif
 
-# test: vet, then every test, packages one at a time so CPU ground-truth tests do not compete, and beside it
-# at the lowest CPU priority the race detector over everything but the real-process timing tests (-short)
-# and the BPF paths on Linux 6.1 (scripts/testpasses.sh). Every fuzz target's seeds and past findings run
-# there as tests; new random inputs are make fuzz's job (a finding must not decide whether an unrelated
-# change lands). Both test passes go through scripts/gotest: go test's own output, then the time of every
-# package and of the slowest tests. scripts/testtools first builds what the tests would build on first use
-# (the lab's components, Prometheus, helm, the Prometheus Operator), out of their timeouts.
+# test: vet, then the race detector over everything but the real-process timing tests (-short), then every
+# test without it, packages one at a time so CPU ground-truth tests do not compete. Every fuzz target's seeds
+# and past findings run there as tests; new random inputs are make fuzz's job (a finding must not decide
+# whether an unrelated change lands). Both passes go through scripts/gotest: go test's own output, then the
+# time of every package and of the slowest tests. scripts/testtools first builds what the tests would build
+# on first use (the lab's components, Prometheus, helm, the Prometheus Operator), out of their timeouts.
 test: deps
 	$(GO) vet ./...
 	$(GO) run ./scripts/testtools
-	GO=$(GO) ./scripts/testpasses.sh
+	GO=$(GO) $(GO) run ./scripts/gotest -race -short -count=1 -timeout 20m ./...
+	GO=$(GO) $(GO) run ./scripts/gotest -count=1 -p 1 -timeout 75m ./...
+	GO=$(GO) ./scripts/kernelvm/run
 
 # The BPF paths on a real Linux 6.1 (Debian 12's cloud kernel) in QEMU: see scripts/kernelvm/run.
 kernel-check:

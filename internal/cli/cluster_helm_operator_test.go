@@ -76,8 +76,9 @@ func checkOperatorScrape(ctx context.Context, t *testing.T, operator, prometheus
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 90 s: %d agents up (%v), %d series of %s (%v): want %d each\nconfiguration:\n%s",
-				up, err1, rec, recorded, err2, len(nodes), redactCredentials(adapted))
+			targets, err := srv.TargetHealth(ctx)
+			t.Fatalf("after 90 s: %d agents up (%v), %d series of %s (%v): want %d each\ntargets (%v):\n  %s\nconfiguration:\n%s",
+				up, err1, rec, recorded, err2, len(nodes), err, strings.Join(targets, "\n  "), redactCredentials(adapted))
 		}
 		time.Sleep(2 * time.Second)
 	}

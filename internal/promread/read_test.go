@@ -39,6 +39,16 @@ func TestReadRealPrometheus(t *testing.T) {
 	if rep.Window != "5s" || rep.Prometheus != srv.URL || !rep.Time.Equal(at.UTC()) {
 		t.Errorf("report header: window %q, prometheus %q, time %v; want 5s, %s, %v", rep.Window, rep.Prometheus, rep.Time, srv.URL, at)
 	}
+	// The targets' health, as a failing test's message shows it: every fake agent up, no error.
+	if health, err := srv.TargetHealth(t.Context()); err != nil || len(health) != len(promtest.TwoNodes) {
+		t.Errorf("target health: %q, %v; want one line for each of the %d agents", health, err, len(promtest.TwoNodes))
+	} else {
+		for _, h := range health {
+			if !strings.Contains(h, ": up, \"\"") {
+				t.Errorf("target %s: want up with no error", h)
+			}
+		}
+	}
 
 	one, err := promread.Read(t.Context(), promread.Options{URL: srv.URL, Window: window, Time: at, Node: "n2"})
 	if err != nil {

@@ -146,3 +146,35 @@ func (s *Server) Raw(ctx context.Context, expr string, at time.Time) ([]byte, er
 	}
 	return b, nil
 }
+
+// TargetHealth lists the active scrape targets as Prometheus last saw them ("job instance: health, last
+// error, last scrape's duration"), for a test's failure message: why a target is not up.
+func (s *Server) TargetHealth(ctx context.Context) ([]string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/api/v1/targets?state=active", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Data struct {
+			ActiveTargets []struct {
+				Labels             map[string]string `json:"labels"`
+				Health             string            `json:"health"`
+				LastError          string            `json:"lastError"`
+				LastScrapeDuration float64           `json:"lastScrapeDuration"`
+			} `json:"activeTargets"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&r); err != nil {
+		return nil, fmt.Errorf("targets: %w", err)
+	}
+	var out []string
+	for _, t := range r.Data.ActiveTargets {
+		out = append(out, fmt.Sprintf("%s %s: %s, %q, last scrape %.2f s", t.Labels["job"], t.Labels["instance"], t.Health, t.LastError, t.LastScrapeDuration))
+	}
+	return out, nil
+}

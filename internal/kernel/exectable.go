@@ -23,6 +23,8 @@ type ExecTable struct {
 	mu    sync.Mutex
 	byPID map[int]entry
 	born  map[int]bool // processes forked since the last TakeBorn
+	// execed holds the processes that exec'd since the last TakeExeced, with the time of their last exec.
+	execed map[int]time.Time
 	// order holds every update in the order made, with the time it was made by the table's own
 	// monotonic clock (not At, a wall time that a clock step can move back), so that Forget drops what
 	// expired without walking the table; an entry written again since carries a newer generation.
@@ -47,7 +49,7 @@ type update struct {
 
 // NewExecTable returns an empty table.
 func NewExecTable() *ExecTable {
-	return &ExecTable{byPID: map[int]entry{}, born: map[int]bool{}, now: time.Now}
+	return &ExecTable{byPID: map[int]entry{}, born: map[int]bool{}, execed: map[int]time.Time{}, now: time.Now}
 }
 
 // Forked records a new process.
@@ -62,6 +64,7 @@ func (t *ExecTable) Forked(pid int, info ExecInfo) {
 // and, when info.PPID is 0, its parent.
 func (t *ExecTable) Execed(pid int, info ExecInfo) {
 	t.mu.Lock()
+	t.execed[pid] = info.Started // the exec's own time, before its fork's replaces it below
 	if e, ok := t.byPID[pid]; ok {
 		prev := e.info
 		info.Started = prev.Started
@@ -103,6 +106,16 @@ func (t *ExecTable) TakeBorn() []int {
 		out = append(out, pid)
 	}
 	clear(t.born)
+	return out
+}
+
+// TakeExeced returns the processes that exec'd since the previous call, each with the time of its last
+// exec (when the watcher saw it: at or after the exec itself).
+func (t *ExecTable) TakeExeced() map[int]time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := t.execed
+	t.execed = make(map[int]time.Time, len(out))
 	return out
 }
 

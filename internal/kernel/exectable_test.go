@@ -43,3 +43,25 @@ func TestExecTableForget(t *testing.T) {
 		t.Errorf("3.5 minutes on: %d entries and %d updates left", len(tb.byPID), len(tb.order))
 	}
 }
+
+// TestExecTableTakeExeced: TakeExeced names each process that exec'd since the previous call once, with the
+// time of its last exec (not its fork's start, which the entry keeps), and forks alone are not execs.
+func TestExecTableTakeExeced(t *testing.T) {
+	tb := NewExecTable()
+	fork := time.Now().Round(0)
+	tb.Forked(10, ExecInfo{PPID: 1, Started: fork, At: fork})
+	tb.Forked(11, ExecInfo{PPID: 1, Started: fork, At: fork})
+	first, second := fork.Add(time.Millisecond), fork.Add(2*time.Millisecond)
+	tb.Execed(10, ExecInfo{Cmdline: "runc init", Started: first, At: first})
+	tb.Execed(10, ExecInfo{Cmdline: "iperf3 -c server", Started: second, At: second})
+	got := tb.TakeExeced()
+	if len(got) != 1 || !got[10].Equal(second) {
+		t.Errorf("TakeExeced: %v, want pid 10 at its last exec %v only", got, second)
+	}
+	if e, _ := tb.Lookup(10); !e.Started.Equal(fork) {
+		t.Errorf("pid 10 started %v, want its fork's %v", e.Started, fork)
+	}
+	if again := tb.TakeExeced(); len(again) != 0 {
+		t.Errorf("TakeExeced again: %v, want nothing new", again)
+	}
+}

@@ -31,6 +31,7 @@ type procState struct {
 	sinceDetail uint64                 // CPU since the last detail sample
 	detail      *kernel.Detail         // last slow-cadence reading
 	details     int                    // slow-cadence readings so far
+	identAt     time.Time              // when its identity (command line, executable, cgroup) was read
 }
 
 func (st *procState) close() {
@@ -66,6 +67,7 @@ func (s *Sampler) cumulative(st *procState, pid int, exact bool) (cpu uint64, go
 }
 
 func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
+	identAt := time.Now()
 	id, err := kernel.ReadIdentity(s.opts.ProcRoot, pid)
 	if err != nil {
 		return // gone before we could read it; its exit notification credits it
@@ -80,7 +82,7 @@ func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
 		}
 		return
 	}
-	st := &procState{kernel: id.Kernel, lastCut: id.Stat.ChildTimeNs(), lastOwn: id.Stat.OwnTimeNs()}
+	st := &procState{kernel: id.Kernel, lastCut: id.Stat.ChildTimeNs(), lastOwn: id.Stat.OwnTimeNs(), identAt: identAt}
 	// With the task iterator, only processes that ran are read: a taskstats query then costs less than
 	// opening every process's thread files at its first sight.
 	if !s.uncached && (s.ts == nil || (id.Stat.NumThreads <= maxThreadFiles && !s.act.loaded())) {

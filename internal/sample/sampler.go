@@ -373,11 +373,18 @@ func (s *Sampler) sample(final bool) (Sample, error) {
 		s.act.expect(len(pids))
 	}
 	s.passActivity() // which processes ran since the previous sample (activity.go)
+	var execed map[int]time.Time
+	if s.execs != nil {
+		execed = s.execs.Execed()
+	}
 	for _, pid := range pids {
 		st, ok := s.procs[pid]
 		if !ok {
 			s.sampleNew(&smp, pid, boot, detail)
 			continue
+		}
+		if at, ok := execed[pid]; ok && at.After(st.identAt) {
+			s.reidentify(&smp, st) // reexec.go
 		}
 		// A process that did not run has nothing new to read. On a detail sample, one that did not run since
 		// the previous detail sample only has its memory re-read, on its turn (refresh.go).

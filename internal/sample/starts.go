@@ -133,6 +133,12 @@ func (st *starts) NewPIDs() []int {
 	return st.table.TakeBorn()
 }
 
+// Execed returns the processes that exec'd since the previous call, with the time of each one's last exec.
+func (st *starts) Execed() map[int]time.Time {
+	st.Sync()
+	return st.table.TakeExeced()
+}
+
 // Lookup returns what was captured of pid.
 func (st *starts) Lookup(pid int) (kernel.ExecInfo, bool) { return st.table.Lookup(pid) }
 

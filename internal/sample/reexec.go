@@ -8,12 +8,13 @@ import (
 
 // reidentify reads again the identity of a known process that exec'd after tare read it. A container's
 // process is one: runc (runc init) starts it outside the container's cgroup, moves it in and execs the
-// container's command, and on a busy node tare often sees it first before that move, when nothing yet
-// says whose it is (a pod's client in tare datapath was credited nothing in some trials: its CPU went to
-// the runtime's group). When the process's command line, executable or cgroup changed, its record ends
+// container's command, and tare may see it first before that move (often on a busy node), when nothing
+// yet says whose it is (a pod's client in tare datapath was credited nothing in some trials: its CPU went
+// to the runtime's group). When the process's command line, executable or cgroup changed, its record ends
 // in this sample and a new one (a new ID with the same PID and start time) is credited from this sample
-// on, under what it is now; what ran before the exec stays with the old record. The exec watcher says which
-// processes exec'd (without one, nothing is read again).
+// on, under what it is now: what ran before the previous sample stays with the old record, and what ran
+// in this sample's interval before the exec goes to the new one. The exec watcher says which processes
+// exec'd (without one, nothing is read again).
 func (s *Sampler) reidentify(smp *Sample, st *procState) {
 	pid := st.info.Key.PID
 	st.identAt = time.Now()

@@ -27,6 +27,7 @@ type measureOptions struct {
 	top          int
 	unprivileged bool
 	blockIO      bool
+	exactMemory  bool
 }
 
 func newMeasure(s streams, g *globalOptions) *cobra.Command {
@@ -70,6 +71,7 @@ tare measures what it can and lists what it could not read and why.` + figuresHe
 	f.IntVar(&o.top, "top", 20, "processes and children rows shown in the table")
 	htmlFlag(f, &o.html)
 	f.BoolVar(&o.unprivileged, "unprivileged", false, "use only sources that work without root (schedstat, cutime), even as root")
+	f.BoolVar(&o.exactMemory, "exact-memory", false, "read every process's smaps_rollup at the first sample, idle ones included, instead of one idle process of each kind whose memory the others of its kind follow (costlier start with thousands of processes)")
 	f.BoolVar(&o.blockIO, "block-io", false, "count every process's block I/O requests and their device and queue time with BPF (about 25 ms of CPU to load)")
 	return cmd
 }
@@ -142,7 +144,7 @@ func runMeasure(ctx context.Context, s streams, g *globalOptions, o *measureOpti
 func (o *measureOptions) sessionOptions(g *globalOptions, names func(uid, ctr string) (string, string, string, bool), warn func(string)) session.Options {
 	return session.Options{
 		Sampler: g.sampleOptions(sample.Options{Interval: o.interval, Detail: o.detail,
-			Unprivileged: o.unprivileged, PodNames: names}),
+			Unprivileged: o.unprivileged, PodNames: names, ExactBaseline: o.exactMemory}),
 		Duration:  o.duration,
 		Version:   Version,
 		OnWarning: func(w session.Warning) { warn(w.Message) },

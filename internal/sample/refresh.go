@@ -32,6 +32,10 @@ func (s *Sampler) refreshMemory(st *procState, boot uint64) {
 		if s.firstSmaps(boot, st.info, false) == kernel.SmapsNot {
 			return
 		}
+		if d := *st.detail; s.likes.firstMemory(s.opts.ProcRoot, st.info, &d) {
+			st.detail = &d
+			return
+		}
 	} else if !st.turn(memoryEvery) {
 		return
 	}

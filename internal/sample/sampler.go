@@ -103,6 +103,7 @@ type Sampler struct {
 	details      int              // detail samples taken after the baseline (refresh.go: firstSmaps)
 	stuck        kernel.StuckView // reads of cmdline and smaps_rollup that did not answer (kernel/blockingread.go)
 	act          *activity        // which processes ran since the previous sample (activity.go); nil without it
+	likes        *lookAlikes      // idle processes' memory read once a kind (lookalike.go); nil to read each
 	bpfStats     io.Closer        // keeps the kernel's BPF run-time statistics on (selfbpf.go); nil without them
 }
 
@@ -135,6 +136,7 @@ func New(ctx context.Context, opts Options, warn func(string)) (*Sampler, error)
 	detailEvery := max(1, int(opts.Detail/opts.Interval))
 	s.idleEvery = max(1, int(time.Second/opts.Interval))
 	s.stuck = kernel.BlockingReads(opts.ProcRoot).View()
+	s.likes = newLookAlikes(opts)
 	host, _ := os.Hostname()
 	if opts.CgroupRoot != "" {
 		if err := node.UseCgroupRoot(opts.CgroupRoot); err != nil {
@@ -253,6 +255,9 @@ func (s *Sampler) Meta() Meta {
 	}
 	m.Limitations = append(m.Limitations, s.stuck.Limitations()...)
 	if l := s.act.limitation(); l != "" {
+		m.Limitations = append(m.Limitations, l)
+	}
+	if l := s.likes.limitation(); l != "" {
 		m.Limitations = append(m.Limitations, l)
 	}
 	for _, kind := range sortedKeys(s.denied) {

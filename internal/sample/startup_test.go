@@ -77,8 +77,8 @@ func TestBaselineDefersIdleSmaps(t *testing.T) {
 
 // TestFinalSampleHasEverySmaps: the processes the baseline found idle have memory in every detail sample
 // (statm's, until their smaps_rollup turn), and the closing sample of a run shorter than the turns holds
-// each one's smaps_rollup reading: its PSS is what the sleeper's own smaps_rollup, read by the test after
-// the run, says.
+// each one's smaps_rollup reading or a look-alike's: its PSS is what the sleeper's own smaps_rollup, read by
+// the test after the run, says.
 func TestFinalSampleHasEverySmaps(t *testing.T) {
 	eachTaskPass(t, testFinalSampleHasEverySmaps)
 }
@@ -143,8 +143,9 @@ func testFinalSampleHasEverySmaps(t *testing.T) {
 		if rows[0].PSS != want {
 			smapsLater++
 		}
-		// Sleepers share libc's pages: their PSS moves a little as processes come and go meanwhile.
-		if math.Abs(float64(got)-float64(want)) > 0.1*float64(want) {
+		// Sleepers share libc's pages: their PSS moves a little as processes come and go meanwhile, and most
+		// follow a look-alike's reading (lookalike.go), which shares them a little differently.
+		if math.Abs(float64(got)-float64(want)) > 0.1*float64(want)+16<<10 {
 			t.Errorf("sleeper %d: PSS %d in the closing sample, its smaps_rollup says %d", pid, got, want)
 		}
 	}

@@ -467,7 +467,7 @@ func TestParseSmapsRollupAgreesWithProcfs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.rss != ref.Rss || m.pss != ref.Pss || m.private != ref.PrivateClean+ref.PrivateDirty {
+	if m.rss != ref.Rss || m.pss != ref.Pss || m.private != ref.PrivateClean+ref.PrivateDirty || m.anon != ref.Anonymous {
 		t.Errorf("smaps_rollup %+v, procfs %+v", m, ref)
 	}
 	if _, err := parseSmapsRollup([]byte("garbage\n")); err == nil {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -124,8 +125,13 @@ type Detail struct {
 	Threads               int
 	StatmRSS              uint64 // resident pages from statm, to tell whether smaps_rollup needs reading again
 	StatmShared           uint64 // resident file-backed and shmem pages from statm, to tell look-alikes apart (ReadMemoryLike)
-	// SmapsStatm is StatmRSS when smaps_rollup was last read (0 when it was not): RSS, PSS and private
-	// memory follow statm from it while statm stays within smapsDrift of it (see Estimated).
+	SmapsAnon             uint64 // bytes of anonymous pages at the last smaps_rollup reading (its Anonymous line)
+	// Like says RSS, PSS and private memory follow a look-alike's smaps_rollup reading (ReadMemoryLike), not
+	// one of this process's own: Estimated, until its own is read.
+	Like bool
+	// SmapsStatm is StatmRSS when smaps_rollup was last read, or when a look-alike's reading was followed
+	// (Like), 0 when neither: RSS, PSS and private memory follow statm from it while statm stays within
+	// smapsDrift of it (see Estimated).
 	SmapsStatm uint64
 	// StatmOnly says smaps_rollup was not read for this reading (SmapsNot): RSS is statm's resident size,
 	// and PSS and private memory are its anonymous resident pages (resident less shared), the part of a
@@ -213,26 +219,54 @@ func ReadMemory(procRoot string, pid int, comm string, prev *Detail, refresh boo
 // within likeDrift of a reading's and its shared ones within sharedDrift, d follows that reading (Estimated):
 // its own anonymous pages, and the reading's PSS and private memory beyond its anonymous pages, in
 // proportion to the shared pages: as if its shared pages were as shared as the look-alike's. Look-alikes
-// fault in their libraries' pages a little differently (1,000 sleepers: the same 27 anonymous pages, 387 to
-// 428 shared ones), and those pages are shared alike. The index of the reading followed is returned;
-// otherwise d is read from its own smaps_rollup and -1 is returned.
+// fault in their libraries' pages a little differently (3,000 sleepers: the same 27 anonymous pages, 387 to
+// 428 shared ones), and those pages are shared alike. d follows the median of the readings it may follow
+// when there are likeQuorum of them (followMedian), and the index of that reading is returned; otherwise
+// d is read from its own smaps_rollup and -1 is returned.
 func ReadMemoryLike(procRoot string, pid int, comm string, likes []Detail, d *Detail) int {
 	d.SmapsErr = nil
 	readStatmPages(procRoot, pid, d)
-	for i := range likes {
-		if followLike(&likes[i], d) {
-			return i
-		}
+	if i := followMedian(likes, d); i >= 0 {
+		return i
 	}
 	readSmaps(procRoot, pid, comm, nil, d)
 	return -1
 }
 
+// likeQuorum is how many readings d must be able to follow for it to follow one: one process of a kind
+// may map a few file pages no other maps, which its reading counts as its own in full; followed alone, it
+// would lend its followers those pages (600 sleepers: their PSS summed 10% high).
+const likeQuorum = 3
+
+// followMedian fills d from the reading, among those it may follow, whose estimate of its PSS is the
+// median, when there are likeQuorum of them at least, and returns that reading's index; -1 otherwise.
+func followMedian(likes []Detail, d *Detail) int {
+	type est struct {
+		i int
+		d Detail
+	}
+	var ests [8]est
+	n := 0
+	for i := range likes {
+		e := *d
+		if n < len(ests) && followLike(&likes[i], &e) {
+			ests[n] = est{i, e}
+			n++
+		}
+	}
+	if n < likeQuorum {
+		return -1
+	}
+	sort.Slice(ests[:n], func(a, b int) bool { return ests[a].d.PSS < ests[b].d.PSS })
+	m := ests[n/2]
+	*d = m.d
+	return m.i
+}
+
 // followLike fills d from l as ReadMemoryLike says, and reports whether it could.
 func followLike(l, d *Detail) bool {
 	page := uint64(os.Getpagesize())
-	if l.StatmOnly || l.SmapsErr != nil || l.SmapsStatm != l.StatmRSS || d.StatmRSS == 0 ||
-		l.StatmShared > l.StatmRSS || d.StatmShared > d.StatmRSS {
+	if !Followable(l) || d.StatmRSS == 0 || d.StatmShared > d.StatmRSS {
 		return false
 	}
 	anon, lanon := d.StatmRSS-d.StatmShared, l.StatmRSS-l.StatmShared
@@ -248,8 +282,22 @@ func followLike(l, d *Detail) bool {
 	}
 	d.RSS = addClamped(l.RSS, (int64(d.StatmRSS)-int64(l.StatmRSS))*int64(page))
 	d.PSS, d.Private = anon*page+scale(l.PSS), anon*page+scale(l.Private)
-	d.SmapsStatm = d.StatmRSS
+	d.SmapsStatm, d.Like = d.StatmRSS, true
 	return true
+}
+
+// Followable reports whether other processes may follow d (ReadMemoryLike): it is a smaps_rollup reading of
+// the process's own, taken with its statm, whose anonymous pages statm counts as smaps_rollup does (within
+// 4 pages). From Linux 6.2 to 6.15 statm sums the per-CPU RSS counters without their unfolded parts, so it can
+// read a small process's anonymous pages low by tens of pages on a node of many CPUs: a follower's anonymous
+// pages, from its own statm, would be off as much, so a kind whose reading disagrees is read process by
+// process.
+func Followable(d *Detail) bool {
+	if d.StatmOnly || d.Like || d.SmapsErr != nil || d.SmapsStatm != d.StatmRSS || d.StatmRSS == 0 || d.StatmShared > d.StatmRSS {
+		return false
+	}
+	page := uint64(os.Getpagesize())
+	return absDiff((d.StatmRSS-d.StatmShared)*page, d.SmapsAnon) <= 4*page
 }
 
 // likeDrift is how far statm's anonymous pages may be from a look-alike's for a process to follow its
@@ -261,7 +309,8 @@ func likeDrift(pages uint64) uint64 { return max(pages/50, 4) }
 // reading: an eighth, at least 4 pages.
 func sharedDrift(pages uint64) uint64 { return max(pages/8, 4) }
 
-// readStatmPages sets d's statm figures (0 when statm cannot be read).
+// readStatmPages sets d's statm figures, 0 when statm cannot be read (a process gone: its smaps_rollup
+// cannot be read either).
 func readStatmPages(procRoot string, pid int, d *Detail) {
 	d.StatmRSS, d.StatmShared = 0, 0
 	if b, err := readRecord(filepath.Join(procRoot, strconv.Itoa(pid), "statm")); err == nil {
@@ -278,7 +327,7 @@ func follows(prev, d *Detail) bool {
 
 // follow moves prev's RSS, PSS and private memory by statm's change since prev into d.
 func follow(prev, d *Detail) {
-	d.SmapsStatm = prev.SmapsStatm
+	d.SmapsStatm, d.Like = prev.SmapsStatm, prev.Like
 	page := int64(os.Getpagesize())
 	moved := (int64(d.StatmRSS) - int64(prev.StatmRSS)) * page
 	d.RSS, d.PSS, d.Private = addClamped(prev.RSS, moved), addClamped(prev.PSS, moved), addClamped(prev.Private, moved)
@@ -297,8 +346,8 @@ func readSmaps(procRoot string, pid int, comm string, prev *Detail, d *Detail) {
 	} else if m, err := parseSmapsRollup(b); err != nil {
 		d.SmapsErr = err
 	} else {
-		d.RSS, d.PSS, d.Private = m.rss, m.pss, m.private
-		d.SmapsStatm = d.StatmRSS
+		d.RSS, d.PSS, d.Private, d.SmapsAnon = m.rss, m.pss, m.private, m.anon
+		d.SmapsStatm, d.Like = d.StatmRSS, false
 	}
 }
 
@@ -318,8 +367,8 @@ func addClamped(v uint64, by int64) uint64 {
 }
 
 // Estimated reports that RSS, PSS and private memory follow statm's change since smaps_rollup was last
-// read, instead of that reading itself.
-func (d Detail) Estimated() bool { return d.SmapsStatm != 0 && d.StatmRSS != d.SmapsStatm }
+// read, or a look-alike's reading (Like), instead of a reading of the process's own.
+func (d Detail) Estimated() bool { return d.Like || (d.SmapsStatm != 0 && d.StatmRSS != d.SmapsStatm) }
 
 // readStatm fills d's memory from statm alone (StatmOnly); d stays zero when statm cannot be read.
 func readStatm(procRoot string, pid int, d *Detail) {
@@ -348,7 +397,7 @@ func parseStatm(b []byte) (resident, shared uint64) {
 	return resident, shared
 }
 
-type smapsRollup struct{ rss, pss, private uint64 }
+type smapsRollup struct{ rss, pss, private, anon uint64 }
 
 // maxSmapsKB bounds a smaps_rollup figure: 2^54 kB is the whole 64-bit address space.
 const maxSmapsKB = 1<<54 - 1
@@ -372,6 +421,8 @@ func parseSmapsRollup(b []byte) (smapsRollup, error) {
 			dst = &m.pss
 		case "Private_Clean", "Private_Dirty":
 			dst = &m.private
+		case "Anonymous":
+			dst = &m.anon
 		default:
 			continue
 		}

@@ -203,7 +203,7 @@ func (s *Sampler) sampleKnown(smp *Sample, st *procState, boot uint64, detail bo
 		case ran || first:
 			smaps := kernel.SmapsOnDrift
 			switch {
-			case st.detail == nil || st.detail.StatmOnly:
+			case st.detail == nil || st.detail.StatmOnly || st.detail.Like: // no reading of its own yet
 				smaps = s.firstSmaps(boot, st.info, ran)
 			case st.turn(smapsEvery):
 				smaps = kernel.SmapsNow

@@ -16,17 +16,28 @@ import (
 // proportion. At most likesPerKind readings of one kind are kept.
 //
 // A kind is a process's group, executable and name (ProcInfo.Group, Exe, Comm): processes of one group
-// and executable map the same files. Not for a long-running sampler (the agent), whose processes are read
-// on their own turns, nor where Options.ExactBaseline asks for each process's own reading.
+// and executable map the same files. For every sampler but a long-running one (the agent), whose
+// processes are read on their own turns, and those where Options.ExactBaseline asks for each process's
+// own reading (tare measure --exact-memory, tare density): so tare measure and explain, experiment's
+// trials and datapath's runs. A process that follows a reading (kernel.Detail.Like) has its own read as
+// soon as it runs, as a process read from statm alone does.
 
 // likesPerKind is how many smaps_rollup readings of one kind are kept to follow.
 const likesPerKind = 8
 
 type likeKind struct{ group, exe, comm string }
 
+// likeReading is a reading others may follow, and the detail sample it was taken at: one older than
+// smapsEvery detail samples is followed no more (in a long run the sharing of its pages has moved since).
+type likeReading struct {
+	d  kernel.Detail
+	at int
+}
+
 // lookAlikes holds the smaps_rollup readings of idle processes that others of their kind follow.
 type lookAlikes struct {
-	read     map[likeKind][]kernel.Detail
+	read     map[likeKind][]likeReading
+	buf      []kernel.Detail
 	followed int // processes whose memory follows a look-alike's reading
 	own      int // idle processes whose own smaps_rollup was read by this path
 }
@@ -35,28 +46,39 @@ func newLookAlikes(opts Options) *lookAlikes {
 	if opts.LongRunning || opts.ExactBaseline {
 		return nil
 	}
-	return &lookAlikes{read: map[likeKind][]kernel.Detail{}}
+	return &lookAlikes{read: map[likeKind][]likeReading{}}
 }
 
-// firstMemory fills d, the statm-only reading of an idle process due for its first smaps_rollup, from a
-// look-alike's reading or from its own (still StatmOnly if that fails); it reports false when the process has no kind (no executable
-// read), for the caller to read it as any other.
-func (l *lookAlikes) firstMemory(procRoot string, info *ProcInfo, d *kernel.Detail) bool {
+// firstMemory fills d, the statm-only reading of an idle process due for its first smaps_rollup at detail
+// sample at, from a look-alike's reading or from its own (still StatmOnly if that fails); it reports false
+// when the process has no kind (no executable read), for the caller to read it as any other.
+func (l *lookAlikes) firstMemory(procRoot string, info *ProcInfo, at int, d *kernel.Detail) bool {
 	if l == nil || info.Exe == "" {
 		return false
 	}
 	k := likeKind{info.Group, info.Exe, info.Comm}
-	likes := l.read[k]
-	followed := kernel.ReadMemoryLike(procRoot, info.Key.PID, info.Comm, likes, d) >= 0
+	fresh := l.read[k][:0]
+	for _, r := range l.read[k] {
+		if at-r.at <= smapsEvery {
+			fresh = append(fresh, r)
+		}
+	}
+	l.read[k] = fresh
+	l.buf = l.buf[:0]
+	for _, r := range fresh {
+		l.buf = append(l.buf, r.d)
+	}
+	followed := kernel.ReadMemoryLike(procRoot, info.Key.PID, info.Comm, l.buf, d) >= 0
 	// A failed read keeps the statm figures it started from: they stay marked as such.
 	d.StatmOnly = d.StatmOnly && d.SmapsErr != nil
-	if followed {
+	switch {
+	case followed:
 		l.followed++
-		return true
-	}
-	l.own++
-	if !d.StatmOnly && len(likes) < likesPerKind {
-		l.read[k] = append(likes, *d)
+	case !d.StatmOnly:
+		l.own++
+		if len(fresh) < likesPerKind && kernel.Followable(d) {
+			l.read[k] = append(fresh, likeReading{*d, at})
+		}
 	}
 	return true
 }
@@ -67,6 +89,6 @@ func (l *lookAlikes) limitation() string {
 		return ""
 	}
 	return fmt.Sprintf("memory of %d idle processes follows the smaps_rollup of an idle process of their kind (group, executable and name; "+
-		"statm's anonymous pages within 2%% and shared ones within 12%%) instead of their own (%d read): tare measure --exact-memory reads each one's",
-		l.followed, l.own)
+		"statm's anonymous pages within 2%% or 4 pages, its shared ones within an eighth) instead of their own (%d read): "+
+		"tare measure --exact-memory reads each one's", l.followed, l.own)
 }

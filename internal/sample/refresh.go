@@ -32,7 +32,7 @@ func (s *Sampler) refreshMemory(st *procState, boot uint64) {
 		if s.firstSmaps(boot, st.info, false) == kernel.SmapsNot {
 			return
 		}
-		if d := *st.detail; s.likes.firstMemory(s.opts.ProcRoot, st.info, &d) {
+		if d := *st.detail; s.likes.firstMemory(s.opts.ProcRoot, st.info, s.details, &d) {
 			st.detail = &d
 			return
 		}

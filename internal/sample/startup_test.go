@@ -144,12 +144,13 @@ func testFinalSampleHasEverySmaps(t *testing.T) {
 			smapsLater++
 		}
 		// Sleepers share libc's pages: their PSS moves a little as processes come and go meanwhile, and most
-		// follow a look-alike's reading (lookalike.go), which shares them a little differently.
-		if math.Abs(float64(got)-float64(want)) > 0.1*float64(want)+16<<10 {
+		// follow a look-alike's reading (lookalike.go): a sleeper that alone maps a few file pages has them
+		// counted as shared as the look-alike's (8 pages more, in one of 800 sleepers).
+		if math.Abs(float64(got)-float64(want)) > 0.1*float64(want)+32<<10 {
 			t.Errorf("sleeper %d: PSS %d in the closing sample, its smaps_rollup says %d", pid, got, want)
 		}
 	}
-	t.Logf("%d sleepers: %d with a baseline PSS other than their smaps_rollup's (read from statm), all with smaps_rollup's in the closing sample", n, smapsLater)
+	t.Logf("%d sleepers: %d with a baseline PSS other than their smaps_rollup's (read from statm), all with their own or a look-alike's in the closing sample", n, smapsLater)
 }
 
 // TestExactBaselineReadsSmaps: a caller that asks for the baseline's memory exactly (Options.ExactBaseline,

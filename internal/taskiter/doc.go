@@ -23,7 +23,8 @@
 //     in the next pass. It also uses bpf_get_current_task_btf (5.11), and bpf_rdonly_cast (6.2) to read
 //     the tasks through untrusted pointers: through trusted ones the verifier looked up by name, in a linear
 //     search of the kernel's BTF, whether each pointer field it loads on each path is trusted or RCU
-//     protected (btf_nested_type_is_trusted), half of the load's CPU. Entries of ended groups in either
+//     protected (btf_nested_type_is_trusted): 46 of the 53 ms of the program's verification on 6.18,
+//     6 ms since. Entries of ended groups in either
 //     pass's hash map are removed from user space every 64 passes (iter.go's collect). The iterator walks
 //     every task of the machine, so the pass reports only those of the reader's PID namespace (a task of
 //     another container's namespace has a number at the same depth, in its own namespace). Its verifier

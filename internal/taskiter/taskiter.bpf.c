@@ -92,8 +92,8 @@ static struct task_struct *(*bpf_get_current_task_btf)(void) = (void *)158;
 // verifier inlines it to a move. Loads of pointer fields through an untrusted pointer are checked as reads
 // that may fault, and nothing more: through a trusted one (the iterator's tasks, the current task) the
 // verifier looks up, for each such load on each path it walks, whether the field's type is trusted or RCU
-// protected, by name, in a linear search of the kernel's BTF (btf_nested_type_is_trusted); that was half of
-// the program's load, some 45 ms of CPU at every start. The pass only reads through these pointers.
+// protected, by name, in a linear search of the kernel's BTF (btf_nested_type_is_trusted): 46 of the 53 ms
+// of the program's verification on 6.18, at every start. The pass only reads through these pointers.
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 #define UNTRUSTED_TASK(p) ((struct task_struct *)bpf_rdonly_cast((p), __builtin_btf_type_id(*(struct task_struct *)0, 1)))
 

@@ -48,7 +48,8 @@ func PassFromEnv() (Pass, error) {
 func (p Pass) kernelNeeds() string {
 	switch p {
 	case PassOpenCoded:
-		return "Linux 6.7 or later (open-coded task iterators)"
+		// On 6.1 the loader names bpf_rdonly_cast (6.2) as the missing kfunc: it comes first in the program.
+		return "Linux 6.7 or later (open-coded task iterators: the bpf_iter_task_new kfuncs; and bpf_rdonly_cast, 6.2)"
 	case PassBPFIter:
 		return "Linux 5.8 or later (bpf_iter task programs)"
 	}

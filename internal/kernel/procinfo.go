@@ -233,6 +233,9 @@ func ReadMemoryLike(procRoot string, pid int, comm string, likes []Detail, d *De
 	return -1
 }
 
+// MaxLikes is how many readings ReadMemoryLike considers: a caller keeps no more for one kind.
+const MaxLikes = 8
+
 // likeQuorum is how many readings d must be able to follow for it to follow one: one process of a kind
 // may map a few file pages no other maps, which its reading counts as its own in full; followed alone, it
 // would lend its followers those pages (600 sleepers: their PSS summed 10% high).
@@ -245,7 +248,7 @@ func followMedian(likes []Detail, d *Detail) int {
 		i int
 		d Detail
 	}
-	var ests [8]est
+	var ests [MaxLikes]est
 	n := 0
 	for i := range likes {
 		e := *d
@@ -310,12 +313,15 @@ func likeDrift(pages uint64) uint64 { return max(pages/50, 4) }
 func sharedDrift(pages uint64) uint64 { return max(pages/8, 4) }
 
 // readStatmPages sets d's statm figures, 0 when statm cannot be read (a process gone: its smaps_rollup
-// cannot be read either).
-func readStatmPages(procRoot string, pid int, d *Detail) {
+// cannot be read either), and reports whether it could be read.
+func readStatmPages(procRoot string, pid int, d *Detail) bool {
 	d.StatmRSS, d.StatmShared = 0, 0
-	if b, err := readRecord(filepath.Join(procRoot, strconv.Itoa(pid), "statm")); err == nil {
-		d.StatmRSS, d.StatmShared = parseStatm(b)
+	b, err := readRecord(filepath.Join(procRoot, strconv.Itoa(pid), "statm"))
+	if err != nil {
+		return false
 	}
+	d.StatmRSS, d.StatmShared = parseStatm(b)
+	return true
 }
 
 // follows reports whether d, whose statm was just read, may follow prev's smaps_rollup reading: prev has
@@ -372,15 +378,13 @@ func (d Detail) Estimated() bool { return d.Like || (d.SmapsStatm != 0 && d.Stat
 
 // readStatm fills d's memory from statm alone (StatmOnly); d stays zero when statm cannot be read.
 func readStatm(procRoot string, pid int, d *Detail) {
-	b, err := readRecord(filepath.Join(procRoot, strconv.Itoa(pid), "statm"))
-	if err != nil {
+	if !readStatmPages(procRoot, pid, d) {
 		return
 	}
-	resident, shared := parseStatm(b)
 	page := uint64(os.Getpagesize())
-	d.StatmRSS, d.StatmShared, d.StatmOnly = resident, shared, true
-	d.RSS = resident * page
-	d.PSS = (resident - min(shared, resident)) * page
+	d.StatmOnly = true
+	d.RSS = d.StatmRSS * page
+	d.PSS = (d.StatmRSS - min(d.StatmShared, d.StatmRSS)) * page
 	d.Private = d.PSS
 }
 

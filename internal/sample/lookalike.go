@@ -13,7 +13,7 @@ import (
 // run for long reads the smaps_rollup of the first idle process of a kind, and of any whose statm differs
 // from every one read so far, and the others' memory follows the reading that looks like theirs
 // (kernel.ReadMemoryLike): their own anonymous pages, and the reading's share of shared pages, in
-// proportion. At most likesPerKind readings of one kind are kept.
+// proportion. At most kernel.MaxLikes readings of one kind are kept.
 //
 // A kind is a process's group, executable and name (ProcInfo.Group, Exe, Comm): processes of one group
 // and executable map the same files. For every sampler but a long-running one (the agent), whose
@@ -22,22 +22,19 @@ import (
 // trials and datapath's runs. A process that follows a reading (kernel.Detail.Like) has its own read as
 // soon as it runs, as a process read from statm alone does.
 
-// likesPerKind is how many smaps_rollup readings of one kind are kept to follow.
-const likesPerKind = 8
-
 type likeKind struct{ group, exe, comm string }
 
-// likeReading is a reading others may follow, and the detail sample it was taken at: one older than
-// smapsEvery detail samples is followed no more (in a long run the sharing of its pages has moved since).
-type likeReading struct {
-	d  kernel.Detail
-	at int
+// likeReadings are the readings of one kind others may follow (at most kernel.MaxLikes), and the detail
+// sample each was taken at: one older than smapsEvery detail samples is followed no more (in a long run the
+// sharing of its pages has moved since).
+type likeReadings struct {
+	ds []kernel.Detail
+	at []int
 }
 
 // lookAlikes holds the smaps_rollup readings of idle processes that others of their kind follow.
 type lookAlikes struct {
-	read     map[likeKind][]likeReading
-	buf      []kernel.Detail
+	read     map[likeKind]*likeReadings
 	followed int // processes whose memory follows a look-alike's reading
 	own      int // idle processes whose own smaps_rollup was read by this path
 }
@@ -46,7 +43,7 @@ func newLookAlikes(opts Options) *lookAlikes {
 	if opts.LongRunning || opts.ExactBaseline {
 		return nil
 	}
-	return &lookAlikes{read: map[likeKind][]likeReading{}}
+	return &lookAlikes{read: map[likeKind]*likeReadings{}}
 }
 
 // firstMemory fills d, the statm-only reading of an idle process due for its first smaps_rollup at detail
@@ -57,18 +54,13 @@ func (l *lookAlikes) firstMemory(procRoot string, info *ProcInfo, at int, d *ker
 		return false
 	}
 	k := likeKind{info.Group, info.Exe, info.Comm}
-	fresh := l.read[k][:0]
-	for _, r := range l.read[k] {
-		if at-r.at <= smapsEvery {
-			fresh = append(fresh, r)
-		}
+	r := l.read[k]
+	if r == nil {
+		r = &likeReadings{}
+		l.read[k] = r
 	}
-	l.read[k] = fresh
-	l.buf = l.buf[:0]
-	for _, r := range fresh {
-		l.buf = append(l.buf, r.d)
-	}
-	followed := kernel.ReadMemoryLike(procRoot, info.Key.PID, info.Comm, l.buf, d) >= 0
+	r.dropOlder(at - smapsEvery)
+	followed := kernel.ReadMemoryLike(procRoot, info.Key.PID, info.Comm, r.ds, d) >= 0
 	// A failed read keeps the statm figures it started from: they stay marked as such.
 	d.StatmOnly = d.StatmOnly && d.SmapsErr != nil
 	switch {
@@ -76,11 +68,23 @@ func (l *lookAlikes) firstMemory(procRoot string, info *ProcInfo, at int, d *ker
 		l.followed++
 	case !d.StatmOnly:
 		l.own++
-		if len(fresh) < likesPerKind && kernel.Followable(d) {
-			l.read[k] = append(fresh, likeReading{*d, at})
+		if len(r.ds) < kernel.MaxLikes && kernel.Followable(d) {
+			r.ds, r.at = append(r.ds, *d), append(r.at, at)
 		}
 	}
 	return true
+}
+
+// dropOlder removes the readings taken before detail sample since.
+func (r *likeReadings) dropOlder(since int) {
+	n := 0
+	for i := range r.ds {
+		if r.at[i] >= since {
+			r.ds[n], r.at[n] = r.ds[i], r.at[i]
+			n++
+		}
+	}
+	r.ds, r.at = r.ds[:n], r.at[:n]
 }
 
 // limitation says how many processes' memory follows a look-alike's reading, if any.

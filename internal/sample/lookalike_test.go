@@ -63,17 +63,7 @@ func testIdleLookAlikes(t *testing.T) {
 			t.Fatal(err)
 		}
 		reads = readSyscalls(t) - reads
-		ids := map[int64]int{}
-		for _, p := range base.New {
-			ids[p.ID] = p.Key.PID
-		}
-		rows := map[int]ProcSample{}
-		for _, ps := range last.Procs {
-			if pid, ok := ids[ps.ID]; ok && ps.HasDetail {
-				rows[pid] = ps
-			}
-		}
-		return rows, reads, s.likes.limitation()
+		return memoryRows(base, last), reads, s.likes.limitation()
 	}
 	// Twice each, interleaved, keeping the fewer reads: other processes come and go on a shared machine.
 	rows, likeReads, note := run(true)

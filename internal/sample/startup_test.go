@@ -172,17 +172,7 @@ func TestExactBaselineReadsSmaps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids := map[int64]int{}
-		for _, p := range smp.New {
-			ids[p.ID] = p.Key.PID
-		}
-		rows := map[int]ProcSample{}
-		for _, ps := range smp.Procs {
-			if pid, ok := ids[ps.ID]; ok && ps.HasDetail {
-				rows[pid] = ps
-			}
-		}
-		return rows
+		return memoryRows(smp, smp)
 	}
 	exact, deferred := baseline(true), baseline(false)
 	marked := 0
@@ -248,4 +238,20 @@ func readEach(t *testing.T, pids []int, file string) (int, time.Duration) {
 		_ = f.Close()
 	}
 	return readSyscalls(t) - reads, selfCPU() - cpu
+}
+
+// memoryRows maps the PID of each process the baseline base found to its row in smp, when that row has
+// memory (HasDetail).
+func memoryRows(base, smp Sample) map[int]ProcSample {
+	ids := map[int64]int{}
+	for _, p := range base.New {
+		ids[p.ID] = p.Key.PID
+	}
+	rows := map[int]ProcSample{}
+	for _, ps := range smp.Procs {
+		if pid, ok := ids[ps.ID]; ok && ps.HasDetail {
+			rows[pid] = ps
+		}
+	}
+	return rows
 }

@@ -20,7 +20,8 @@ import (
 	"github.com/tare-dev/tare/internal/redact"
 )
 
-const pfKthread = 0x00200000 // PF_KTHREAD in /proc/PID/stat flags
+// PFKthread is PF_KTHREAD, the bit of /proc/PID/stat's flags that marks a kernel thread.
+const PFKthread = 0x00200000
 
 // Identity is what tare reads once when it first sees a process.
 type Identity struct {
@@ -40,8 +41,17 @@ func ReadIdentity(procRoot string, pid int) (Identity, error) {
 	if err != nil {
 		return Identity{}, err
 	}
+	id, _ := IdentityOf(procRoot, pid, st, -1)
+	return id, nil
+}
+
+// IdentityOf completes the identity of a process whose stat the caller has (from a task pass): its command
+// line, executable and cgroup, read as ReadIdentity reads them, and its owner, uid, or the owner of
+// /proc/PID when uid is negative. The error matches ErrGone when the process has ended since the caller's
+// stat (its cgroup file is gone); the identity is then what could be read.
+func IdentityOf(procRoot string, pid int, st ProcStat, uid int) (Identity, error) {
 	dir := filepath.Join(procRoot, strconv.Itoa(pid))
-	id := Identity{Stat: st, Kernel: st.KernelThread()}
+	id := Identity{Stat: st, Kernel: st.KernelThread(), UID: uid}
 	// A kernel thread has no memory map, hence no command line: not worth a goroutine.
 	if !id.Kernel {
 		if b, err := BlockingReads(procRoot).readQuiet(pid, st.Comm, "cmdline", st.Quiet()); err == nil {
@@ -54,16 +64,22 @@ func ReadIdentity(procRoot string, pid int) (Identity, error) {
 	if exe, err := os.Readlink(filepath.Join(dir, "exe")); err == nil {
 		id.Exe = exe
 	}
-	if b, err := readRecord(filepath.Join(dir, "cgroup")); err == nil {
+	var err error
+	if b, rerr := readRecord(filepath.Join(dir, "cgroup")); rerr == nil {
 		if cg, err := cgroupOf(b); err == nil {
 			id.Cgroup = cg
 		}
+	} else if gerr := gone(pid, rerr); errors.Is(gerr, ErrGone) {
+		err = gerr
 	}
-	var sys unix.Stat_t
-	if unix.Stat(dir, &sys) == nil {
-		id.UID = int(sys.Uid)
+	if uid < 0 {
+		id.UID = 0
+		var sys unix.Stat_t
+		if unix.Stat(dir, &sys) == nil {
+			id.UID = int(sys.Uid)
+		}
 	}
-	return id, nil
+	return id, err
 }
 
 // splitCmdline splits /proc/PID/cmdline at its NUL separators.
@@ -159,6 +175,15 @@ const (
 // (ReadMemory). Permission errors are returned per source so the sampler can tell the user which processes
 // it could not see into.
 func ReadDetail(procRoot string, pid int, stat *ProcStat, prev *Detail, smaps Smaps) Detail {
+	return ReadDetailIO(procRoot, pid, stat, prev, smaps, nil)
+}
+
+// IOCounters are the figures of /proc/PID/io tare keeps, when the caller has them from elsewhere (a task
+// pass's description of the process).
+type IOCounters struct{ ReadBytes, WriteBytes uint64 }
+
+// ReadDetailIO is ReadDetail with the process's I/O counters given; nil reads /proc/PID/io.
+func ReadDetailIO(procRoot string, pid int, stat *ProcStat, prev *Detail, smaps Smaps, io *IOCounters) Detail {
 	var d Detail
 	if stat == nil {
 		if st, err := ReadProcStat(procRoot, pid); err == nil {
@@ -174,7 +199,9 @@ func ReadDetail(procRoot string, pid int, stat *ProcStat, prev *Detail, smaps Sm
 	} else {
 		ReadMemory(procRoot, pid, comm, prev, smaps == SmapsNow, &d)
 	}
-	if b, err := readRecord(filepath.Join(procRoot, strconv.Itoa(pid), "io")); err != nil {
+	if io != nil {
+		d.ReadBytes, d.WriteBytes = io.ReadBytes, io.WriteBytes
+	} else if b, err := readRecord(filepath.Join(procRoot, strconv.Itoa(pid), "io")); err != nil {
 		d.IOErr = err
 	} else if d.ReadBytes, d.WriteBytes, err = parseIO(b); err != nil {
 		d.IOErr = err

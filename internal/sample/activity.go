@@ -160,6 +160,20 @@ func (a *activity) cpu(pid int, start uint64) (cpu uint64, ok, reused bool) {
 	return g.CPUNs, true, false
 }
 
+// described returns the group the last pass reported for pid with a description its stat can come from
+// (taskiter.Group.ProcStat): false when the pass did not report pid, or reported it without one.
+func (a *activity) described(pid int) (taskiter.Group, bool) {
+	if !a.loaded() {
+		return taskiter.Group{}, false
+	}
+	g, ok := a.moved[pid]
+	if !ok {
+		return taskiter.Group{}, false
+	}
+	_, ok = g.ProcStat()
+	return g, ok
+}
+
 // expect is told how many processes the baseline sample lists: with enough of them, the reads the iterator
 // saves in the first five seconds alone pay for loading it, and it is loaded at once.
 func (a *activity) expect(procs int) {

@@ -68,7 +68,7 @@ func (s *Sampler) cumulative(st *procState, pid int, exact bool) (cpu uint64, go
 
 func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
 	identAt := time.Now()
-	id, err := kernel.ReadIdentity(s.opts.ProcRoot, pid)
+	id, io, err := s.identity(pid)
 	if err != nil {
 		return // gone before we could read it; its exit notification credits it
 	}
@@ -135,13 +135,34 @@ func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
 		s.cuts = append(s.cuts, pendingCut{st, id.Stat.ChildTimeNs()})
 	}
 	if detail && !id.Kernel {
-		d := kernel.ReadDetail(s.opts.ProcRoot, pid, &id.Stat, nil, s.firstSmaps(boot, info, false))
+		d := kernel.ReadDetailIO(s.opts.ProcRoot, pid, &id.Stat, nil, s.firstSmaps(boot, info, false), io)
 		st.detail = &d
 		s.addDetail(&ps, d)
 	}
 	if ps.CPUNs > 0 || ps.HasDetail {
 		smp.Procs = append(smp.Procs, ps)
 	}
+}
+
+// identity reads what tare keeps of a process it sees for the first time. When this sample's task pass
+// described it (every process at the baseline, and any born since: it ran), its stat, owner and, for a
+// process of one thread, I/O counters come from the pass, and only its command line, executable and
+// cgroup are read: three files of the six ReadIdentity and ReadDetail open (3,000 idle processes: about
+// 0.1 s of CPU less at start). io is nil when /proc/PID/io is to be read.
+func (s *Sampler) identity(pid int) (id kernel.Identity, io *kernel.IOCounters, err error) {
+	g, ok := s.act.described(pid)
+	if !ok {
+		id, err = kernel.ReadIdentity(s.opts.ProcRoot, pid)
+		return id, nil, err
+	}
+	st, _ := g.ProcStat()
+	if id, err = kernel.IdentityOf(s.opts.ProcRoot, pid, st, int(g.Desc.EUID)); err != nil {
+		return id, nil, err
+	}
+	if g.Desc.HasIO {
+		io = &kernel.IOCounters{ReadBytes: g.Desc.ReadBytes, WriteBytes: g.Desc.WriteBytes}
+	}
+	return id, io, nil
 }
 
 func (s *Sampler) sampleKnown(smp *Sample, st *procState, boot uint64, detail bool) {

@@ -5,7 +5,7 @@
 // thread_groups_58 is the task pass for kernels without open-coded task iterators (Linux 5.8 to 6.6): a
 // bpf_iter task program, which the kernel calls once per *thread*, in the order of their IDs, so the threads
 // of a group come scattered across the pass. It adds each thread's runtime to its group's entry of the
-// groups map and writes the group (the same struct group as taskiter.bpf.c) when it has seen as many
+// groups map and writes the group (struct record, record.h, as taskiter.bpf.c does) when it has seen as many
 // threads as the group has (signal->nr_threads): only if its CPU time moved since the previous pass, or it
 // was not reported before, or emit_all is set. A group whose threads do not add up within the pass (one was
 // born behind the walk before the group's last visit, or ended before its visit) is still open at the end:
@@ -35,9 +35,7 @@ typedef unsigned long long __u64;
 #define BPF_NOEXIST 1
 #define PF_KTHREAD 0x00200000
 
-// Bits of group.flags, as in taskiter.bpf.c.
-#define GROUP_KERNEL 1
-#define GROUP_INEXACT 2
+#include "record.h"
 
 struct seq_file;
 
@@ -49,6 +47,9 @@ struct bpf_iter_meta {
 struct signal_struct {
 	int nr_threads;
 	__u64 sum_sched_runtime; // runtime of the threads that exited
+	__u64 cutime;
+	__u64 cstime;
+	struct task_io_accounting ioac; // what exited threads did
 } CORE;
 
 struct sched_entity {
@@ -68,15 +69,20 @@ struct pid {
 } CORE;
 
 struct task_struct {
+	unsigned int __state;
 	unsigned int flags;
 	struct sched_entity se;
+	int exit_state;
 	int pid;
 	int tgid;
 	struct task_struct *real_parent;
 	struct task_struct *group_leader;
 	struct pid *thread_pid;
 	__u64 start_boottime;
+	const struct cred *real_cred;
+	char comm[16];
 	struct signal_struct *signal;
+	struct task_io_accounting ioac;
 } CORE;
 
 struct bpf_iter__task {
@@ -90,15 +96,8 @@ static __u64 (*bpf_get_current_task)(void) = (void *)35;
 static long (*bpf_probe_read_kernel)(void *dst, __u32 size, const void *unsafe_ptr) = (void *)113;
 static long (*bpf_seq_write)(struct seq_file *m, const void *data, __u32 len) = (void *)127;
 
-// group is one record of the output, in the machine's byte order (group.go parses it).
-struct group {
-	__u32 tgid;
-	__u32 ppid;
-	__u64 cpu_ns;   // live threads' sum_exec_runtime plus the exited threads' (signal->sum_sched_runtime)
-	__u64 start_ns; // start_boottime: ns since boot, suspend included
-	__u32 threads;
-	__u32 flags;
-};
+#include "describe.h"
+
 
 // state is a thread group's entry, for its TGID in the initial PID namespace: in slots at the index
 // tgid & SLOT_MASK, or, when another live group holds that slot, in groups. Slots of groups that ended are
@@ -201,9 +200,9 @@ static __attribute__((always_inline)) unsigned int reader_level(void)
 	return level;
 }
 
-// describe fills in what a record says of a group besides its CPU time and threads, from its leader; it
+// identify fills in what a record's group says besides its CPU time and threads, from its leader; it
 // returns 0 when the group is not visible from the reader's PID namespace.
-static __attribute__((always_inline)) int describe(struct task_struct *leader, struct group *g)
+static __attribute__((always_inline)) int identify(struct task_struct *leader, struct group *g)
 {
 	struct upid self, parent;
 	unsigned int level = reader_level();
@@ -303,6 +302,7 @@ int thread_groups_58(struct bpf_iter__task *ctx)
 	struct signal_struct *sig;
 	struct state *st;
 	struct group g = {};
+	struct record r = {};
 	__u32 key, threads;
 	int nr_threads;
 	__u64 live, dead;
@@ -356,7 +356,7 @@ int thread_groups_58(struct bpf_iter__task *ctx)
 	if (threads < nr_threads) {
 		if (!open) {
 			__builtin_memset(&g, 0, sizeof(g));
-			if (describe(task->group_leader, &g))
+			if (identify(task->group_leader, &g))
 				take(st, key);
 			else
 				st->slot = NO_SLOT;
@@ -379,13 +379,15 @@ int thread_groups_58(struct bpf_iter__task *ctx)
 		done(st, session, open);
 		return 0;
 	}
-	if (!describe(leader, &g)) {
+	if (!identify(leader, &g)) {
 		done(st, session, open);
 		return 0;
 	}
+	r.g = g;
+	describe(leader, &r);
 	// A full buffer refuses the record; the kernel then shows this thread again at the next read, so
 	// nothing is changed until the record is out.
-	if (bpf_seq_write(seq, &g, sizeof(g)))
+	if (bpf_seq_write(seq, &r, sizeof(r)))
 		return 0;
 	if (!(g.flags & GROUP_INEXACT)) {
 		st->last_cpu = g.cpu_ns;

@@ -74,7 +74,7 @@
 // reading every process.
 //
 // It imports cilium/ebpf and, of tare's, kernel (whether this process may load BPF) and bpfstats (Iter.Programs: the pass runs in the caller's read(2), so its run time is inside tare's system time); the sampler is its only caller. A new field of a thread
-// group goes in both programs' record and group.go's parse, with recordSize.
+// group goes in the record both programs write (record.h) and group.go's parse, with recordSize.
 //
 // The BPF programs are taskiter.bpf.c and bpfiter.bpf.c. Their compiled objects (taskiter_bpfel.o,
 // bpfiter_bpfel.o and the big-endian ones) and Go bindings (taskiter_bpfel.go, bpfiter_bpfel.go, ...) are
@@ -84,8 +84,9 @@
 //
 //	go generate
 //
-// which runs bpf2go at the cilium/ebpf version of go.mod. The C source includes no headers: the kernel
-// structures it reads are declared in it with CO-RE relocations, so no vmlinux.h is needed.
+// which runs bpf2go at the cilium/ebpf version of go.mod. The C source includes no kernel headers, only its
+// own two (record.h, the record both programs write; describe.h, the description of a group's leader): the
+// kernel structures it reads are declared in it with CO-RE relocations, so no vmlinux.h is needed.
 //
 // Imports: bpfstats, kernel
 package taskiter

@@ -8,10 +8,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/tare-dev/tare/internal/kernel"
 )
 
 var capture = flag.Bool("capture", false, "rewrite testdata/all_pass.bin from a real pass of the iterator on this machine (root)")
@@ -21,7 +25,7 @@ func TestCaptureFixture(t *testing.T) {
 	if !*capture {
 		t.Skip("run with -capture to rewrite the fixture")
 	}
-	it, err := Open()
+	it, err := OpenPass(PassBPFIter) // the pass whose read returns the records
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +45,9 @@ func TestCaptureFixture(t *testing.T) {
 	if err := os.WriteFile("testdata/all_pass.bin", b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The peer: each group's /proc/PID/stat, read right after the pass, as "pid ppid starttime num_threads".
+	// The peer, read right after the pass: each group's /proc/PID/stat as "pid ppid starttime num_threads
+	// state cutime cstime", the owner of /proc/PID, read_bytes and write_bytes of /proc/PID/io (- - when
+	// unreadable), then comm, which may hold spaces.
 	gs, _, err := parseGroups(b, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -52,40 +58,81 @@ func TestCaptureFixture(t *testing.T) {
 		if err != nil {
 			continue // exited since the pass
 		}
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		fmt.Fprintf(&peer, "%d %s %s %s\n", g.TGID, f[1], f[19], f[17])
+		var owner syscall.Stat_t
+		if syscall.Stat(fmt.Sprintf("/proc/%d", g.TGID), &owner) != nil {
+			continue
+		}
+		io := "- -"
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", g.TGID)); err == nil {
+			var rb, wb string
+			for _, line := range strings.Split(string(b), "\n") {
+				k, v, _ := strings.Cut(line, ": ")
+				switch k {
+				case "read_bytes":
+					rb = v
+				case "write_bytes":
+					wb = v
+				}
+			}
+			io = rb + " " + wb
+		}
+		end := bytes.LastIndexByte(stat, ')')
+		f := strings.Fields(string(stat[end+1:]))
+		fmt.Fprintf(&peer, "%d %s %s %s %s %s %s %d %s %s\n", g.TGID, f[1], f[19], f[17], f[0], f[13], f[14], owner.Uid, io,
+			stat[bytes.IndexByte(stat, '(')+1:end])
 	}
 	if err := os.WriteFile("testdata/all_pass.proc", []byte(peer.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// procPeer reads testdata/all_pass.proc: what /proc/PID/stat said of each group right after the captured
-// pass, by PID.
-func procPeer(t *testing.T) map[int]Group {
+// peerStat is what /proc said of a group right after the captured pass.
+type peerStat struct {
+	stat       kernel.ProcStat
+	uid        uint32
+	hasIO      bool
+	read, writ uint64
+}
+
+// procPeer reads testdata/all_pass.proc: what /proc said of each group right after the captured pass, by
+// PID.
+func procPeer(t *testing.T) map[int]peerStat {
 	t.Helper()
 	b, err := os.ReadFile("testdata/all_pass.proc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[int]Group{}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var pid, ppid, threads int
-		var start uint64
-
-		if _, err := fmt.Sscan(line, &pid, &ppid, &start, &threads); err != nil {
+	out := map[int]peerStat{}
+	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		var p peerStat
+		var pid int
+		var state, rb, wb string
+		f := strings.SplitN(line, " ", 11)
+		if len(f) != 11 {
+			t.Fatalf("%q: %d fields", line, len(f))
+		}
+		if _, err := fmt.Sscan(strings.Join(f[:10], " "), &pid, &p.stat.PPID, &p.stat.Starttime, &p.stat.NumThreads, &state,
+			&p.stat.CUTime, &p.stat.CSTime, &p.uid, &rb, &wb); err != nil {
 			t.Fatalf("%q: %v", line, err)
 		}
-		out[pid] = Group{TGID: pid, PPID: ppid, StartNs: start, Threads: threads}
+		p.stat.State, p.stat.Comm = state[0], f[10]
+		if rb != "-" {
+			p.hasIO = true
+			p.read, _ = strconv.ParseUint(rb, 10, 64)
+			p.writ, _ = strconv.ParseUint(wb, 10, 64)
+		}
+		out[pid] = p
 	}
 	return out
 }
 
 // TestParseCapturedPass decodes a pass captured on this machine (a 2-CPU VM, Linux 6.18): every record
 // decodes, the first ones are the kernel threads that start every Linux system, in PID order, and each
-// group agrees with what /proc/PID/stat said of it right after the pass (testdata/all_pass.proc): the same
-// parent, the same start time in USER_HZ ticks (starttime is the start in ns cut to 10 ms), and for kernel
-// threads, which never grow threads, the same thread count.
+// group agrees with what /proc said of it right after the pass (testdata/all_pass.proc): the same parent,
+// the same start time in USER_HZ ticks (starttime is the start in ns cut to 10 ms), and for kernel
+// threads, which never grow threads, the same thread count. Every group is described: the same name,
+// owner and reaped children's times as /proc/PID/stat and the owner of /proc/PID (a kernel thread's state
+// too: idle), I/O counters for the groups of one thread, none beyond what /proc/PID/io said after.
 func TestParseCapturedPass(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile("testdata/all_pass.bin")
@@ -100,7 +147,7 @@ func TestParseCapturedPass(t *testing.T) {
 		t.Fatalf("%d bytes: %d groups and %d bytes left over", len(b), len(gs), len(rest))
 	}
 	peer := procPeer(t)
-	checked := 0
+	checked, described := 0, 0
 	kthreadd := gs[0]
 	if kthreadd.TGID != 2 || kthreadd.PPID != 0 || !kthreadd.Kernel || kthreadd.Threads != 1 {
 		t.Errorf("first group %+v, want kthreadd (pid 2, a kernel thread)", kthreadd)
@@ -114,12 +161,39 @@ func TestParseCapturedPass(t *testing.T) {
 			continue // exited between the pass and the read of /proc
 		}
 		checked++
-		if g.PPID != p.PPID || g.StartNs/1e7 != p.StartNs || g.Kernel && g.Threads != p.Threads {
-			t.Errorf("group %+v; /proc/%d/stat: parent %d, start %d ticks, %d threads", g, g.TGID, p.PPID, p.StartNs, p.Threads)
+		if g.PPID != p.stat.PPID || g.StartNs/1e7 != p.stat.Starttime || g.Kernel && g.Threads != p.stat.NumThreads {
+			t.Errorf("group %+v; /proc/%d/stat: parent %d, start %d ticks, %d threads", g, g.TGID, p.stat.PPID, p.stat.Starttime, p.stat.NumThreads)
+		}
+		// The description: a kernel thread's state (idle, I) does not change, and every process's owner and
+		// reaped children's times did not move in the moment between the pass and the read. A kernel thread's
+		// name in /proc is the kernel's fuller one, so it has no ProcStat.
+		d := g.Desc
+		if !d.Valid {
+			t.Errorf("group %d has no description", g.TGID)
+			continue
+		}
+		described++
+		tick := uint64(1e9 / kernel.UserHZ)
+		if d.EUID != p.uid || int64(d.CUTimeNs/tick) != p.stat.CUTime || int64(d.CSTimeNs/tick) != p.stat.CSTime || g.Kernel && d.State != p.stat.State {
+			t.Errorf("group %d described as state %c owner %d children %d+%d ns; /proc says %c %d %d+%d ticks", g.TGID,
+				d.State, d.EUID, d.CUTimeNs, d.CSTimeNs, p.stat.State, p.uid, p.stat.CUTime, p.stat.CSTime)
+		}
+		if st, ok := g.ProcStat(); ok == g.Kernel || ok && st.Comm != p.stat.Comm {
+			t.Errorf("group %d (kernel %v) has ProcStat %v, name %q; /proc says %q", g.TGID, g.Kernel, ok, st.Comm, p.stat.Comm)
+		}
+		if g.Desc.HasIO != (g.Threads == 1) {
+			t.Errorf("group %d of %d threads (kernel %v): I/O counters %v", g.TGID, g.Threads, g.Kernel, g.Desc.HasIO)
+		}
+		if g.Desc.HasIO && p.hasIO && (g.Desc.ReadBytes > p.read || g.Desc.WriteBytes > p.writ) {
+			t.Errorf("group %d: read %d and wrote %d bytes in the pass, more than /proc/%d/io said after it (%d, %d)", g.TGID,
+				g.Desc.ReadBytes, g.Desc.WriteBytes, g.TGID, p.read, p.writ)
 		}
 		if g.Kernel && g.TGID != 2 && g.PPID != 2 {
 			t.Errorf("kernel thread %+v not a child of kthreadd", g)
 		}
+	}
+	if described != checked {
+		t.Errorf("%d of %d groups described", described, checked)
 	}
 	if checked < len(gs)*9/10 {
 		t.Errorf("only %d of %d groups had a /proc peer: recapture with -capture", checked, len(gs))
@@ -138,9 +212,32 @@ func record(tgid, ppid uint32, cpu, start uint64, threads, flags uint32) []byte 
 	return b
 }
 
+// describedRecord is a record with its leader's description: a sleeping process "sh" of UID 1000 whose
+// reaped children ran 1.5 s and 0.25 s, with I/O counters when io.
+func describedRecord(tgid uint32, io bool) []byte {
+	flags := uint32(flagDescribed)
+	if io {
+		flags |= flagIO
+	}
+	b := record(tgid, 1, 2e9, 8, 1, flags)
+	ne := binary.NativeEndian
+	copy(b[groupSize:], "sh")
+	ne.PutUint32(b[groupSize+16:], 1) // TASK_INTERRUPTIBLE
+	ne.PutUint32(b[groupSize+24:], 1000)
+	ne.PutUint64(b[groupSize+32:], 1_500_000_000)
+	ne.PutUint64(b[groupSize+40:], 250_000_000)
+	ne.PutUint64(b[groupSize+48:], 4096)
+	ne.PutUint64(b[groupSize+56:], 8192)
+	return b
+}
+
 func TestParseGroups(t *testing.T) {
 	t.Parallel()
 	two := append(record(1, 0, 5, 6, 1, 0), record(4242, 1, 1e9, 7, 3, flagKernel|flagInexact)...)
+	sh := Group{TGID: 9, PPID: 1, CPUNs: 2e9, StartNs: 8, Threads: 1,
+		Desc: Description{Valid: true, Comm: "sh", State: 'S', EUID: 1000, CUTimeNs: 1.5e9, CSTimeNs: 0.25e9}}
+	shIO := sh
+	shIO.Desc.HasIO, shIO.Desc.ReadBytes, shIO.Desc.WriteBytes = true, 4096, 8192
 	tests := []struct {
 		name     string
 		in       []byte
@@ -154,6 +251,8 @@ func TestParseGroups(t *testing.T) {
 			{TGID: 4242, PPID: 1, CPUNs: 1e9, StartNs: 7, Threads: 3, Kernel: true, Inexact: true},
 		}},
 		{name: "record split across reads", in: two[:recordSize+5], want: []Group{{TGID: 1, CPUNs: 5, StartNs: 6, Threads: 1}}, wantRest: 5},
+		{name: "described", in: describedRecord(9, false), want: []Group{sh}},
+		{name: "described with I/O", in: describedRecord(9, true), want: []Group{shIO}},
 		{name: "pid 0", in: record(0, 0, 1, 1, 1, 0), wantErr: ErrMalformed},
 		{name: "pid beyond PID_MAX_LIMIT", in: record(maxPID+1, 0, 1, 1, 1, 0), wantErr: ErrMalformed},
 		{name: "parent beyond PID_MAX_LIMIT is clamped", in: record(7, 1<<31, 1, 1, 1, 0), want: []Group{{TGID: 7, PPID: maxPID, CPUNs: 1, StartNs: 1, Threads: 1}}},
@@ -175,11 +274,29 @@ func TestParseGroups(t *testing.T) {
 	}
 }
 
+// TestStateLetter: the letters /proc/PID/stat shows for the states include/linux/sched.h defines (the
+// captured pass checks them against /proc itself).
+func TestStateLetter(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		state, exit uint32
+		want        byte
+	}{
+		{0, 0, 'R'}, {0x1, 0, 'S'}, {0x2, 0, 'D'}, {0x402, 0, 'I'}, {0x104, 0, 'T'}, {0x108, 0, 't'},
+		{0, 0x20, 'Z'}, {0x80, 0x10, 'X'}, {0x40, 0, 'P'}, {0x8002, 0, 'D'}, {0x1000, 0, 'D'}, {0x2001, 0, 'S'},
+	} {
+		if got := stateLetter(tt.state, tt.exit); got != tt.want {
+			t.Errorf("stateLetter(%#x, %#x) = %c, want %c", tt.state, tt.exit, got, tt.want)
+		}
+	}
+}
+
 func FuzzParseGroups(f *testing.F) {
 	if b, err := os.ReadFile("testdata/all_pass.bin"); err == nil {
 		f.Add(b[:min(len(b), 4*recordSize+3)])
 	}
 	f.Add(record(1, 0, 5, 6, 1, 0))
+	f.Add(describedRecord(9, true))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		gs, rest, err := parseGroups(b, nil)
 		if err != nil {

@@ -173,7 +173,7 @@ const (
 	stateDead    = 24
 	stateLive    = 32
 	stateThreads = 40
-	stateOpenAs  = 48 // struct group, recordSize bytes
+	stateOpenAs  = 48 // struct group, groupSize bytes
 	stateTGID    = 84
 )
 
@@ -251,16 +251,14 @@ func openGroup(val []byte, session uint64, dst []Group) ([]Group, error) {
 	if ne.Uint64(val[stateSession:]) != session || threads == 0 {
 		return dst, nil // written after all, or not of this pass
 	}
-	from := len(dst)
-	dst, _, err := parseGroups(val[stateOpenAs:stateOpenAs+recordSize], dst)
-	if err != nil || len(dst) == from {
+	g, err := parseGroup(val[stateOpenAs : stateOpenAs+groupSize])
+	if err != nil {
 		return dst, err
 	}
-	g := &dst[len(dst)-1]
 	g.CPUNs = ne.Uint64(val[stateDead:]) + ne.Uint64(val[stateLive:])
 	g.Threads = int(threads)
 	g.Inexact = true
-	return dst, nil
+	return append(dst, g), nil
 }
 
 // collect removes from the groups map the groups the last pass did not visit: they ended. Every live group

@@ -30,9 +30,7 @@ typedef unsigned long long __u64;
 #define BPF_TASK_ITER_ALL_THREADS 1
 #define PF_KTHREAD 0x00200000
 
-// Bits of group.flags (taskiter.go decodes them).
-#define GROUP_KERNEL 1  // a kernel thread
-#define GROUP_INEXACT 2 // a thread exited during the walk: cpu_ns may miss it, the next read reports again
+#include "record.h"
 
 struct seq_file;
 
@@ -43,6 +41,9 @@ struct bpf_iter_meta {
 struct signal_struct {
 	int nr_threads;
 	__u64 sum_sched_runtime; // runtime of the threads that exited
+	__u64 cutime;
+	__u64 cstime;
+	struct task_io_accounting ioac; // what exited threads did
 } CORE;
 
 struct sched_entity {
@@ -62,6 +63,7 @@ struct pid {
 } CORE;
 
 struct task_struct {
+	unsigned int __state;
 	unsigned int flags;
 	struct sched_entity se;
 	int exit_state;
@@ -71,7 +73,10 @@ struct task_struct {
 	struct task_struct *group_leader;
 	struct pid *thread_pid;
 	__u64 start_boottime;
+	const struct cred *real_cred;
+	char comm[16];
 	struct signal_struct *signal;
+	struct task_io_accounting ioac;
 } CORE;
 
 struct bpf_iter__task {
@@ -101,15 +106,8 @@ extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task,
 extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __ksym;
 extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym;
 
-// group is one record of the iterator's output, in the machine's byte order.
-struct group {
-	__u32 tgid;
-	__u32 ppid;
-	__u64 cpu_ns;   // live threads' sum_exec_runtime plus the exited threads' (signal->sum_sched_runtime)
-	__u64 start_ns; // start_boottime: ns since boot, suspend included
-	__u32 threads;
-	__u32 flags;
-};
+#include "describe.h"
+
 
 // last is what the previous read reported for a thread group, for its TGID in the initial PID namespace:
 // in slots at the index tgid & SLOT_MASK, or, when another live group holds that slot, in groups. A slot
@@ -225,7 +223,7 @@ static __attribute__((always_inline)) struct upid upid_at(struct task_struct *t,
 }
 
 // The records of a read: out[0:n_out]. overflow counts the groups left out for want of room (their state
-// is not updated, so the next read reports them). MAX_OUT records take 2 MiB, memory-mapped by user space.
+// is not updated, so the next read reports them). MAX_OUT records take 6 MiB, memory-mapped by user space.
 #define MAX_OUT 65536
 volatile __u32 n_out;
 volatile __u32 overflow;
@@ -236,7 +234,7 @@ struct {
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, MAX_OUT);
 	__type(key, __u32);
-	__type(value, struct group);
+	__type(value, struct record);
 } out SEC(".maps");
 
 // The reader's PID namespace, set at the start of each pass: its depth (0 for the initial namespace), and
@@ -249,21 +247,22 @@ volatile __u64 reader_ns;
 // signal->sum_sched_runtime as read before its threads were added up.
 static __attribute__((noinline)) int emit(struct task_struct *leader, __u64 cpu_ns, __u32 threads, __u64 dead)
 {
-	struct group g = {};
+	struct record r = {};
+	struct group *g = &r.g;
 	struct upid self, parent;
-	struct group *slot;
+	struct record *slot;
 	__u32 i, inexact, key;
 
 	if (!leader)
 		return 0;
-	g.cpu_ns = cpu_ns + dead;
-	g.threads = threads;
-	g.start_ns = leader->start_boottime;
+	g->cpu_ns = cpu_ns + dead;
+	g->threads = threads;
+	g->start_ns = leader->start_boottime;
 	// A thread that exits during the walk moves its runtime into sum_sched_runtime and leaves the thread
 	// list together: the sum was read first, so the walk can miss it but never count it twice.
 	inexact = leader->signal->sum_sched_runtime != dead;
 	key = leader->tgid;
-	if (!moved(key, g.start_ns, g.cpu_ns))
+	if (!moved(key, g->start_ns, g->cpu_ns))
 		return 0;
 	// PIDs as the reader sees them, as /proc shows them: a process outside the reader's PID namespace
 	// has no number there and is left out. A process of another namespace as deep (another container's)
@@ -271,14 +270,15 @@ static __attribute__((noinline)) int emit(struct task_struct *leader, __u64 cpu_
 	// process is remembered, so that the next pass passes it by unless it moved.
 	self = upid_at(leader, reader_level);
 	if (!self.nr || (__u64)self.ns != reader_ns) {
-		remember(key, g.start_ns, g.cpu_ns);
+		remember(key, g->start_ns, g->cpu_ns);
 		return 0;
 	}
 	parent = upid_at(leader->real_parent->group_leader, reader_level); // the parent may be a thread
-	g.tgid = self.nr;
+	g->tgid = self.nr;
 	if (parent.ns == self.ns)
-		g.ppid = parent.nr; // 0 when the parent is outside the namespace, as getppid(2) says
-	g.flags = (leader->flags & PF_KTHREAD ? GROUP_KERNEL : 0) | (inexact ? GROUP_INEXACT : 0);
+		g->ppid = parent.nr; // 0 when the parent is outside the namespace, as getppid(2) says
+	g->flags = (leader->flags & PF_KTHREAD ? GROUP_KERNEL : 0) | (inexact ? GROUP_INEXACT : 0);
+	describe(leader, &r);
 	i = n_out;
 	if (i >= max_out || i >= MAX_OUT) {
 		overflow++;
@@ -287,10 +287,10 @@ static __attribute__((noinline)) int emit(struct task_struct *leader, __u64 cpu_
 	slot = bpf_map_lookup_elem(&out, &i);
 	if (!slot)
 		return 0;
-	*slot = g;
+	*slot = r;
 	n_out = i + 1;
 	if (!inexact)
-		remember(key, g.start_ns, g.cpu_ns);
+		remember(key, g->start_ns, g->cpu_ns);
 	return 0;
 }
 

@@ -201,12 +201,20 @@ func ReadDetailIO(procRoot string, pid int, stat *ProcStat, prev *Detail, smaps 
 	}
 	if io != nil {
 		d.ReadBytes, d.WriteBytes = io.ReadBytes, io.WriteBytes
-	} else if b, err := readRecord(filepath.Join(procRoot, strconv.Itoa(pid), "io")); err != nil {
-		d.IOErr = err
-	} else if d.ReadBytes, d.WriteBytes, err = parseIO(b); err != nil {
-		d.IOErr = err
+	} else {
+		d.ReadBytes, d.WriteBytes, d.IOErr = ReadIO(procRoot, pid)
 	}
 	return d
+}
+
+// ReadIO reads read_bytes and write_bytes of /proc/PID/io: the bytes the process's threads, live and
+// exited, made the storage layer read and write.
+func ReadIO(procRoot string, pid int) (read, write uint64, err error) {
+	b, err := readRecord(filepath.Join(procRoot, strconv.Itoa(pid), "io"))
+	if err != nil {
+		return 0, 0, err
+	}
+	return parseIO(b)
 }
 
 // smapsDrift is how far statm's resident size may move from its value at the last smaps_rollup reading

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -102,7 +101,10 @@ func TestBaselineIdentityFromPass(t *testing.T) {
 			if _, ok := s.act.described(worker.Process.Pid); !ok {
 				t.Errorf("the pass did not describe the worker")
 			}
-			read, write := procIO(t, worker.Process.Pid)
+			read, write, err := kernel.ReadIO(kernel.HostProc, worker.Process.Pid)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if w.detail.IOErr != nil || w.detail.WriteBytes < wrote || w.detail.WriteBytes != write || w.detail.ReadBytes != read {
 				t.Errorf("worker's I/O: read %d, wrote %d (%v); /proc/%d/io says %d and %d, and it wrote %d bytes", w.detail.ReadBytes,
 					w.detail.WriteBytes, w.detail.IOErr, worker.Process.Pid, read, write, wrote)
@@ -126,23 +128,4 @@ func waitComm(t *testing.T, pid int, comm string) {
 		}
 	}
 	t.Fatalf("process %d did not become %s", pid, comm)
-}
-
-// procIO reads read_bytes and write_bytes of /proc/PID/io.
-func procIO(t *testing.T, pid int) (read, write uint64) {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(kernel.HostProc, fmt.Sprint(pid), "io"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, _ := strings.Cut(line, ": ")
-		switch k {
-		case "read_bytes":
-			_, _ = fmt.Sscan(v, &read)
-		case "write_bytes":
-			_, _ = fmt.Sscan(v, &write)
-		}
-	}
-	return read, write
 }

@@ -2,7 +2,6 @@ package taskiter_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -58,7 +57,9 @@ func testDescriptionAgainstProc(t *testing.T, it *taskiter.Iter) {
 		}
 		if g.Desc.HasIO {
 			withIO++
-			if read, write, ok := procIO(g.TGID); ok && (g.Desc.ReadBytes > read || g.Desc.WriteBytes > write) {
+			read, write, err := kernel.ReadIO(kernel.HostProc, g.TGID)
+			ok := err == nil
+			if ok && (g.Desc.ReadBytes > read || g.Desc.WriteBytes > write) {
 				diffs = append(diffs, fmt.Sprintf("read %d wrote %d; /proc/PID/io after: %d %d", g.Desc.ReadBytes, g.Desc.WriteBytes, read, write))
 			} else if ok && peer.Quiet() && st.Quiet() && (g.Desc.ReadBytes != read || g.Desc.WriteBytes != write) {
 				diffs = append(diffs, fmt.Sprintf("a sleeper read %d wrote %d; /proc/PID/io: %d %d", g.Desc.ReadBytes, g.Desc.WriteBytes, read, write))
@@ -73,29 +74,4 @@ func testDescriptionAgainstProc(t *testing.T, it *taskiter.Iter) {
 	if checked == 0 || differ > checked/50 {
 		t.Errorf("%d of %d processes differ from /proc", differ, checked)
 	}
-}
-
-// procIO reads read_bytes and write_bytes of /proc/PID/io; false when it cannot.
-func procIO(pid int) (read, write uint64, ok bool) {
-	b, err := os.ReadFile(filepath.Join(kernel.HostProc, fmt.Sprint(pid), "io"))
-	if err != nil {
-		return 0, 0, false
-	}
-	n := 0
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, _ := strings.Cut(line, ": ")
-		switch k {
-		case "read_bytes":
-			_, err = fmt.Sscan(v, &read)
-		case "write_bytes":
-			_, err = fmt.Sscan(v, &write)
-		default:
-			continue
-		}
-		if err != nil {
-			return 0, 0, false
-		}
-		n++
-	}
-	return read, write, n == 2
 }

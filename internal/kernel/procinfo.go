@@ -41,20 +41,22 @@ func ReadIdentity(procRoot string, pid int) (Identity, error) {
 	if err != nil {
 		return Identity{}, err
 	}
-	id, _ := IdentityOf(procRoot, pid, st, -1)
+	id, _ := IdentityOf(procRoot, pid, st, -1, st.Quiet())
 	return id, nil
 }
 
 // IdentityOf completes the identity of a process whose stat the caller has (from a task pass): its command
 // line, executable and cgroup, read as ReadIdentity reads them, and its owner, uid, or the owner of
-// /proc/PID when uid is negative. The error matches ErrGone when the process has ended since the caller's
-// stat (its cgroup file is gone); the identity is then what could be read.
-func IdentityOf(procRoot string, pid int, st ProcStat, uid int) (Identity, error) {
+// /proc/PID when uid is negative. quiet says the command line may be read without the deadline
+// (ProcStat.Quiet at a stat reading just before, after which the process has not run: not a stat of some
+// time ago). The error matches ErrGone when the process has ended since the caller's stat (its cgroup file
+// is gone); the identity is then what could be read.
+func IdentityOf(procRoot string, pid int, st ProcStat, uid int, quiet bool) (Identity, error) {
 	dir := filepath.Join(procRoot, strconv.Itoa(pid))
 	id := Identity{Stat: st, Kernel: st.KernelThread(), UID: uid}
 	// A kernel thread has no memory map, hence no command line: not worth a goroutine.
 	if !id.Kernel {
-		if b, err := BlockingReads(procRoot).readQuiet(pid, st.Comm, "cmdline", st.Quiet()); err == nil {
+		if b, err := BlockingReads(procRoot).readQuiet(pid, st.Comm, "cmdline", quiet); err == nil {
 			id.Cmdline = redact.Join(splitCmdline(b))
 		}
 	}

@@ -31,9 +31,10 @@ type activity struct {
 	seen       map[int]bool           // thread groups the iterator has reported at least once
 	moved      map[int]taskiter.Group // thread groups whose CPU time moved in the last pass
 	buf        []taskiter.Group
-	ok         bool // the last pass succeeded
-	passes     int  // passes run
-	incomplete int  // passes that could not tell every group that moved (taskiter.ErrIncomplete)
+	ok         bool      // the last pass succeeded
+	passAt     time.Time // when the last pass began: what it describes is from then
+	passes     int       // passes run
+	incomplete int       // passes that could not tell every group that moved (taskiter.ErrIncomplete)
 }
 
 // loadAfterReads is how many saved reads pay for loading the iterator (25 ms / 2.5 µs).
@@ -103,6 +104,7 @@ func (s *Sampler) usingPass() {
 func (a *activity) pass() error {
 	clear(a.moved)
 	var err error
+	a.passAt = time.Now()
 	a.buf, err = a.it.Changed(a.buf[:0])
 	a.passes++
 	a.ok = err == nil

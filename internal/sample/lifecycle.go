@@ -68,9 +68,14 @@ func (s *Sampler) cumulative(st *procState, pid int, exact bool) (cpu uint64, go
 
 func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
 	identAt := time.Now()
-	id, io, err := s.identity(pid)
+	id, io, described, err := s.identity(pid)
 	if err != nil {
 		return // gone before we could read it; its exit notification credits it
+	}
+	if described {
+		// Its stat is the pass's, from before this sample's reads: an exec since comes after it (the exec
+		// watcher's next report then reads the process again, reexec.go).
+		identAt = s.act.passAt
 	}
 	if id.Stat.State == 'Z' {
 		// A zombie: ended, waiting for its parent to reap it. At the baseline its CPU was spent before the
@@ -136,6 +141,9 @@ func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
 	}
 	if detail && !id.Kernel {
 		d := kernel.ReadDetailIO(s.opts.ProcRoot, pid, &id.Stat, nil, s.firstSmaps(boot, info, false), io)
+		if described {
+			d.Quiet = false // the pass's state is not a stat reading just before: its smaps_rollup keeps the deadline
+		}
 		st.detail = &d
 		s.addDetail(&ps, d)
 	}
@@ -146,23 +154,29 @@ func (s *Sampler) sampleNew(smp *Sample, pid int, boot uint64, detail bool) {
 
 // identity reads what tare keeps of a process it sees for the first time. When this sample's task pass
 // described it (every process at the baseline, and any born since: it ran), its stat, owner and, for a
-// process of one thread, I/O counters come from the pass, and only its command line, executable and
-// cgroup are read: three files of the six ReadIdentity and ReadDetail open (3,000 idle processes: about
-// 0.1 s of CPU less at start). io is nil when /proc/PID/io is to be read.
-func (s *Sampler) identity(pid int) (id kernel.Identity, io *kernel.IOCounters, err error) {
+// process of one thread, I/O counters come from the pass (described), and only its command line,
+// executable and cgroup are read: three files of the six ReadIdentity and ReadDetail open (3,000 idle
+// processes: about 0.1 s of CPU less at start). Its command line is read with the deadline: the pass's
+// state is from before this sample's reads, not a stat just before, so it cannot tell the process quiet
+// (kernel.ProcStat.Quiet). A process the exec watcher saw exec since the pass is read from /proc whole: the
+// pass's name is the one before. io is nil when /proc/PID/io is to be read.
+func (s *Sampler) identity(pid int) (id kernel.Identity, io *kernel.IOCounters, described bool, err error) {
 	g, ok := s.act.described(pid)
+	if at, execed := s.execed[pid]; ok && execed && !at.Before(s.act.passAt) {
+		ok = false
+	}
 	if !ok {
 		id, err = kernel.ReadIdentity(s.opts.ProcRoot, pid)
-		return id, nil, err
+		return id, nil, false, err
 	}
 	st, _ := g.ProcStat()
-	if id, err = kernel.IdentityOf(s.opts.ProcRoot, pid, st, int(g.Desc.EUID)); err != nil {
-		return id, nil, err
+	if id, err = kernel.IdentityOf(s.opts.ProcRoot, pid, st, int(g.Desc.EUID), false); err != nil {
+		return id, nil, true, err
 	}
 	if g.Desc.HasIO {
 		io = &kernel.IOCounters{ReadBytes: g.Desc.ReadBytes, WriteBytes: g.Desc.WriteBytes}
 	}
-	return id, io, nil
+	return id, io, true, nil
 }
 
 func (s *Sampler) sampleKnown(smp *Sample, st *procState, boot uint64, detail bool) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,21 +15,24 @@ import (
 	"github.com/tare-dev/tare/internal/kernel"
 	"github.com/tare-dev/tare/internal/taskiter"
 	"github.com/tare-dev/tare/internal/testenv"
+	"github.com/tare-dev/tare/internal/testload"
 )
 
 // TestBaselineIdentityFromPass: with a task pass, the baseline takes each process's stat, owner and (one
 // thread) I/O counters from the pass's description instead of /proc, and they are what /proc says, on
 // every pass. The helpers make the fields tell: a shell that reaped a child which burned CPU (cutime), wrote
-// 256 KiB through the page cache itself (write_bytes) and then became a sleeper under exec, and a sleeper
-// of UID 65534. The peers are /proc/PID/stat, the owner of /proc/PID and /proc/PID/io, read by the test
-// after the sample, and the 256 KiB the shell wrote; every other process of the node is held to /proc too.
+// 256 KiB through the page cache itself (write_bytes, on a disk: tmpfs pages are not counted) and then
+// became a sleeper under exec, leaving an unreaped child (a zombie, which the baseline books as ended
+// before the window), and a sleeper of UID 65534. The peers are /proc/PID/stat, the owner of /proc/PID and
+// /proc/PID/io, read by the test after the sample, and the 256 KiB the shell wrote; every other process of
+// the node is held to /proc too.
 func TestBaselineIdentityFromPass(t *testing.T) {
 	testenv.NeedRoot(t, "taskstats, the BPF task iterator and another user's process need root")
-	dir := t.TempDir()
+	dir := testload.DiskDir(t)
 	const wrote = 256 << 10
 	// dash's printf is a builtin: the shell writes the file itself, and exec keeps its I/O counters and
 	// its reaped child's time.
-	script := fmt.Sprintf(`(i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done); printf '%%0%dd' 0 > %s/written; exec sleep 600`, wrote, dir)
+	script := fmt.Sprintf(`(i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done); printf '%%0%dd' 0 > %s/written; sleep 0 & exec sleep 600`, wrote, dir)
 	worker := exec.Command("sh", "-c", script)
 	other := exec.Command("sleep", "600")
 	other.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
@@ -38,8 +42,10 @@ func TestBaselineIdentityFromPass(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
 	}
-	waitComm(t, worker.Process.Pid, "sleep")
-	waitComm(t, other.Process.Pid, "sleep")
+	waitComm(t, worker.Process.Pid, "sleep", 'S')
+	waitComm(t, other.Process.Pid, "sleep", 'S')
+	zombie := childOf(t, worker.Process.Pid)
+	waitComm(t, zombie, "sleep", 'Z')
 	for _, pass := range []string{"open-coded", "bpf-iter"} {
 		t.Run(pass, func(t *testing.T) {
 			t.Setenv(taskiter.PassEnv, pass)
@@ -98,8 +104,13 @@ func TestBaselineIdentityFromPass(t *testing.T) {
 			if w == nil || w.detail == nil {
 				t.Fatalf("no detail for the worker")
 			}
-			if _, ok := s.act.described(worker.Process.Pid); !ok {
-				t.Errorf("the pass did not describe the worker")
+			if g, ok := s.act.described(worker.Process.Pid); !ok || g.Desc.State != 'S' {
+				t.Errorf("the pass described the sleeping worker as %+v (%v)", g.Desc, ok)
+			}
+			booked := s.baseDone[zombie] // baselineExits booked it as ended before the window
+			if g, ok := s.act.described(zombie); !ok || g.Desc.State != 'Z' || !booked || s.procs[zombie] != nil {
+				t.Errorf("the worker's zombie child %d: described %v as %c, booked as ended %v, kept as live %v", zombie, ok, g.Desc.State,
+					booked, s.procs[zombie] != nil)
 			}
 			read, write, err := kernel.ReadIO(kernel.HostProc, worker.Process.Pid)
 			if err != nil {
@@ -119,13 +130,65 @@ func TestBaselineIdentityFromPass(t *testing.T) {
 	}
 }
 
-// waitComm waits until process pid is named comm (a shell that has exec'd).
-func waitComm(t *testing.T, pid int, comm string) {
+// waitComm waits until process pid is named comm (a shell that has exec'd) and in state.
+func waitComm(t *testing.T, pid int, comm string, state byte) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if st, err := kernel.ReadProcStat(kernel.HostProc, pid); err == nil && st.Comm == comm && st.State == 'S' {
+		if st, err := kernel.ReadProcStat(kernel.HostProc, pid); err == nil && st.Comm == comm && st.State == state {
 			return
 		}
 	}
-	t.Fatalf("process %d did not become %s", pid, comm)
+	t.Fatalf("process %d did not become %s in state %c", pid, comm, state)
+}
+
+// childOf returns the one child of process pid (/proc/PID/task/PID/children).
+func childOf(t *testing.T, pid int) int {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		b, err := os.ReadFile(fmt.Sprintf("%s/%d/task/%d/children", kernel.HostProc, pid, pid))
+		var child int
+		if err == nil {
+			if _, err := fmt.Sscan(string(b), &child); err == nil {
+				return child
+			}
+		}
+	}
+	t.Fatalf("process %d has no child", pid)
+	return 0
+}
+
+// TestIdentityExecedSincePass: a process the exec watcher saw exec after the task pass began is read from
+// /proc whole, since the pass's name is the one before the exec; one that exec'd before the pass takes the
+// pass's description.
+func TestIdentityExecedSincePass(t *testing.T) {
+	testenv.NeedRoot(t, "taskstats and the BPF task iterator need root")
+	t.Setenv(taskiter.PassEnv, string(taskiter.PassBPFIter))
+	sleeper := exec.Command("sleep", "600")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
+	pid := sleeper.Process.Pid
+	waitComm(t, pid, "sleep", 'S')
+	s, err := New(context.Background(), Options{Interval: time.Second, Detail: time.Second}, nil)
+	if errors.Is(err, taskiter.ErrNotSupported) {
+		testenv.Unavailable(t, "%v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Sample(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		execAt time.Duration // after the pass began
+		want   bool
+	}{{-time.Millisecond, true}, {time.Millisecond, false}} {
+		s.execed = map[int]time.Time{pid: s.act.passAt.Add(tc.execAt)}
+		id, _, described, err := s.identity(pid)
+		if err != nil || described != tc.want || id.Stat.Comm != "sleep" {
+			t.Errorf("exec %v after the pass: described %v (want %v), %q, %v", tc.execAt, described, tc.want, id.Stat.Comm, err)
+		}
+	}
 }

@@ -13,8 +13,9 @@ import (
 // to the runtime's group). When the process's command line, executable or cgroup changed, its record ends
 // in this sample and a new one (a new ID with the same PID and start time) is credited from this sample
 // on, under what it is now: what ran before the previous sample stays with the old record, and what ran
-// in this sample's interval before the exec goes to the new one. The exec watcher says which processes
-// exec'd (without one, nothing is read again).
+// in this sample's interval before the exec goes to the new one; so when only its name changed (its name
+// came from a task pass before the exec, its command line from after). The exec watcher says which
+// processes exec'd (without one, nothing is read again).
 func (s *Sampler) reidentify(smp *Sample, st *procState) {
 	pid := st.info.Key.PID
 	st.identAt = time.Now()
@@ -23,7 +24,7 @@ func (s *Sampler) reidentify(smp *Sample, st *procState) {
 		return // ended, or its PID is now another's: the sample's usual paths settle it
 	}
 	old := st.info
-	if id.Cmdline == old.Cmdline && id.Exe == old.Exe && id.Cgroup == old.Cgroup {
+	if id.Cmdline == old.Cmdline && id.Exe == old.Exe && id.Cgroup == old.Cgroup && id.Stat.Comm == old.Comm {
 		return // read after its exec the first time already
 	}
 	info := s.newInfo(pid, old.Key.Start, id.Stat.PPID, id.Stat.Comm, id.Cmdline, id.Exe, id.Cgroup, id.Kernel)

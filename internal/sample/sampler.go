@@ -73,6 +73,7 @@ type Sampler struct {
 	ts           *kernel.TaskstatsClient
 	exits        *kernel.ExitListener
 	execs        *starts
+	execed       map[int]time.Time // the processes the exec watcher saw exec, as this sample took them
 	procs        map[int]*procState
 	recent       map[int]recentExit
 	reapedBy     map[int]int64       // parent PID -> synthetic process of children tare never saw (ledger.go)
@@ -382,6 +383,7 @@ func (s *Sampler) sample(final bool) (Sample, error) {
 	if s.execs != nil {
 		execed = s.execs.Execed()
 	}
+	s.execed = execed // for the processes new in this sample (identity)
 	for _, pid := range pids {
 		st, ok := s.procs[pid]
 		if !ok {

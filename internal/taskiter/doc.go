@@ -4,10 +4,11 @@
 // so its counters need no reading in that sample. Its cost follows the number of tasks (a few hundred
 // nanoseconds each, in the kernel) instead of one or more system calls per process.
 //
-// Each record also describes the group's leader (Group.Desc, record.h and describe.h): its name, state,
-// owner, its reaped children's times and, for a group of one thread, its I/O counters, what
-// /proc/PID/stat, the owner of /proc/PID and /proc/PID/io say (Group.ProcStat), so that the sampler reads
-// a process it first sees from /proc for its command line, executable and cgroup only.
+// Each record the programs write also describes the group's leader (Group.Desc, record.h and describe.h):
+// its name, state, owner, its reaped children's times and, for a group of one thread, its I/O counters,
+// what /proc/PID/stat, the owner of /proc/PID and /proc/PID/io say (Group.ProcStat), so that the sampler
+// reads a process it first sees from /proc for its command line, executable and cgroup only. The groups
+// user space completes after a bpf-iter pass (openGroups) have none.
 //
 // Two passes give the same output (Group records, the same filter), chosen once by Open, cheapest first:
 //

@@ -155,8 +155,5 @@ func (g Group) ProcStat() (kernel.ProcStat, bool) {
 		NumThreads: g.Threads,
 		Starttime:  g.StartNs / tick,
 	}
-	if g.Kernel {
-		st.Flags = kernel.PFKthread
-	}
 	return st, true
 }

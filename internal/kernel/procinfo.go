@@ -20,8 +20,7 @@ import (
 	"github.com/tare-dev/tare/internal/redact"
 )
 
-// PFKthread is PF_KTHREAD, the bit of /proc/PID/stat's flags that marks a kernel thread.
-const PFKthread = 0x00200000
+const pfKthread = 0x00200000 // PF_KTHREAD in /proc/PID/stat flags
 
 // Identity is what tare reads once when it first sees a process.
 type Identity struct {
@@ -53,7 +52,7 @@ func ReadIdentity(procRoot string, pid int) (Identity, error) {
 // is gone); the identity is then what could be read.
 func IdentityOf(procRoot string, pid int, st ProcStat, uid int, quiet bool) (Identity, error) {
 	dir := filepath.Join(procRoot, strconv.Itoa(pid))
-	id := Identity{Stat: st, Kernel: st.KernelThread(), UID: uid}
+	id := Identity{Stat: st, Kernel: st.KernelThread(), UID: max(uid, 0)}
 	// A kernel thread has no memory map, hence no command line: not worth a goroutine.
 	if !id.Kernel {
 		if b, err := BlockingReads(procRoot).readQuiet(pid, st.Comm, "cmdline", quiet); err == nil {
@@ -75,7 +74,6 @@ func IdentityOf(procRoot string, pid int, st ProcStat, uid int, quiet bool) (Ide
 		err = gerr
 	}
 	if uid < 0 {
-		id.UID = 0
 		var sys unix.Stat_t
 		if unix.Stat(dir, &sys) == nil {
 			id.UID = int(sys.Uid)

@@ -100,7 +100,7 @@ func ReadProcStat(procRoot string, pid int) (ProcStat, error) {
 }
 
 // KernelThread says whether the process is a kernel thread (PF_KTHREAD).
-func (s ProcStat) KernelThread() bool { return s.Flags&PFKthread != 0 }
+func (s ProcStat) KernelThread() bool { return s.Flags&pfKthread != 0 }
 
 // Quiet reports a process none of whose own threads can hold its memory map's lock (mmap_lock), or wait
 // for it, for as long as it does not run: one thread, asleep interruptibly (S). A thread in a page fault

@@ -1,8 +1,6 @@
 package sample
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -49,14 +47,7 @@ func TestBaselineIdentityFromPass(t *testing.T) {
 	for _, pass := range []string{"open-coded", "bpf-iter"} {
 		t.Run(pass, func(t *testing.T) {
 			t.Setenv(taskiter.PassEnv, pass)
-			s, err := New(context.Background(), Options{Interval: time.Second, Detail: time.Second}, nil)
-			if errors.Is(err, taskiter.ErrNotSupported) {
-				testenv.Unavailable(t, "%v", err)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			s := newFilteredSampler(t, Options{Interval: time.Second, Detail: time.Second})
 			smp, err := s.Sample()
 			if err != nil {
 				t.Fatal(err)
@@ -170,14 +161,7 @@ func TestIdentityExecedSincePass(t *testing.T) {
 	t.Cleanup(func() { _ = sleeper.Process.Kill(); _ = sleeper.Wait() })
 	pid := sleeper.Process.Pid
 	waitComm(t, pid, "sleep", 'S')
-	s, err := New(context.Background(), Options{Interval: time.Second, Detail: time.Second}, nil)
-	if errors.Is(err, taskiter.ErrNotSupported) {
-		testenv.Unavailable(t, "%v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newFilteredSampler(t, Options{Interval: time.Second, Detail: time.Second})
 	if _, err := s.Sample(); err != nil {
 		t.Fatal(err)
 	}

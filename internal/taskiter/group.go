@@ -65,7 +65,8 @@ func parseGroups(b []byte, dst []Group) (groups []Group, rest []byte, err error)
 		if err != nil {
 			return dst, nil, err
 		}
-		if ne := binary.NativeEndian; ne.Uint32(b[28:])&flagDescribed != 0 {
+		ne, flags := binary.NativeEndian, binary.NativeEndian.Uint32(b[28:])
+		if flags&flagDescribed != 0 {
 			d := &g.Desc
 			d.Valid = true
 			comm := b[groupSize : groupSize+16]
@@ -76,7 +77,7 @@ func parseGroups(b []byte, dst []Group) (groups []Group, rest []byte, err error)
 			d.State = stateLetter(ne.Uint32(b[groupSize+16:]), ne.Uint32(b[groupSize+20:]))
 			d.EUID = ne.Uint32(b[groupSize+24:])
 			d.CUTimeNs, d.CSTimeNs = ne.Uint64(b[groupSize+32:]), ne.Uint64(b[groupSize+40:])
-			if ne.Uint32(b[28:])&flagIO != 0 {
+			if flags&flagIO != 0 {
 				d.HasIO = true
 				d.ReadBytes, d.WriteBytes = ne.Uint64(b[groupSize+48:]), ne.Uint64(b[groupSize+56:])
 			}

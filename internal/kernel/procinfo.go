@@ -258,11 +258,23 @@ func ReadMemory(procRoot string, pid int, comm string, prev *Detail, refresh boo
 // 428 shared ones), and those pages are shared alike. d follows the median of the readings it may follow
 // when there are likeQuorum of them (followMedian), and the index of that reading is returned; otherwise
 // d is read from its own smaps_rollup and -1 is returned.
-func ReadMemoryLike(procRoot string, pid int, comm string, likes []Detail, d *Detail) int {
+//
+// carried says that d's statm figures are the process's own from a reading it has not run since (a
+// statm-only reading of an idle process): they are followed as they are, without reading statm again, as
+// the caller's statm-only figures stood in for the process until now. Only what runs moves a process's
+// resident pages, but for reclaim. When d follows no reading, its statm is read with its smaps_rollup, so
+// that its own reading's figures are of one moment.
+func ReadMemoryLike(procRoot string, pid int, comm string, likes []Detail, d *Detail, carried bool) int {
 	d.SmapsErr = nil
-	readStatmPages(procRoot, pid, d)
+	if !carried || d.StatmRSS == 0 {
+		carried = false
+		readStatmPages(procRoot, pid, d)
+	}
 	if i := followMedian(likes, d); i >= 0 {
 		return i
+	}
+	if carried {
+		readStatmPages(procRoot, pid, d)
 	}
 	readSmaps(procRoot, pid, comm, nil, d)
 	return -1

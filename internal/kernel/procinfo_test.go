@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -84,5 +85,45 @@ func TestFollowMedian(t *testing.T) {
 	d = Detail{StatmRSS: 427, StatmShared: 400}
 	if i := followMedian([]Detail{reading(odd), reading(typical), reading(typical + page)}, &d); i != 2 || d.PSS != typical+page {
 		t.Errorf("followed reading %d, PSS %d: want reading 2, PSS %d (the median of three)", i, d.PSS, typical+page)
+	}
+}
+
+// TestReadMemoryLikeCarried: a follower's carried statm figures (a statm-only reading of a process that has
+// not run since) are followed without reading statm again; a process that follows no reading has its statm
+// read with its smaps_rollup, so that its own reading is of one moment. The /proc root is a directory the
+// test writes: its statm differs from the carried figures, so each figure tells which one was used.
+func TestReadMemoryLikeCarried(t *testing.T) {
+	t.Parallel()
+	page := uint64(os.Getpagesize())
+	root := t.TempDir()
+	dir := filepath.Join(root, "4242")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Now: 900 resident pages, 400 of them shared (500 anonymous: no sleeper's reading fits), and a rollup.
+	for name, text := range map[string]string{
+		"statm":        "2000 900 400 10 0 600 0\n",
+		"smaps_rollup": "00400000-7ffe00000000 ---p 00000000 00:00 0 [rollup]\nRss: 3600 kB\nPss: 2100 kB\nPrivate_Clean: 0 kB\nPrivate_Dirty: 2000 kB\nAnonymous: 2000 kB\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sleeper := Detail{StatmRSS: 427, StatmShared: 400, SmapsStatm: 427, RSS: 427 * page, PSS: 27*page + 8<<10,
+		Private: 27 * page, SmapsAnon: 27 * page}
+	likes := []Detail{sleeper, sleeper, sleeper}
+	carried := func() Detail { return Detail{StatmRSS: 427, StatmShared: 400, StatmOnly: true} }
+
+	d := carried()
+	if i := ReadMemoryLike(root, 4242, "sleep", likes, &d, true); i < 0 || d.StatmRSS != 427 || !d.Like || d.PSS != sleeper.PSS {
+		t.Errorf("carried statm of a look-alike: followed %d, %+v; want the sleepers' reading followed with statm 427", i, d)
+	}
+	d = carried()
+	if i := ReadMemoryLike(root, 4242, "sleep", likes, &d, false); i >= 0 || d.StatmRSS != 900 || d.Like || d.RSS != 3600<<10 || d.SmapsStatm != 900 {
+		t.Errorf("statm read again: followed %d, %+v; want its own reading, statm 900, RSS 3600 KiB", i, d)
+	}
+	d = carried()
+	if i := ReadMemoryLike(root, 4242, "sleep", nil, &d, true); i >= 0 || d.StatmRSS != 900 || d.SmapsStatm != 900 || d.PSS != 2100<<10 || d.Private != 2000<<10 {
+		t.Errorf("carried statm with nothing to follow: followed %d, %+v; want statm read with smaps_rollup (900, PSS 2100 KiB)", i, d)
 	}
 }

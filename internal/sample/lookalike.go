@@ -47,7 +47,8 @@ func newLookAlikes(opts Options) *lookAlikes {
 }
 
 // firstMemory fills d, the statm-only reading of an idle process due for its first smaps_rollup at detail
-// sample at, from a look-alike's reading or from its own (still StatmOnly if that fails); it reports false
+// sample at, from a look-alike's reading (with the statm figures d has) or from its own (still StatmOnly if
+// that fails); it reports false
 // when the process has no kind (no executable read), for the caller to read it as any other.
 func (l *lookAlikes) firstMemory(procRoot string, info *ProcInfo, at int, d *kernel.Detail) bool {
 	if l == nil || info.Exe == "" {
@@ -60,7 +61,11 @@ func (l *lookAlikes) firstMemory(procRoot string, info *ProcInfo, at int, d *ker
 		l.read[k] = r
 	}
 	r.dropOlder(at - smapsEvery)
-	followed := kernel.ReadMemoryLike(procRoot, info.Key.PID, info.Comm, r.ds, d) >= 0
+	// d's statm figures are carried: a statm-only reading is of a process that has not run since it was
+	// taken (one that ran is read whole at its next detail sample, lifecycle.go), and they stood for it so
+	// far. Not reading statm again saves a read of every follower (2,000 at the closing sample of a
+	// one-minute run beside 3,000 idle processes: some 30 ms of CPU).
+	followed := kernel.ReadMemoryLike(procRoot, info.Key.PID, info.Comm, r.ds, d, true) >= 0
 	// A failed read keeps the statm figures it started from: they stay marked as such.
 	d.StatmOnly = d.StatmOnly && d.SmapsErr != nil
 	switch {

@@ -20,7 +20,9 @@
 //     settings), cpulist.go (online CPUs), kernelconfig.go (CONFIG_HZ, IRQ time accounting, host name and
 //     release).
 //   - cgroupv2.go (the exact task time of a cgroup v2 hierarchy), cgroupusage.go (cpuacct.usage and
-//     cpu.stat), cgroupmounts.go (which cgroup hierarchies are mounted where, from mountinfo), workingset.go
+//     cpu.stat), cgroupmounts.go (which cgroup hierarchies are mounted where, from mountinfo), cgrouppaths.go (a
+//     process's cgroup path remembered by its cgroups' IDs, checked against the directories' inode
+//     numbers), workingset.go
 //     (a memory cgroup's working set as the kubelet's eviction manager counts it).
 //   - taskstats.go, taskstats_parse.go (per-process CPU queries and exit notifications),
 //     taskstats_legacy.go (what some kernels' taskstats lack: ac_tgid before 5.19, CPU time without delay

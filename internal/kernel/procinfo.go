@@ -40,7 +40,7 @@ func ReadIdentity(procRoot string, pid int) (Identity, error) {
 	if err != nil {
 		return Identity{}, err
 	}
-	id, _ := IdentityOf(procRoot, pid, st, -1, st.Quiet())
+	id, _ := IdentityOf(procRoot, pid, st, -1, st.Quiet(), nil, CgroupIDs{})
 	return id, nil
 }
 
@@ -48,9 +48,12 @@ func ReadIdentity(procRoot string, pid int) (Identity, error) {
 // line, executable and cgroup, read as ReadIdentity reads them, and its owner, uid, or the owner of
 // /proc/PID when uid is negative. quiet says the command line may be read without the deadline
 // (ProcStat.Quiet at a stat reading just before, after which the process has not run: not a stat of some
-// time ago). The error matches ErrGone when the process has ended since the caller's stat (its cgroup file
-// is gone); the identity is then what could be read.
-func IdentityOf(procRoot string, pid int, st ProcStat, uid int, quiet bool) (Identity, error) {
+// time ago). ids are its cgroups' IDs (from the task pass, or zero): when cgroups (nil for none) has the
+// path of a process of the same ones, its cgroup file is read only if its executable cannot be (to tell an
+// ended process), and otherwise what it gives is remembered there. The error matches ErrGone when the
+// process has ended since the caller's stat (its cgroup file is gone); the identity is then what could be
+// read.
+func IdentityOf(procRoot string, pid int, st ProcStat, uid int, quiet bool, cgroups *CgroupPaths, ids CgroupIDs) (Identity, error) {
 	dir := filepath.Join(procRoot, strconv.Itoa(pid))
 	id := Identity{Stat: st, Kernel: st.KernelThread(), UID: max(uid, 0)}
 	// A kernel thread has no memory map, hence no command line: not worth a goroutine.
@@ -62,13 +65,18 @@ func IdentityOf(procRoot string, pid int, st ProcStat, uid int, quiet bool) (Ide
 	if id.Cmdline == "" {
 		id.Cmdline = "[" + st.Comm + "]"
 	}
-	if exe, err := os.Readlink(filepath.Join(dir, "exe")); err == nil {
+	exe, exeErr := os.Readlink(filepath.Join(dir, "exe"))
+	if exeErr == nil {
 		id.Exe = exe
 	}
 	var err error
-	if b, rerr := readRecord(filepath.Join(dir, "cgroup")); rerr == nil {
+	// A zombie's file names the root of every v1 hierarchy, whatever its cgroups were: it is read.
+	if cg, ok := cgroups.Lookup(ids); ok && exeErr == nil && st.State != 'Z' && st.State != 'X' {
+		id.Cgroup = cg
+	} else if b, rerr := readRecord(filepath.Join(dir, "cgroup")); rerr == nil {
 		if cg, err := cgroupOf(b); err == nil {
 			id.Cgroup = cg
+			cgroups.learn(procRoot, ids, b, cg)
 		}
 	} else if gerr := gone(pid, rerr); errors.Is(gerr, ErrGone) {
 		err = gerr

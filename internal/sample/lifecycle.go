@@ -170,7 +170,7 @@ func (s *Sampler) identity(pid int) (id kernel.Identity, io *kernel.IOCounters, 
 		return id, nil, false, err
 	}
 	st, _ := g.ProcStat()
-	if id, err = kernel.IdentityOf(s.opts.ProcRoot, pid, st, int(g.Desc.EUID), false); err != nil {
+	if id, err = kernel.IdentityOf(s.opts.ProcRoot, pid, st, int(g.Desc.EUID), false, &s.cgroups, g.Desc.CgroupKey); err != nil {
 		return id, nil, true, err
 	}
 	if g.Desc.HasIO {

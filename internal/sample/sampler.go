@@ -73,7 +73,8 @@ type Sampler struct {
 	ts           *kernel.TaskstatsClient
 	exits        *kernel.ExitListener
 	execs        *starts
-	execed       map[int]time.Time // the processes the exec watcher saw exec, as this sample took them
+	execed       map[int]time.Time  // the processes the exec watcher saw exec, as this sample took them
+	cgroups      kernel.CgroupPaths // cgroup paths by the task pass's cgroup IDs, for identity
 	procs        map[int]*procState
 	recent       map[int]recentExit
 	reapedBy     map[int]int64       // parent PID -> synthetic process of children tare never saw (ledger.go)

@@ -83,6 +83,7 @@ struct task_struct {
 	char comm[16];
 	struct signal_struct *signal;
 	struct task_io_accounting ioac;
+	struct css_set *cgroups;
 } CORE;
 
 struct bpf_iter__task {

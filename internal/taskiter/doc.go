@@ -6,8 +6,9 @@
 //
 // Each record the programs write also describes the group's leader (Group.Desc, record.h and describe.h):
 // its name, state, owner, its reaped children's times and, for a group of one thread, its I/O counters,
-// what /proc/PID/stat, the owner of /proc/PID and /proc/PID/io say (Group.ProcStat), so that the sampler
-// reads a process it first sees from /proc for its command line, executable and cgroup only. The groups
+// what /proc/PID/stat, the owner of /proc/PID and /proc/PID/io say (Group.ProcStat), and the IDs of its
+// cgroups (Description.CgroupKey), so that the sampler reads a process it first sees from /proc for its
+// command line and executable, and /proc/PID/cgroup once for the processes of one cgroup. The groups
 // user space completes after a bpf-iter pass (openGroups) have none.
 //
 // Two passes give the same output (Group records, the same filter), chosen once by Open, cheapest first:
@@ -24,7 +25,7 @@
 //     reused TGID). It kept it in task storage on the leader (BPF_MAP_TYPE_TASK_STORAGE, 5.11) before:
 //     once a second, with the task's storage, its cache and the value cold, bpf_task_storage_get was a
 //     quarter of tare's steady CPU at 3,000 idle processes. The records go into a memory-mapped array map
-//     (BPF_F_MMAPABLE, 5.5; 65,536 records of 96 bytes, 6 MiB) that user space reads after the read(2) returns; a pass
+//     (BPF_F_MMAPABLE, 5.5; 65,536 records of 120 bytes, 7.5 MiB) that user space reads after the read(2) returns; a pass
 //     with more moved groups than that says it is incomplete (ErrIncomplete), and the groups left out come
 //     in the next pass. It also uses bpf_get_current_task_btf (5.11), and bpf_rdonly_cast (6.2) to read
 //     the tasks through untrusted pointers: through trusted ones the verifier looked up by name, in a linear

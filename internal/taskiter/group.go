@@ -40,6 +40,10 @@ type Description struct {
 	// the kernel keeps I/O accounting (CONFIG_TASK_IO_ACCOUNTING).
 	HasIO                 bool
 	ReadBytes, WriteBytes uint64
+	// CgroupKey names the leader's cgroups: its cgroup IDs on the unified hierarchy and of its cpu and
+	// memory controllers (never reused while the machine runs), for kernel.IdentityOf to read
+	// /proc/PID/cgroup once for the processes of one cgroup (kernel.CgroupPaths).
+	CgroupKey kernel.CgroupIDs
 }
 
 // Bits of the record's flags field, as record.h defines them.
@@ -54,7 +58,7 @@ const (
 // group, then the description of its leader (struct desc).
 const (
 	groupSize  = 32
-	recordSize = groupSize + 64
+	recordSize = groupSize + 88
 )
 
 // parseGroups decodes the iterator's records (struct record, in this machine's byte order), appends them
@@ -80,6 +84,9 @@ func parseGroups(b []byte, dst []Group) (groups []Group, rest []byte, err error)
 			if flags&flagIO != 0 {
 				d.HasIO = true
 				d.ReadBytes, d.WriteBytes = ne.Uint64(b[groupSize+48:]), ne.Uint64(b[groupSize+56:])
+			}
+			for i := range d.CgroupKey {
+				d.CgroupKey[i] = ne.Uint64(b[groupSize+64+8*i:])
 			}
 		}
 		dst = append(dst, g)

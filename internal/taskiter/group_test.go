@@ -153,8 +153,11 @@ func TestParseCapturedPass(t *testing.T) {
 		t.Errorf("first group %+v, want kthreadd (pid 2, a kernel thread)", kthreadd)
 	}
 	for i, g := range gs {
-		if i > 0 && g.TGID <= gs[i-1].TGID {
-			t.Errorf("group %d (pid %d) after pid %d: the iterator walks PIDs in order", i, g.TGID, gs[i-1].TGID)
+		// The walk goes by thread ID, and a group is written at its last thread: a group of one thread comes
+		// after every group written before it (a group of more, whose threads came after other processes'
+		// PIDs, may come later than they).
+		if i > 0 && g.TGID <= gs[i-1].TGID && g.Threads == 1 {
+			t.Errorf("group %d (pid %d, one thread) after pid %d: the iterator walks thread IDs in order", i, g.TGID, gs[i-1].TGID)
 		}
 		p, ok := peer[g.TGID]
 		if !ok {
@@ -213,7 +216,7 @@ func record(tgid, ppid uint32, cpu, start uint64, threads, flags uint32) []byte 
 }
 
 // describedRecord is a record with its leader's description: a sleeping process "sh" of UID 1000 whose
-// reaped children ran 1.5 s and 0.25 s, with I/O counters when io.
+// reaped children ran 1.5 s and 0.25 s, in cgroups 7, 8 and 9, with I/O counters when io.
 func describedRecord(tgid uint32, io bool) []byte {
 	flags := uint32(flagDescribed)
 	if io {
@@ -228,6 +231,9 @@ func describedRecord(tgid uint32, io bool) []byte {
 	ne.PutUint64(b[groupSize+40:], 250_000_000)
 	ne.PutUint64(b[groupSize+48:], 4096)
 	ne.PutUint64(b[groupSize+56:], 8192)
+	for i, id := range []uint64{7, 8, 9} { // its cgroups: unified, cpu, memory
+		ne.PutUint64(b[groupSize+64+8*i:], id)
+	}
 	return b
 }
 
@@ -235,7 +241,7 @@ func TestParseGroups(t *testing.T) {
 	t.Parallel()
 	two := append(record(1, 0, 5, 6, 1, 0), record(4242, 1, 1e9, 7, 3, flagKernel|flagInexact)...)
 	sh := Group{TGID: 9, PPID: 1, CPUNs: 2e9, StartNs: 8, Threads: 1,
-		Desc: Description{Valid: true, Comm: "sh", State: 'S', EUID: 1000, CUTimeNs: 1.5e9, CSTimeNs: 0.25e9}}
+		Desc: Description{Valid: true, Comm: "sh", State: 'S', EUID: 1000, CUTimeNs: 1.5e9, CSTimeNs: 0.25e9, CgroupKey: kernel.CgroupIDs{7, 8, 9}}}
 	shIO := sh
 	shIO.Desc.HasIO, shIO.Desc.ReadBytes, shIO.Desc.WriteBytes = true, 4096, 8192
 	tests := []struct {

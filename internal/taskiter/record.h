@@ -5,7 +5,8 @@
 // and bpfiter.bpf.c before their own declarations of struct task_struct and struct signal_struct;
 // group.go parses the record. The description says what /proc/PID/stat, the owner of /proc/PID and
 // /proc/PID/io say of a process, so that tare does not read them for each process it first sees (a
-// baseline of 3,000 idle processes opened 6,000 of those files and stat'ed 3,000 directories).
+// baseline of 3,000 idle processes opened 6,000 of those files and stat'ed 3,000 directories), and the IDs
+// of its cgroups, so that it reads /proc/PID/cgroup once for the processes of one cgroup.
 
 // Bits of group.flags (group.go decodes them).
 #define GROUP_KERNEL 1    // a kernel thread
@@ -34,6 +35,11 @@ struct desc {
 	__u64 cstime_ns;
 	__u64 read_bytes; // what /proc/PID/io says (GROUP_IO): the thread's, and what exited threads left
 	__u64 write_bytes;
+	// The IDs (kernfs node IDs, never reused while the machine runs) of the leader's cgroups: on the unified
+	// (v2) hierarchy, and of its cpu and memory controllers (v1 or v2; 0 for a controller the kernel lacks).
+	// User space reads /proc/PID/cgroup once for the processes of one set of IDs (kernel.CgroupPaths,
+	// which checks the file it remembers against them).
+	__u64 cgroup_ids[3];
 };
 
 struct record {
@@ -54,6 +60,31 @@ struct task_io_accounting {
 	__u64 read_bytes;
 	__u64 write_bytes;
 } CORE;
+
+// A cgroup and what leads to it from a task (task->cgroups): the css_set's cgroup on the unified
+// hierarchy, and each controller's state (subsys[], indexed by enum cgroup_subsys_id, whose values depend
+// on the kernel's configuration: CO-RE relocates them).
+struct kernfs_node {
+	__u64 id;
+} CORE;
+
+struct cgroup {
+	struct kernfs_node *kn;
+} CORE;
+
+struct cgroup_subsys_state {
+	struct cgroup *cgroup;
+} CORE;
+
+struct css_set {
+	struct cgroup_subsys_state *subsys[16];
+	struct cgroup *dfl_cgrp;
+} CORE;
+
+enum cgroup_subsys_id {
+	cpu_cgrp_id = 1,
+	memory_cgrp_id = 4,
+};
 
 // The field before Linux 5.14 renamed it __state (a long then, an unsigned int since).
 struct task_struct___pre514 {

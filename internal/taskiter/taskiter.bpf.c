@@ -77,6 +77,7 @@ struct task_struct {
 	char comm[16];
 	struct signal_struct *signal;
 	struct task_io_accounting ioac;
+	struct css_set *cgroups;
 } CORE;
 
 struct bpf_iter__task {
@@ -223,7 +224,7 @@ static __attribute__((always_inline)) struct upid upid_at(struct task_struct *t,
 }
 
 // The records of a read: out[0:n_out]. overflow counts the groups left out for want of room (their state
-// is not updated, so the next read reports them). MAX_OUT records take 6 MiB, memory-mapped by user space.
+// is not updated, so the next read reports them). MAX_OUT records take 7.5 MiB, memory-mapped by user space.
 #define MAX_OUT 65536
 volatile __u32 n_out;
 volatile __u32 overflow;

@@ -23,12 +23,19 @@ type CgroupIDs [3]uint64
 // read its IDs and the read of its file (runc init joining its container) would otherwise lend its new
 // cgroup to the processes it left. Processes of the same unified, cpu and memory cgroups are taken to be in
 // the same cgroups of the other hierarchies (a pids cgroup) too, as kubelet and container runtimes make them.
-// The zero value is ready; it is not safe for concurrent use.
+// A cgroup renamed (cgroup v1 allows it within its parent) keeps the path it had when remembered. Where no
+// file can be matched (hierarchies mounted from below their root, or a cgroup namespace of tare's own, whose
+// paths the mount points do not show), learning stops after maxCgroupMisses tries, so that it costs no more
+// than a few stat calls. The zero value is ready; it is not safe for concurrent use.
 type CgroupPaths struct {
 	hier   []CgroupHierarchy // nil until read; empty when none could be
 	paths  map[CgroupIDs]string
-	misses int // paths not remembered because the file did not match its IDs (tests)
+	misses int // paths not remembered because the file did not match its IDs
+	hits   int // lookups answered
 }
+
+// maxCgroupMisses is how many files that do not match their IDs, with none that did, stop the learning.
+const maxCgroupMisses = 16
 
 // maxCgroupPaths bounds the paths remembered: past it, the map starts again (cgroups of pods gone stay in
 // it until then).
@@ -40,13 +47,19 @@ func (c *CgroupPaths) Lookup(ids CgroupIDs) (string, bool) {
 		return "", false
 	}
 	p, ok := c.paths[ids]
+	if ok {
+		c.hits++
+	}
 	return p, ok
 }
+
+// Hits is how many lookups were answered.
+func (c *CgroupPaths) Hits() int { return c.hits }
 
 // learn remembers path, read from file (a /proc/PID/cgroup under procRoot), for ids, when the file names
 // the cgroups of ids (cgroupFileMatches).
 func (c *CgroupPaths) learn(procRoot string, ids CgroupIDs, file []byte, path string) {
-	if c == nil || ids == (CgroupIDs{}) || path == "" {
+	if c == nil || ids == (CgroupIDs{}) || path == "" || (c.misses >= maxCgroupMisses && len(c.paths) == 0) {
 		return
 	}
 	if c.hier == nil {

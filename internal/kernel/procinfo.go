@@ -70,7 +70,8 @@ func IdentityOf(procRoot string, pid int, st ProcStat, uid int, quiet bool, cgro
 		id.Exe = exe
 	}
 	var err error
-	// A zombie's file names the root of every v1 hierarchy, whatever its cgroups were: it is read.
+	// An exiting process's file names the root of every v1 hierarchy, whatever its cgroups were: a zombie's
+	// is read (one exiting still has no executable left to read: read too).
 	if cg, ok := cgroups.Lookup(ids); ok && exeErr == nil && st.State != 'Z' && st.State != 'X' {
 		id.Cgroup = cg
 	} else if b, rerr := readRecord(filepath.Join(dir, "cgroup")); rerr == nil {
@@ -269,9 +270,10 @@ func ReadMemory(procRoot string, pid int, comm string, prev *Detail, refresh boo
 //
 // carried says that d's statm figures are the process's own from a reading it has not run since (a
 // statm-only reading of an idle process): they are followed as they are, without reading statm again, as
-// the caller's statm-only figures stood in for the process until now. Only what runs moves a process's
-// resident pages, but for reclaim. When d follows no reading, its statm is read with its smaps_rollup, so
-// that its own reading's figures are of one moment.
+// the caller's statm-only figures stood in for the process until now. Mostly a process's own running moves
+// its resident pages; reclaim does too, and rarer outside hands (KSM, another process's process_madvise, a
+// mapped file truncated). When d follows no reading, its statm is read with its smaps_rollup, so that its
+// own reading's figures are of one moment.
 func ReadMemoryLike(procRoot string, pid int, comm string, likes []Detail, d *Detail, carried bool) int {
 	d.SmapsErr = nil
 	if !carried || d.StatmRSS == 0 {

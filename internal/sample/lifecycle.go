@@ -170,7 +170,14 @@ func (s *Sampler) identity(pid int) (id kernel.Identity, io *kernel.IOCounters, 
 		return id, nil, false, err
 	}
 	st, _ := g.ProcStat()
-	if id, err = kernel.IdentityOf(s.opts.ProcRoot, pid, st, int(g.Desc.EUID), false, &s.cgroups, g.Desc.CgroupKey); err != nil {
+	// The baseline's processes go by their cgroup IDs (the cgroup file once per cgroup); a process new
+	// later is read whole: it is often one a container runtime is moving into its cgroup (runc init), and
+	// the IDs, from the pass before the read, would name the cgroup it left.
+	ids := g.Desc.CgroupKey
+	if s.seq > 0 {
+		ids = kernel.CgroupIDs{}
+	}
+	if id, err = kernel.IdentityOf(s.opts.ProcRoot, pid, st, int(g.Desc.EUID), false, &s.cgroups, ids); err != nil {
 		return id, nil, true, err
 	}
 	if g.Desc.HasIO {

@@ -62,9 +62,10 @@ func (l *lookAlikes) firstMemory(procRoot string, info *ProcInfo, at int, d *ker
 	}
 	r.dropOlder(at - smapsEvery)
 	// d's statm figures are carried: a statm-only reading is of a process that has not run since it was
-	// taken (one that ran is read whole at its next detail sample, lifecycle.go), and they stood for it so
-	// far. Not reading statm again saves a read of every follower (2,000 at the closing sample of a
-	// one-minute run beside 3,000 idle processes: some 30 ms of CPU).
+	// taken (one that ran is read whole at its next detail sample, lifecycle.go; without a task pass or
+	// taskstats, "ran" is /proc/PID/stat's ticks, blind to a run under one), and they stood for it so far.
+	// Not reading statm again saves a read of every follower (2,000 at the closing sample of a one-minute
+	// run beside 3,000 idle processes: some 30 ms of CPU).
 	followed := kernel.ReadMemoryLike(procRoot, info.Key.PID, info.Comm, r.ds, d, true) >= 0
 	// A failed read keeps the statm figures it started from: they stay marked as such.
 	d.StatmOnly = d.StatmOnly && d.SmapsErr != nil

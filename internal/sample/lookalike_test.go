@@ -18,8 +18,8 @@ import (
 // read or follows a look-alike (within 10% and 32 KiB: look-alikes share their libraries' pages a little
 // differently, and the sleepers' sum within 5%); and following look-alikes saves the closing sample at least nine tenths of one smaps_rollup
 // read of each sleeper: its read system calls (the kernel's syscr) against the same run reading every idle
-// process's own; and, with look-alikes, it reads no statm of a follower again (fewer read calls than a
-// quarter of one per sleeper). Beside 600 sleepers of one kind, helpers of one executable hold 8, 8 and 32 MiB of their
+// process's own; and, with look-alikes, it reads no statm of a follower again (fewer read calls than
+// half of one per sleeper). Beside 600 sleepers of one kind, helpers of one executable hold 8, 8 and 32 MiB of their
 // own.
 func TestIdleLookAlikes(t *testing.T) {
 	eachTaskPass(t, testIdleLookAlikes)
@@ -102,9 +102,10 @@ func testIdleLookAlikes(t *testing.T) {
 	t.Logf("%d idle processes started: the closing sample made %d read calls with look-alikes, %d reading each one's smaps_rollup; the test's own reads of the sleepers' smaps_rollup: %d; %s",
 		len(pids), likeReads, ownReads, rollupReads, note)
 	// A follower's statm is carried from the baseline, which it has not run since: the closing sample reads
-	// no file of it (657 read calls when it read each one's statm again, 57 since).
-	if likeReads > n/4 {
-		t.Errorf("the closing sample made %d read calls with look-alikes: want at most %d, a quarter of one per sleeper (a follower's statm is carried)", likeReads, n/4)
+	// no file of it (654 read calls when it read each one's statm again, 57 since; half a read per sleeper
+	// leaves room for this process's other goroutines).
+	if likeReads > n/2 {
+		t.Errorf("the closing sample made %d read calls with look-alikes: want at most %d, half of one per sleeper (a follower's statm is carried)", likeReads, n/2)
 	}
 	if saved := ownReads - likeReads; saved < rollupReads*9/10 {
 		t.Errorf("look-alikes saved the closing sample %d read calls (%d against %d): want at least %d, nine tenths of one smaps_rollup read of each of the %d sleepers",

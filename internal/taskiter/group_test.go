@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/tare-dev/tare/internal/kernel"
@@ -349,5 +351,29 @@ func TestOpenGroup(t *testing.T) {
 	copy(bad[stateOpenAs:], record(0, 0, 0, 0, 0, 0))
 	if _, err := openGroup(bad, 5, nil); !errors.Is(err, ErrMalformed) {
 		t.Errorf("a state with thread group 0: %v, want ErrMalformed", err)
+	}
+}
+
+// TestRecordSize: the open-coded program's struct record (record.h, which bpf-iter's program includes too,
+// as its BTF has it) is the size parseGroups reads, and checkRecord, which its load runs, says so; a size
+// apart is ErrMalformed.
+func TestRecordSize(t *testing.T) {
+	t.Parallel()
+	for name, load := range map[string]func() (*ebpf.CollectionSpec, error){"open-coded": loadTaskiter} {
+		spec, err := load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := checkRecord(spec); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		var rec *btf.Struct
+		if err := spec.Types.TypeByName("record", &rec); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		rec.Size += 8
+		if err := checkRecord(spec); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: a record 8 bytes larger: %v, want ErrMalformed", name, err)
+		}
 	}
 }

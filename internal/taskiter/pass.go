@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
@@ -120,6 +121,9 @@ func loadOpenCodedRoom(room uint32) (*Iter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the embedded task iterator: %w", err)
 	}
+	if err := checkRecord(spec); err != nil {
+		return nil, err
+	}
 	room = min(room, maxOut) // out[] holds maxOut records
 	if v, ok := spec.Variables["max_out"]; !ok || v.Set(room) != nil {
 		return nil, fmt.Errorf("the embedded task iterator has no max_out: %w", ErrMalformed)
@@ -189,4 +193,19 @@ func loadError(p Pass, err error) error {
 		return fmt.Errorf("%w: the kernel's verifier refused the task iterator (needs %s): %w", ErrNotSupported, p.kernelNeeds(), err)
 	}
 	return fmt.Errorf("%w: loading the BPF task iterator (needs %s): %w", ErrNotSupported, p.kernelNeeds(), err)
+}
+
+// checkRecord holds the open-coded program's struct record (record.h, in its BTF as the out map's value)
+// to recordSize, the size parseGroups reads: the two are written apart, and a record of another size would
+// be read as garbage. bpf-iter's program includes the same record.h (its BTF keeps no struct record: it
+// writes a local one with bpf_seq_write), so TestRecordSize's check of the open-coded one holds for both.
+func checkRecord(spec *ebpf.CollectionSpec) error {
+	var rec *btf.Struct
+	if err := spec.Types.TypeByName("record", &rec); err != nil {
+		return fmt.Errorf("the embedded task iterator has no struct record: %w: %w", ErrMalformed, err)
+	}
+	if rec.Size != recordSize {
+		return fmt.Errorf("the embedded task iterator's struct record is %d bytes, the parser reads %d: %w", rec.Size, recordSize, ErrMalformed)
+	}
+	return nil
 }
